@@ -1,0 +1,88 @@
+"""sinpe: sinusoidal positional-encoding tables, bit for bit equal to PyTorch.
+
+    >>> import sinpe
+    >>> pe = sinpe.positional_encoding(5000, 512)     # float32 (5000, 512)
+    >>> sinpe.add_pe(x)                               # in place, returns x
+    >>> sinpe.numerics()                              # which numerics are in use
+
+The work is done by the C core (``sinpe._sinpe``); this package finds the
+optional oneMKL library and chooses the default backend once, at import.
+"""
+from __future__ import annotations
+
+import os
+import platform
+from typing import Any, Dict
+
+from . import _sinpe
+from ._mkl import find_mkl
+from ._sinpe import add_pe, elementwise, get_backend, positional_encoding, set_backend
+
+__all__ = [
+    "positional_encoding",
+    "add_pe",
+    "numerics",
+    "get_backend",
+    "set_backend",
+    "backends",
+    "elementwise",
+]
+__version__ = "0.1.0"
+
+#: What each backend's bits are equal to (measured; see README, Numerics).
+REPRODUCES = {
+    "builtin": "correctly rounded float32 exp/sin/cos (round to nearest, every input); "
+    "equal to torch where torch's results are correctly rounded (about 95% of values)",
+    "mkl": "PyTorch's official x86-64 wheels (oneMKL 2024.2 VML, HA mode, as in torch "
+    "2.8 to 2.13): bit for bit with the reference module",
+}
+
+_MKL_PATH = None
+
+
+def _load_mkl() -> None:
+    global _MKL_PATH
+    path, reason = find_mkl()
+    if path is None:
+        _sinpe._set_mkl_unavailable(reason)
+        return
+    try:
+        _sinpe.load_mkl(path)
+        _MKL_PATH = path
+    except OSError as exc:  # the reason is kept by the extension too
+        _sinpe._set_mkl_unavailable(f"{path}: {exc}")
+
+
+def backends() -> Dict[str, bool]:
+    """Which backends can be used in this process."""
+    return {"builtin": True, "mkl": bool(_sinpe.mkl_info()["loaded"])}
+
+
+def numerics() -> Dict[str, Any]:
+    """The active default backend, whose bits it reproduces, and what is available."""
+    name = get_backend()
+    info = _sinpe.mkl_info()
+    mkl: Dict[str, Any] = dict(info)
+    if info["loaded"]:
+        mkl["path"] = _MKL_PATH
+    return {
+        "backend": name,
+        "reproduces": REPRODUCES[name],
+        "available": backends(),
+        "mkl": mkl,
+        "machine": platform.machine(),
+    }
+
+
+def _choose_default() -> None:
+    want = os.environ.get("SINPE_BACKEND", "auto").strip().lower() or "auto"
+    if want == "auto":
+        # oneMKL is what torch uses on x86-64; elsewhere torch does not use it.
+        x86 = platform.machine().lower() in ("x86_64", "amd64")
+        set_backend("mkl" if x86 and backends()["mkl"] else "builtin")
+    else:
+        set_backend(want)  # raises a clear error for unknown / unavailable names
+
+
+_load_mkl()
+_choose_default()

@@ -1,0 +1,599 @@
+/* _sinpe: the CPython / NumPy binding of the sinpe core.
+ *
+ * Thin: argument parsing and validation with messages that name the bad
+ * value, buffer checks, GIL release around the core, status -> exception
+ * mapping.  All numerics live in the pure-C core (sinpe_core.c). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+
+#include <stdint.h>
+#include <string.h>
+#ifndef _WIN32
+#include <unistd.h>
+#endif
+
+#include "sinpe_core.h"
+
+static const char *BACKEND_NAMES[SINPE_BACKEND_COUNT] = { "builtin", "mkl" };
+static sinpe_backend g_default = SINPE_BACKEND_BUILTIN;
+static char g_mkl_reason[512] = "oneMKL was not looked for";
+
+/* ---- argument helpers -------------------------------------------------- */
+
+static int get_int64(PyObject *o, const char *name, int64_t *v)
+{
+    if (PyBool_Check(o) || !PyIndex_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s must be an integer, got %R (%s)", name, o,
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    PyObject *i = PyNumber_Index(o);
+    if (!i)
+        return -1;
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(i, &overflow);
+    Py_DECREF(i);
+    if (overflow) {
+        PyErr_Format(PyExc_OverflowError, "%s=%R does not fit in a 64-bit integer", name, o);
+        return -1;
+    }
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    *v = (int64_t)x;
+    return 0;
+}
+
+static int get_base(PyObject *o, double *base)
+{
+    if (o == NULL) {
+        *base = 10000.0;
+        return 0;
+    }
+    if (PyBool_Check(o) || PyComplex_Check(o) || !(PyFloat_Check(o) || PyLong_Check(o)
+                                                  || Py_TYPE(o)->tp_as_number != NULL)) {
+        PyErr_Format(PyExc_TypeError, "base must be a real number, got %R (%s)", o,
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    double b = PyFloat_AsDouble(o);
+    if (b == -1.0 && PyErr_Occurred()) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "base must be a real number, got %R (%s)", o,
+                         Py_TYPE(o)->tp_name);
+        }
+        return -1;
+    }
+    if (!isfinite(b) || !(b > 0.0)) {
+        PyErr_Format(PyExc_ValueError, "base must be finite and > 0, got %R", o);
+        return -1;
+    }
+    *base = b;
+    return 0;
+}
+
+static int get_backend(PyObject *o, sinpe_backend *be)
+{
+    if (o == NULL || o == Py_None) {
+        *be = g_default;
+    } else {
+        if (!PyUnicode_Check(o)) {
+            PyErr_Format(PyExc_TypeError, "backend must be a string or None, got %R", o);
+            return -1;
+        }
+        int found = -1;
+        for (int i = 0; i < SINPE_BACKEND_COUNT; i++)
+            if (PyUnicode_CompareWithASCIIString(o, BACKEND_NAMES[i]) == 0)
+                found = i;
+        if (found < 0) {
+            PyErr_Format(PyExc_ValueError, "unknown backend %R: choose 'builtin' or 'mkl'", o);
+            return -1;
+        }
+        *be = (sinpe_backend)found;
+    }
+    if (*be == SINPE_BACKEND_MKL && !sinpe_mkl_loaded()) {
+        PyErr_Format(PyExc_RuntimeError, "backend 'mkl' is not available: %s", g_mkl_reason);
+        return -1;
+    }
+    return 0;
+}
+
+/* Maps a core status to an exception (the core validated the same values
+ * the binding already checked, so this is mostly a safety net). */
+static PyObject *raise_status(int st)
+{
+    PyObject *type = PyExc_ValueError;
+    if (st == SINPE_E_SIZE)
+        type = PyExc_OverflowError;
+    else if (st == SINPE_E_NOMEM)
+        type = PyExc_MemoryError;
+    else if (st == SINPE_E_BACKEND || st == SINPE_E_LOAD)
+        type = PyExc_RuntimeError;
+    PyErr_SetString(type, sinpe_strerror(st));
+    return NULL;
+}
+
+static int check_sizes(int64_t rows, const char *rows_name, int64_t d_model, double base)
+{
+    int st = sinpe_check_args(rows, d_model, base);
+    if (st == SINPE_E_DMODEL)
+        PyErr_Format(PyExc_ValueError, "d_model must be an even integer >= 2, got %lld",
+                     (long long)d_model);
+    else if (st == SINPE_E_MAXLEN)
+        PyErr_Format(PyExc_ValueError, "%s must be >= 0, got %lld", rows_name, (long long)rows);
+    else if (st == SINPE_E_SIZE)
+        PyErr_Format(PyExc_OverflowError,
+                     "a table of %lld x %lld float32 values is larger than memory can address",
+                     (long long)rows, (long long)d_model);
+    else if (st != SINPE_OK)
+        raise_status(st);
+    return st == SINPE_OK ? 0 : -1;
+}
+
+/* A table larger than the machine's physical memory is refused up front
+ * (Linux would overcommit the allocation and kill the process later). */
+static int check_memory(int64_t rows, int64_t d_model)
+{
+#if !defined(_WIN32) && defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && psize > 0) {
+        double mem = (double)pages * (double)psize;
+        double need = (double)rows * (double)d_model * 4.0;
+        if (need > mem) {
+            PyErr_Format(PyExc_MemoryError,
+                         "a table of %lld x %lld float32 values needs %.1f GiB, more than "
+                         "this machine's %.1f GiB of memory",
+                         (long long)rows, (long long)d_model, need / 1073741824.0,
+                         mem / 1073741824.0);
+            return -1;
+        }
+    }
+#else
+    (void)rows;
+    (void)d_model;
+#endif
+    return 0;
+}
+
+static const char *format_name(const char *fmt)
+{
+    if (!fmt)
+        return "uint8 (no format)";
+    const char *f = fmt;
+    if (*f == '<' || *f == '=' || *f == '@' || *f == '>' || *f == '!')
+        f++;
+    static const struct { const char *c, *name; } names[] = {
+        { "f", "float32" }, { "d", "float64" }, { "e", "float16" }, { "b", "int8" },
+        { "B", "uint8" }, { "h", "int16" }, { "H", "uint16" }, { "i", "int32" },
+        { "I", "uint32" }, { "l", "int64" }, { "L", "uint64" }, { "q", "int64" },
+        { "Q", "uint64" }, { "?", "bool" }, { "g", "float128" },
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(f, names[i].c) == 0)
+            return names[i].name;
+    return fmt;
+}
+
+static int is_native_float32(const Py_buffer *v)
+{
+    if (v->itemsize != 4 || !v->format)
+        return 0;
+    const char *f = v->format;
+#if PY_BIG_ENDIAN
+    if (*f == '@' || *f == '=' || *f == '>' || *f == '!')
+#else
+    if (*f == '@' || *f == '=' || *f == '<')
+#endif
+        f++;
+    return strcmp(f, "f") == 0;
+}
+
+/* Gets a writable float32 buffer of `what` with strides; on error, raises. */
+static int get_f32_buffer(PyObject *o, const char *what, Py_buffer *v)
+{
+    if (PyObject_GetBuffer(o, v, PyBUF_RECORDS_RO) < 0) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError,
+                     "%s must be a writable float32 array (buffer protocol), got %s", what,
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    if (!is_native_float32(v)) {
+        PyErr_Format(PyExc_TypeError, "%s must have dtype float32, got %s", what,
+                     format_name(v->format));
+        goto fail;
+    }
+    if (v->readonly) {
+        PyErr_Format(PyExc_ValueError, "%s is read-only", what);
+        goto fail;
+    }
+    return 0;
+fail:
+    PyBuffer_Release(v);
+    return -1;
+}
+
+static PyObject *shape_str(const Py_buffer *v)
+{
+    PyObject *t = PyTuple_New(v->ndim);
+    if (!t)
+        return NULL;
+    for (int i = 0; i < v->ndim; i++)
+        PyTuple_SET_ITEM(t, i, PyLong_FromSsize_t(v->shape[i]));
+    return t;
+}
+
+/* ---- positional_encoding ---------------------------------------------- */
+
+PyDoc_STRVAR(pe_doc,
+"positional_encoding($module, /, max_len, d_model, base=10000.0, *, out=None, backend=None)\n"
+"--\n\n"
+"Sinusoidal positional-encoding table, float32, shape (max_len, d_model).\n\n"
+"pe[pos, 2i] = sin(pos * div[i]) and pe[pos, 2i+1] = cos(pos * div[i]) with\n"
+"div[i] = exp(2i * -log(base) / d_model), computed step by step as the\n"
+"reference PyTorch module does (bit for bit with torch on the 'mkl' backend).\n\n"
+"out: a writable C-contiguous float32 buffer (NumPy array, memoryview, the\n"
+"     NumPy view of a torch CPU tensor) of shape (max_len, d_model) or\n"
+"     (1, max_len, d_model), filled in place and returned.\n"
+"backend: 'builtin' (correctly rounded) or 'mkl' (oneMKL VML, torch's bits);\n"
+"     None uses sinpe.get_backend().\n");
+
+static PyObject *py_positional_encoding(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = { "max_len", "d_model", "base", "out", "backend", NULL };
+    PyObject *o_len, *o_d, *o_base = NULL, *o_out = Py_None, *o_be = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O$OO:positional_encoding", kwlist, &o_len,
+                                     &o_d, &o_base, &o_out, &o_be))
+        return NULL;
+    int64_t max_len, d_model;
+    double base;
+    sinpe_backend be;
+    if (get_int64(o_len, "max_len", &max_len) < 0 || get_int64(o_d, "d_model", &d_model) < 0
+        || get_base(o_base, &base) < 0 || check_sizes(max_len, "max_len", d_model, base) < 0
+        || get_backend(o_be, &be) < 0)
+        return NULL;
+    PyObject *result;
+    Py_buffer view;
+    int have_view = 0;
+    float *data;
+    if (o_out == Py_None) {
+        if (check_memory(max_len, d_model) < 0)
+            return NULL;
+        npy_intp dims[2] = { (npy_intp)max_len, (npy_intp)d_model };
+        result = PyArray_SimpleNew(2, dims, NPY_FLOAT32);
+        if (!result)
+            return NULL;
+        data = (float *)PyArray_DATA((PyArrayObject *)result);
+    } else {
+        if (get_f32_buffer(o_out, "out", &view) < 0)
+            return NULL;
+        have_view = 1;
+        int shape_ok = (view.ndim == 2 && view.shape[0] == max_len && view.shape[1] == d_model)
+                       || (view.ndim == 3 && view.shape[0] == 1 && view.shape[1] == max_len
+                           && view.shape[2] == d_model);
+        if (!shape_ok) {
+            PyObject *s = shape_str(&view);
+            if (s)
+                PyErr_Format(PyExc_ValueError,
+                             "out has shape %R; expected (%lld, %lld) or (1, %lld, %lld)", s,
+                             (long long)max_len, (long long)d_model, (long long)max_len,
+                             (long long)d_model);
+            Py_XDECREF(s);
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        if (!PyBuffer_IsContiguous(&view, 'C')) {
+            PyErr_SetString(PyExc_ValueError, "out must be C-contiguous");
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        data = (float *)view.buf;
+        Py_INCREF(o_out);
+        result = o_out;
+    }
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = sinpe_table(data, max_len, d_model, base, be);
+    Py_END_ALLOW_THREADS
+    if (have_view)
+        PyBuffer_Release(&view);
+    if (st != SINPE_OK) {
+        Py_DECREF(result);
+        return raise_status(st);
+    }
+    return result;
+}
+
+/* ---- add_pe ------------------------------------------------------------ */
+
+/* Collapses the leading axes of x (all but the last two) into one batch axis
+ * with a single stride; fails when they do not form one. */
+static int collapse_batch(const Py_buffer *v, int64_t *nbatch, Py_ssize_t *bstride)
+{
+    int64_t n = 1;
+    Py_ssize_t stride = 0;
+    int have = 0;
+    for (int i = v->ndim - 3; i >= 0; i--) {
+        if (v->shape[i] == 1)
+            continue;
+        if (!have) {
+            stride = v->strides[i];
+            have = 1;
+        } else if (v->strides[i] != stride * (Py_ssize_t)n) {
+            return -1;
+        }
+        n *= v->shape[i];
+    }
+    for (int i = 0; i < v->ndim - 2; i++)
+        if (v->shape[i] == 0)
+            n = 0;
+    *nbatch = n;
+    *bstride = stride;
+    return 0;
+}
+
+static Py_ssize_t abs_ss(Py_ssize_t a) { return a < 0 ? -a : a; }
+
+/* Rows (len of them, d floats each, stride rs) in nbatch blocks (stride bs)
+ * are disjoint when, ordering the two strides by size, each is at least the
+ * extent of everything inside it.  Strides in bytes. */
+static int rows_disjoint(int64_t nbatch, int64_t len, int64_t d, Py_ssize_t bs, Py_ssize_t rs)
+{
+    Py_ssize_t row = (Py_ssize_t)d * 4;
+    Py_ssize_t a = abs_ss(rs), b = abs_ss(bs);
+    int64_t na = len, nb = nbatch;
+    if (na <= 1) { a = 0; }
+    if (nb <= 1) { b = 0; }
+    if (a > b) { Py_ssize_t t = a; a = b; b = t; int64_t u = na; na = nb; nb = u; }
+    if (a == 0 && b == 0)
+        return 1;
+    if (a == 0) /* only one axis has more than one element */
+        return b >= row;
+    return a >= row && b >= (Py_ssize_t)(na - 1) * a + row;
+}
+
+PyDoc_STRVAR(add_doc,
+"add_pe($module, x, /, base=10000.0, *, offset=0, backend=None)\n"
+"--\n\n"
+"Add the positional encoding to x in place and return x.\n\n"
+"x: a writable float32 array of shape (seq_len, d_model) or (..., seq_len,\n"
+"   d_model) whose last axis is contiguous.  Rows offset .. offset+seq_len-1\n"
+"   of the table are added to every batch element: x + pe[offset:offset+L],\n"
+"   bit for bit as the reference forward in eval mode.  Rows are computed,\n"
+"   so there is no max_len limit.\n");
+
+static PyObject *py_add_pe(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = { "", "base", "offset", "backend", NULL };
+    PyObject *o_x, *o_base = NULL, *o_off = NULL, *o_be = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$OO:add_pe", kwlist, &o_x, &o_base, &o_off,
+                                     &o_be))
+        return NULL;
+    double base;
+    int64_t offset = 0;
+    sinpe_backend be;
+    if (get_base(o_base, &base) < 0 || (o_off && get_int64(o_off, "offset", &offset) < 0))
+        return NULL;
+    if (offset < 0) {
+        PyErr_Format(PyExc_ValueError, "offset must be >= 0, got %lld", (long long)offset);
+        return NULL;
+    }
+    if (get_backend(o_be, &be) < 0)
+        return NULL;
+    Py_buffer v;
+    if (get_f32_buffer(o_x, "x", &v) < 0)
+        return NULL;
+    PyObject *err_shape = NULL;
+    if (v.ndim < 2) {
+        err_shape = shape_str(&v);
+        if (err_shape)
+            PyErr_Format(PyExc_ValueError,
+                         "x must have at least 2 dimensions (..., seq_len, d_model), got shape %R",
+                         err_shape);
+        goto fail;
+    }
+    int64_t len = v.shape[v.ndim - 2], d = v.shape[v.ndim - 1];
+    if (check_sizes(len, "seq_len", d, base) < 0)
+        goto fail;
+    if (offset > INT64_MAX - len) {
+        PyErr_Format(PyExc_OverflowError, "offset + seq_len = %lld + %lld overflows int64",
+                     (long long)offset, (long long)len);
+        goto fail;
+    }
+    Py_ssize_t rs = v.strides[v.ndim - 2], cs = v.strides[v.ndim - 1], bs;
+    int64_t nbatch;
+    if (collapse_batch(&v, &nbatch, &bs) < 0 || (cs != 4 && d > 1) || rs % 4 || bs % 4) {
+        PyErr_SetString(PyExc_ValueError,
+                        "x has a layout add_pe cannot write in place: the last axis must be "
+                        "contiguous and the leading axes must form one strided batch axis; "
+                        "use np.ascontiguousarray(x) and assign the result back");
+        goto fail;
+    }
+    if (!rows_disjoint(nbatch, len, d, bs, rs)) {
+        PyErr_SetString(PyExc_ValueError, "x has overlapping rows (a stride-tricks view); "
+                                          "adding in place would be ill-defined");
+        goto fail;
+    }
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = sinpe_add((float *)v.buf, nbatch, len, d, bs / 4, rs / 4, offset, base, be);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&v);
+    if (st != SINPE_OK)
+        return raise_status(st);
+    Py_INCREF(o_x);
+    return o_x;
+fail:
+    Py_XDECREF(err_shape);
+    PyBuffer_Release(&v);
+    return NULL;
+}
+
+/* ---- elementwise kernels, backends ----------------------------------- */
+
+PyDoc_STRVAR(elementwise_doc,
+"elementwise($module, func, x, /, *, backend=None)\n"
+"--\n\n"
+"func(x) elementwise for func in 'exp', 'sin', 'cos' and a float32 ndarray x,\n"
+"as the chosen backend computes it.  Returns a new C-contiguous array.\n");
+
+static PyObject *py_elementwise(PyObject *self, PyObject *args, PyObject *kw)
+{
+    (void)self;
+    static char *kwlist[] = { "", "", "backend", NULL };
+    const char *fname;
+    PyObject *o_x, *o_be = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|$O:elementwise", kwlist, &fname, &o_x, &o_be))
+        return NULL;
+    int func = !strcmp(fname, "exp") ? 0 : !strcmp(fname, "sin") ? 1 : !strcmp(fname, "cos") ? 2 : -1;
+    if (func < 0) {
+        PyErr_Format(PyExc_ValueError, "func must be 'exp', 'sin' or 'cos', got %R",
+                     PyTuple_GET_ITEM(args, 0));
+        return NULL;
+    }
+    sinpe_backend be;
+    if (get_backend(o_be, &be) < 0)
+        return NULL;
+    if (!PyArray_Check(o_x) || PyArray_TYPE((PyArrayObject *)o_x) != NPY_FLOAT32) {
+        PyErr_Format(PyExc_TypeError, "x must be a float32 ndarray, got %s", Py_TYPE(o_x)->tp_name);
+        return NULL;
+    }
+    PyArrayObject *in = (PyArrayObject *)PyArray_FROM_OTF(o_x, NPY_FLOAT32, NPY_ARRAY_IN_ARRAY);
+    if (!in)
+        return NULL;
+    PyObject *out = PyArray_NewLikeArray(in, NPY_CORDER, NULL, 0);
+    if (!out) {
+        Py_DECREF(in);
+        return NULL;
+    }
+    size_t n = (size_t)PyArray_SIZE(in);
+    int st;
+    Py_BEGIN_ALLOW_THREADS
+    st = sinpe_map(func, (const float *)PyArray_DATA(in),
+                   (float *)PyArray_DATA((PyArrayObject *)out), n, be);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(in);
+    if (st != SINPE_OK) {
+        Py_DECREF(out);
+        return raise_status(st);
+    }
+    return out;
+}
+
+PyDoc_STRVAR(load_mkl_doc,
+"load_mkl($module, path, /)\n"
+"--\n\n"
+"Load the oneMKL runtime library at path for the 'mkl' backend (once per\n"
+"process).  Raises OSError with the reason on failure.\n");
+
+static PyObject *py_load_mkl(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    PyObject *bytes;
+    if (!PyUnicode_FSConverter(arg, &bytes))
+        return NULL;
+    char msg[512];
+    int st;
+    const char *path = PyBytes_AS_STRING(bytes);
+    Py_BEGIN_ALLOW_THREADS
+    st = sinpe_mkl_load(path, msg, sizeof msg);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(bytes);
+    if (st != SINPE_OK) {
+        snprintf(g_mkl_reason, sizeof g_mkl_reason, "%s", msg);
+        PyErr_Format(PyExc_OSError, "cannot load oneMKL: %s", msg);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(set_unavailable_doc,
+"_set_mkl_unavailable($module, reason, /)\n"
+"--\n\n"
+"Record why the 'mkl' backend is not available (shown in errors).\n");
+
+static PyObject *py_set_unavailable(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    const char *s = PyUnicode_AsUTF8(arg);
+    if (!s)
+        return NULL;
+    snprintf(g_mkl_reason, sizeof g_mkl_reason, "%s", s);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(mkl_info_doc,
+"mkl_info($module, /)\n"
+"--\n\n"
+"None when oneMKL is not loaded, else a dict with its version string and the\n"
+"threading layer it reported (1 = sequential).\n");
+
+static PyObject *py_mkl_info(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (!sinpe_mkl_loaded())
+        return Py_BuildValue("{s:O,s:s}", "loaded", Py_False, "reason", g_mkl_reason);
+    return Py_BuildValue("{s:O,s:s,s:i}", "loaded", Py_True, "version", sinpe_mkl_version(),
+                         "threading_layer", sinpe_mkl_threading_layer());
+}
+
+PyDoc_STRVAR(set_backend_doc,
+"set_backend($module, name, /)\n"
+"--\n\n"
+"Set the default backend: 'builtin' or 'mkl'.  Raises if it is unavailable.\n");
+
+static PyObject *py_set_backend(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    sinpe_backend be;
+    if (arg == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "backend name must be 'builtin' or 'mkl', got None");
+        return NULL;
+    }
+    if (get_backend(arg, &be) < 0)
+        return NULL;
+    g_default = be;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(get_backend_doc,
+"get_backend($module, /)\n"
+"--\n\n"
+"The name of the default backend.\n");
+
+static PyObject *py_get_backend(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyUnicode_FromString(BACKEND_NAMES[g_default]);
+}
+
+static PyMethodDef methods[] = {
+    { "positional_encoding", (PyCFunction)(void (*)(void))py_positional_encoding,
+      METH_VARARGS | METH_KEYWORDS, pe_doc },
+    { "add_pe", (PyCFunction)(void (*)(void))py_add_pe, METH_VARARGS | METH_KEYWORDS, add_doc },
+    { "elementwise", (PyCFunction)(void (*)(void))py_elementwise, METH_VARARGS | METH_KEYWORDS,
+      elementwise_doc },
+    { "load_mkl", py_load_mkl, METH_O, load_mkl_doc },
+    { "_set_mkl_unavailable", py_set_unavailable, METH_O, set_unavailable_doc },
+    { "mkl_info", py_mkl_info, METH_NOARGS, mkl_info_doc },
+    { "set_backend", py_set_backend, METH_O, set_backend_doc },
+    { "get_backend", py_get_backend, METH_NOARGS, get_backend_doc },
+    { NULL, NULL, 0, NULL },
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "_sinpe", "C core binding of sinpe.", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__sinpe(void)
+{
+    import_array();
+    return PyModule_Create(&moduledef);
+}

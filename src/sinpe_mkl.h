@@ -1,0 +1,7 @@
+/* Internal: the oneMKL backend's elementwise entry (pure C). */
+#ifndef SINPE_MKL_H
+#define SINPE_MKL_H
+#include <stddef.h>
+/* func 0 exp, 1 sin, 2 cos.  SINPE_E_BACKEND when not loaded. */
+int sinpe_mkl_map(int func, const float *in, float *out, size_t n);
+#endif
