@@ -14,7 +14,15 @@ import os
 import platform
 from typing import Any, Dict
 
-from . import _sinpe
+try:
+    from . import _sinpe
+except ImportError as exc:  # pragma: no cover - a message for a common mistake
+    raise ImportError(
+        f"sinpe's C extension is missing under {os.path.dirname(__file__)}: this is the "
+        "source tree, not the installed package. Install it with `pip install .` and run "
+        "from elsewhere, or run the tests with the `pytest` command (not `python -m pytest`, "
+        "which puts the source tree first on sys.path)."
+    ) from exc
 from ._mkl import find_mkl
 from ._sinpe import add_pe, elementwise, get_backend, positional_encoding, set_backend
 

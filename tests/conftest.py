@@ -1,0 +1,53 @@
+"""Shared fixtures.  torch and oneMKL are required oracles: when one is
+missing the tests that need it fail (import error / assertion), they are
+never skipped."""
+import numpy as np
+import pytest
+import torch
+
+import sinpe
+from reference import SinusoidalPositionalEncoding
+
+DEFAULT_THREADS = torch.get_num_threads()
+
+# Warm-up once, single-threaded, before torch is trusted as an oracle
+# (pytorch/pytorch issue 188792: a first-call race in oneMKL's dispatch).
+torch.set_num_threads(1)
+SinusoidalPositionalEncoding(64, 64)
+torch.exp(torch.ones(4096)); torch.sin(torch.ones(4096)); torch.cos(torch.ones(4096))
+torch.set_num_threads(DEFAULT_THREADS)
+
+
+def assert_bits_equal(got, want, what=""):
+    """Bit-for-bit comparison through uint32 views; reports count and first mismatches."""
+    got = np.ascontiguousarray(got)
+    want = np.ascontiguousarray(want)
+    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+    assert got.dtype == np.float32 and want.dtype == np.float32
+    g, w = got.view(np.uint32), want.view(np.uint32)
+    bad = np.argwhere(g != w)
+    if bad.size:
+        lines = [f"{what}: {len(bad)} of {got.size} values differ; first:"]
+        for idx in bad[:8]:
+            t = tuple(int(i) for i in idx)
+            lines.append(f"  at {t}: got {got[t]!r} (0x{int(g[t]):08x}) want {want[t]!r} (0x{int(w[t]):08x})")
+        pytest.fail("\n".join(lines))
+
+
+@pytest.fixture(params=[1, DEFAULT_THREADS], ids=lambda n: f"torch_threads={n}")
+def torch_threads(request):
+    old = torch.get_num_threads()
+    torch.set_num_threads(request.param)
+    yield request.param
+    torch.set_num_threads(old)
+
+
+def reference_table(d_model, max_len, base=10000.0):
+    return SinusoidalPositionalEncoding(d_model, max_len, base=base).pe[0].numpy()
+
+
+@pytest.fixture
+def mkl_backend():
+    assert sinpe.backends()["mkl"], (
+        "the oneMKL backend is not available: " + str(sinpe.numerics()["mkl"]))
+    return "mkl"

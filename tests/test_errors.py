@@ -1,0 +1,182 @@
+"""Bad input: a clear exception naming the value, and nothing written."""
+import numpy as np
+import pytest
+
+import sinpe
+
+PE = sinpe.positional_encoding
+
+
+@pytest.mark.parametrize("d_model", [3, 511, 1, 0, -2])
+def test_d_model_odd_or_small(d_model):
+    with pytest.raises(ValueError, match=f"d_model.*got {d_model}"):
+        PE(10, d_model)
+
+
+def test_max_len_negative():
+    with pytest.raises(ValueError, match="max_len must be >= 0, got -1"):
+        PE(-1, 8)
+
+
+@pytest.mark.parametrize("bad", [5000.0, "5000", None, True, 2.5, np.float64(8)])
+def test_sizes_not_integers(bad):
+    with pytest.raises(TypeError, match="must be an integer"):
+        PE(bad, 8)
+    with pytest.raises(TypeError, match="d_model must be an integer"):
+        PE(8, bad)
+
+
+def test_numpy_integers_accepted():
+    assert PE(np.int64(3), np.int32(4)).shape == (3, 4)
+
+
+@pytest.mark.parametrize("base", [float("nan"), float("inf"), -float("inf"), 0.0, -1.0, -10000])
+def test_base_not_finite_or_not_positive(base):
+    with pytest.raises(ValueError, match="base must be finite and > 0, got"):
+        PE(4, 8, base)
+    x = np.ones((2, 8), np.float32)
+    with pytest.raises(ValueError, match="base"):
+        sinpe.add_pe(x, base)
+    assert (x == 1).all()
+
+
+@pytest.mark.parametrize("base", ["10000", None, 1j, True])
+def test_base_wrong_type(base):
+    with pytest.raises(TypeError, match="base must be a real number"):
+        PE(4, 8, base)
+
+
+def test_table_too_large_for_size_t():
+    with pytest.raises(OverflowError, match="larger than memory can address"):
+        PE(2**62, 1024)
+    with pytest.raises(OverflowError):
+        PE(2**70, 8)  # not even an int64
+
+
+def test_table_too_large_for_memory():
+    with pytest.raises(MemoryError, match="GiB"):
+        PE(10**7, 10**5)  # 3.6 TiB, refused before allocating
+
+
+def _sentinel(shape, dtype=np.float32):
+    return np.full(shape, 7.0, dtype)
+
+
+def test_out_wrong_dtype():
+    out = _sentinel((4, 8), np.float64)
+    with pytest.raises(TypeError, match="out must have dtype float32, got float64"):
+        PE(4, 8, out=out)
+    assert (out == 7).all()
+
+
+@pytest.mark.parametrize("shape", [(4, 10), (5, 8), (2, 4, 8), (32,), (1, 1, 4, 8)])
+def test_out_wrong_shape(shape):
+    out = _sentinel(shape)
+    with pytest.raises(ValueError, match=r"out has shape .* expected \(4, 8\)"):
+        PE(4, 8, out=out)
+    assert (out == 7).all()
+
+
+def test_out_not_contiguous():
+    big = _sentinel((4, 16))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        PE(4, 8, out=big[:, ::2])
+    with pytest.raises(ValueError, match="C-contiguous"):
+        PE(8, 4, out=_sentinel((4, 8)).T)
+    assert (big == 7).all()
+
+
+def test_out_read_only():
+    out = _sentinel((4, 8))
+    out.flags.writeable = False
+    with pytest.raises(ValueError, match="out is read-only"):
+        PE(4, 8, out=out)
+    assert (out == 7).all()
+    with pytest.raises(ValueError, match="read-only"):
+        PE(4, 8, out=memoryview(bytes(128)).cast("f", (4, 8)))
+
+
+def test_out_not_a_buffer():
+    with pytest.raises(TypeError, match="out must be a writable float32 array"):
+        PE(4, 8, out=[[0.0] * 8] * 4)
+
+
+def test_x_not_float32():
+    for dt in (np.float64, np.float16, np.int32):
+        x = _sentinel((4, 8), dt)
+        with pytest.raises(TypeError, match="x must have dtype float32"):
+            sinpe.add_pe(x)
+        assert (x == 7).all()
+    with pytest.raises(TypeError, match="x must be a writable float32 array"):
+        sinpe.add_pe([[1.0, 2.0]])
+
+
+@pytest.mark.parametrize("shape", [(8,), ()])
+def test_x_not_2d(shape):
+    x = _sentinel(shape)
+    with pytest.raises(ValueError, match="at least 2 dimensions"):
+        sinpe.add_pe(x)
+    assert (x == 7).all()
+
+
+def test_x_read_only():
+    x = _sentinel((4, 8))
+    x.flags.writeable = False
+    with pytest.raises(ValueError, match="x is read-only"):
+        sinpe.add_pe(x)
+    b = np.broadcast_to(np.float32(1), (4, 8))
+    with pytest.raises(ValueError, match="read-only"):
+        sinpe.add_pe(b)
+
+
+def test_x_odd_d_model():
+    x = _sentinel((4, 7))
+    with pytest.raises(ValueError, match="d_model must be an even integer >= 2, got 7"):
+        sinpe.add_pe(x)
+    assert (x == 7).all()
+
+
+def test_offset_negative_or_not_int():
+    x = _sentinel((4, 8))
+    with pytest.raises(ValueError, match="offset must be >= 0, got -3"):
+        sinpe.add_pe(x, offset=-3)
+    with pytest.raises(TypeError, match="offset must be an integer"):
+        sinpe.add_pe(x, offset=1.5)
+    with pytest.raises(OverflowError, match="overflows"):
+        sinpe.add_pe(x, offset=2**63 - 2)
+    assert (x == 7).all()
+
+
+def test_x_layouts_rejected():
+    big = _sentinel((4, 16))
+    with pytest.raises(ValueError, match="last axis must be contiguous"):
+        sinpe.add_pe(big[:, ::2])  # strided last axis
+    base = _sentinel((3, 4, 5, 8))
+    with pytest.raises(ValueError, match="one strided batch axis"):
+        sinpe.add_pe(base[:, :, ::2].transpose(1, 0, 2, 3)[:, :, :2])
+    assert (big == 7).all() and (base == 7).all()
+
+
+def test_x_overlapping_rows_rejected():
+    buf = _sentinel(64)
+    x = np.lib.stride_tricks.as_strided(buf, shape=(8, 8), strides=(16, 4), writeable=True)
+    with pytest.raises(ValueError, match="overlapping rows"):
+        sinpe.add_pe(x)
+    assert (buf == 7).all()
+
+
+def test_backend_unknown():
+    with pytest.raises(ValueError, match="unknown backend 'fast'"):
+        PE(4, 8, backend="fast")
+    with pytest.raises(ValueError, match="unknown backend"):
+        sinpe.set_backend("torch")
+    with pytest.raises(TypeError, match="backend must be a string"):
+        PE(4, 8, backend=1)
+
+
+def test_empty_inputs_are_fine():
+    assert PE(0, 8).shape == (0, 8)
+    x = np.zeros((3, 0, 8), np.float32)
+    assert sinpe.add_pe(x) is x
+    x = np.zeros((0, 8), np.float32)
+    assert sinpe.add_pe(x, offset=5) is x

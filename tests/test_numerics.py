@@ -1,0 +1,80 @@
+"""Backend choice: per call, global, by environment; the numerics report; the CLI."""
+import inspect
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import sinpe
+from conftest import assert_bits_equal
+
+
+def _run(code, **env):
+    e = dict(os.environ)
+    e.update(env)
+    # run outside the source tree, so that the installed sinpe is imported
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e,
+                          timeout=120, cwd=os.path.dirname(__file__))
+
+
+def test_numerics_report():
+    info = sinpe.numerics()
+    assert info["backend"] in ("builtin", "mkl")
+    assert info["reproduces"] == sinpe.REPRODUCES[info["backend"]]
+    assert info["available"]["builtin"] is True
+
+
+def test_set_backend_global_and_per_call():
+    old = sinpe.get_backend()
+    try:
+        sinpe.set_backend("builtin")
+        assert sinpe.numerics()["backend"] == "builtin"
+        a = sinpe.positional_encoding(300, 64)
+        assert_bits_equal(a, sinpe.positional_encoding(300, 64, backend="builtin"), "global")
+        if sinpe.backends()["mkl"]:
+            b = sinpe.positional_encoding(300, 64, backend="mkl")
+            assert (a.view(np.uint32) != b.view(np.uint32)).any()  # the two really differ
+    finally:
+        sinpe.set_backend(old)
+
+
+def test_env_forces_builtin():
+    r = _run("import sinpe; print(sinpe.get_backend())", SINPE_BACKEND="builtin")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "builtin"
+
+
+def test_unavailable_mkl_is_a_clear_error():
+    code = ("import sinpe\n"
+            "print(sinpe.backends()['mkl'])\n"
+            "try:\n    sinpe.positional_encoding(4, 8, backend='mkl')\n"
+            "except RuntimeError as e:\n    print('error:', e)\n")
+    r = _run(code, SINPE_MKL_LIBRARY="/nonexistent/libmkl_rt.so.2", SINPE_BACKEND="auto")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "False"
+    assert "backend 'mkl' is not available" in lines[1] and "/nonexistent" in lines[1]
+    r = _run("import sinpe", SINPE_MKL_LIBRARY="/nonexistent/libmkl_rt.so.2", SINPE_BACKEND="mkl")
+    assert r.returncode != 0 and "backend 'mkl' is not available" in r.stderr
+
+
+def test_text_signatures():
+    s = inspect.signature(sinpe.positional_encoding)
+    assert list(s.parameters) == ["max_len", "d_model", "base", "out", "backend"]
+    assert list(inspect.signature(sinpe.add_pe).parameters) == ["x", "base", "offset", "backend"]
+
+
+def test_cli(tmp_path):
+    out = tmp_path / "pe.npy"
+    r = subprocess.run([sys.executable, "-m", "sinpe", "--max-len", "100", "--d-model", "16",
+                        "-o", str(out)], capture_output=True, text=True, timeout=120,
+                       cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "numerics: backend" in r.stdout
+    assert_bits_equal(np.load(out), sinpe.positional_encoding(100, 16), "CLI table")
+    r = subprocess.run([sys.executable, "-m", "sinpe", "--max-len", "10", "--d-model", "7",
+                        "-o", str(out)], capture_output=True, text=True, timeout=120,
+                       cwd=tmp_path)
+    assert r.returncode == 2 and "d_model must be an even integer" in r.stderr
