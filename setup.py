@@ -10,6 +10,9 @@ SOURCES = [
     "src/sinpe_expf.c",      # correctly rounded expf
     "src/sinpe_sincosf.c",   # correctly rounded sinf / cosf
     "src/sinpe_mkl.c",       # oneMKL backend, loaded at run time
+    "src/sinpe_avx2.c",      # AVX2 + FMA path of sin/cos (target attributes)
+    "src/sinpe_cpu.c",       # CPU feature probe
+    "src/sinpe_threads.c",   # parallel-for on POSIX / Win32 threads
 ]
 
 if sys.platform == "win32":
@@ -18,7 +21,7 @@ if sys.platform == "win32":
 else:
     # No FMA contraction and no fast-math: every operation is the one written.
     cflags = ["-O2", "-ffp-contract=off", "-fno-fast-math", "-Wall", "-Wextra"]
-    libs = ["m"] + (["dl"] if sys.platform.startswith("linux") else [])
+    libs = ["m"] + (["dl", "pthread"] if sys.platform.startswith("linux") else [])
 
 setup(
     ext_modules=[

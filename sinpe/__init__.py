@@ -24,7 +24,18 @@ except ImportError as exc:  # pragma: no cover - a message for a common mistake
         "which puts the source tree first on sys.path)."
     ) from exc
 from ._mkl import find_mkl
-from ._sinpe import add_pe, elementwise, get_backend, positional_encoding, set_backend
+from ._sinpe import (
+    add_pe,
+    elementwise,
+    get_backend,
+    get_kernel,
+    get_threads,
+    kernels,
+    positional_encoding,
+    set_backend,
+    set_kernel,
+    set_threads,
+)
 
 __all__ = [
     "positional_encoding",
@@ -33,6 +44,11 @@ __all__ = [
     "get_backend",
     "set_backend",
     "backends",
+    "kernels",
+    "get_kernel",
+    "set_kernel",
+    "get_threads",
+    "set_threads",
     "elementwise",
 ]
 __version__ = "0.1.0"
@@ -76,6 +92,9 @@ def numerics() -> Dict[str, Any]:
     return {
         "backend": name,
         "reproduces": REPRODUCES[name],
+        "kernel": get_kernel(),
+        "kernels": kernels(),
+        "threads": get_threads(),
         "available": backends(),
         "mkl": mkl,
         "machine": platform.machine(),
@@ -92,5 +111,21 @@ def _choose_default() -> None:
         set_backend(want)  # raises a clear error for unknown / unavailable names
 
 
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))  # the CPUs this process may use
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _configure() -> None:
+    kernel = os.environ.get("SINPE_KERNEL", "").strip().lower()
+    if kernel and kernel != "auto":
+        set_kernel(kernel)  # raises for unknown or unsupported paths
+    threads = os.environ.get("SINPE_NUM_THREADS", "").strip()
+    set_threads(int(threads) if threads else min(_usable_cpus(), 256))
+
+
 _load_mkl()
 _choose_default()
+_configure()

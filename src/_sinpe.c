@@ -18,6 +18,8 @@
 
 static const char *BACKEND_NAMES[SINPE_BACKEND_COUNT] = { "builtin", "mkl" };
 static sinpe_backend g_default = SINPE_BACKEND_BUILTIN;
+static sinpe_kernel g_kernel = SINPE_KERNEL_SCALAR; /* set to the best at import */
+static int g_threads = 1;                           /* set by the package at import */
 static char g_mkl_reason[512] = "oneMKL was not looked for";
 
 /* ---- argument helpers -------------------------------------------------- */
@@ -100,6 +102,32 @@ static int get_backend(PyObject *o, sinpe_backend *be)
     return 0;
 }
 
+static int get_threads(PyObject *o, int *threads)
+{
+    if (o == NULL || o == Py_None) {
+        *threads = g_threads;
+        return 0;
+    }
+    int64_t t;
+    if (get_int64(o, "threads", &t) < 0)
+        return -1;
+    if (t < 1 || t > 256) {
+        PyErr_Format(PyExc_ValueError, "threads must be between 1 and 256, got %lld",
+                     (long long)t);
+        return -1;
+    }
+    *threads = (int)t;
+    return 0;
+}
+
+static int get_opts(PyObject *o_be, PyObject *o_threads, sinpe_opts *opts)
+{
+    if (get_backend(o_be, &opts->backend) < 0 || get_threads(o_threads, &opts->threads) < 0)
+        return -1;
+    opts->kernel = g_kernel;
+    return 0;
+}
+
 /* Maps a core status to an exception (the core validated the same values
  * the binding already checked, so this is mostly a safety net). */
 static PyObject *raise_status(int st)
@@ -109,7 +137,7 @@ static PyObject *raise_status(int st)
         type = PyExc_OverflowError;
     else if (st == SINPE_E_NOMEM)
         type = PyExc_MemoryError;
-    else if (st == SINPE_E_BACKEND || st == SINPE_E_LOAD)
+    else if (st == SINPE_E_BACKEND || st == SINPE_E_LOAD || st == SINPE_E_KERNEL)
         type = PyExc_RuntimeError;
     PyErr_SetString(type, sinpe_strerror(st));
     return NULL;
@@ -228,7 +256,8 @@ static PyObject *shape_str(const Py_buffer *v)
 /* ---- positional_encoding ---------------------------------------------- */
 
 PyDoc_STRVAR(pe_doc,
-"positional_encoding($module, /, max_len, d_model, base=10000.0, *, out=None, backend=None)\n"
+"positional_encoding($module, /, max_len, d_model, base=10000.0, *, out=None, backend=None,\n"
+"                    threads=None)\n"
 "--\n\n"
 "Sinusoidal positional-encoding table, float32, shape (max_len, d_model).\n\n"
 "pe[pos, 2i] = sin(pos * div[i]) and pe[pos, 2i+1] = cos(pos * div[i]) with\n"
@@ -238,22 +267,23 @@ PyDoc_STRVAR(pe_doc,
 "     NumPy view of a torch CPU tensor) of shape (max_len, d_model) or\n"
 "     (1, max_len, d_model), filled in place and returned.\n"
 "backend: 'builtin' (correctly rounded) or 'mkl' (oneMKL VML, torch's bits);\n"
-"     None uses sinpe.get_backend().\n");
+"     None uses sinpe.get_backend().\n"
+"threads: worker threads (None: sinpe.get_threads()); the bits do not depend on it.\n");
 
 static PyObject *py_positional_encoding(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
-    static char *kwlist[] = { "max_len", "d_model", "base", "out", "backend", NULL };
-    PyObject *o_len, *o_d, *o_base = NULL, *o_out = Py_None, *o_be = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O$OO:positional_encoding", kwlist, &o_len,
-                                     &o_d, &o_base, &o_out, &o_be))
+    static char *kwlist[] = { "max_len", "d_model", "base", "out", "backend", "threads", NULL };
+    PyObject *o_len, *o_d, *o_base = NULL, *o_out = Py_None, *o_be = NULL, *o_thr = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O$OOO:positional_encoding", kwlist, &o_len,
+                                     &o_d, &o_base, &o_out, &o_be, &o_thr))
         return NULL;
     int64_t max_len, d_model;
     double base;
-    sinpe_backend be;
+    sinpe_opts opts;
     if (get_int64(o_len, "max_len", &max_len) < 0 || get_int64(o_d, "d_model", &d_model) < 0
         || get_base(o_base, &base) < 0 || check_sizes(max_len, "max_len", d_model, base) < 0
-        || get_backend(o_be, &be) < 0)
+        || get_opts(o_be, o_thr, &opts) < 0)
         return NULL;
     PyObject *result;
     Py_buffer view;
@@ -296,7 +326,7 @@ static PyObject *py_positional_encoding(PyObject *self, PyObject *args, PyObject
     }
     int st;
     Py_BEGIN_ALLOW_THREADS
-    st = sinpe_table(data, max_len, d_model, base, be);
+    st = sinpe_table(data, max_len, d_model, base, &opts);
     Py_END_ALLOW_THREADS
     if (have_view)
         PyBuffer_Release(&view);
@@ -356,7 +386,7 @@ static int rows_disjoint(int64_t nbatch, int64_t len, int64_t d, Py_ssize_t bs, 
 }
 
 PyDoc_STRVAR(add_doc,
-"add_pe($module, x, /, base=10000.0, *, offset=0, backend=None)\n"
+"add_pe($module, x, /, base=10000.0, *, offset=0, backend=None, threads=None)\n"
 "--\n\n"
 "Add the positional encoding to x in place and return x.\n\n"
 "x: a writable float32 array of shape (seq_len, d_model) or (..., seq_len,\n"
@@ -368,21 +398,21 @@ PyDoc_STRVAR(add_doc,
 static PyObject *py_add_pe(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
-    static char *kwlist[] = { "", "base", "offset", "backend", NULL };
-    PyObject *o_x, *o_base = NULL, *o_off = NULL, *o_be = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$OO:add_pe", kwlist, &o_x, &o_base, &o_off,
-                                     &o_be))
+    static char *kwlist[] = { "", "base", "offset", "backend", "threads", NULL };
+    PyObject *o_x, *o_base = NULL, *o_off = NULL, *o_be = NULL, *o_thr = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$OOO:add_pe", kwlist, &o_x, &o_base, &o_off,
+                                     &o_be, &o_thr))
         return NULL;
     double base;
     int64_t offset = 0;
-    sinpe_backend be;
+    sinpe_opts opts;
     if (get_base(o_base, &base) < 0 || (o_off && get_int64(o_off, "offset", &offset) < 0))
         return NULL;
     if (offset < 0) {
         PyErr_Format(PyExc_ValueError, "offset must be >= 0, got %lld", (long long)offset);
         return NULL;
     }
-    if (get_backend(o_be, &be) < 0)
+    if (get_opts(o_be, o_thr, &opts) < 0)
         return NULL;
     Py_buffer v;
     if (get_f32_buffer(o_x, "x", &v) < 0)
@@ -420,7 +450,7 @@ static PyObject *py_add_pe(PyObject *self, PyObject *args, PyObject *kw)
     }
     int st;
     Py_BEGIN_ALLOW_THREADS
-    st = sinpe_add((float *)v.buf, nbatch, len, d, bs / 4, rs / 4, offset, base, be);
+    st = sinpe_add((float *)v.buf, nbatch, len, d, bs / 4, rs / 4, offset, base, &opts);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&v);
     if (st != SINPE_OK)
@@ -455,8 +485,8 @@ static PyObject *py_elementwise(PyObject *self, PyObject *args, PyObject *kw)
                      PyTuple_GET_ITEM(args, 0));
         return NULL;
     }
-    sinpe_backend be;
-    if (get_backend(o_be, &be) < 0)
+    sinpe_opts opts;
+    if (get_opts(o_be, NULL, &opts) < 0)
         return NULL;
     if (!PyArray_Check(o_x) || PyArray_TYPE((PyArrayObject *)o_x) != NPY_FLOAT32) {
         PyErr_Format(PyExc_TypeError, "x must be a float32 ndarray, got %s", Py_TYPE(o_x)->tp_name);
@@ -474,7 +504,7 @@ static PyObject *py_elementwise(PyObject *self, PyObject *args, PyObject *kw)
     int st;
     Py_BEGIN_ALLOW_THREADS
     st = sinpe_map(func, (const float *)PyArray_DATA(in),
-                   (float *)PyArray_DATA((PyArrayObject *)out), n, be);
+                   (float *)PyArray_DATA((PyArrayObject *)out), n, &opts);
     Py_END_ALLOW_THREADS
     Py_DECREF(in);
     if (st != SINPE_OK) {
@@ -573,7 +603,104 @@ static PyObject *py_get_backend(PyObject *self, PyObject *unused)
     return PyUnicode_FromString(BACKEND_NAMES[g_default]);
 }
 
+PyDoc_STRVAR(set_threads_doc,
+"set_threads($module, n, /)\n"
+"--\n\n"
+"Set the default number of worker threads (1 to 256).\n");
+
+static PyObject *py_set_threads(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    int t;
+    if (arg == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "threads must be an integer, got None");
+        return NULL;
+    }
+    if (get_threads(arg, &t) < 0)
+        return NULL;
+    g_threads = t;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(get_threads_doc,
+"get_threads($module, /)\n"
+"--\n\n"
+"The default number of worker threads.\n");
+
+static PyObject *py_get_threads(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyLong_FromLong(g_threads);
+}
+
+PyDoc_STRVAR(kernels_doc,
+"kernels($module, /)\n"
+"--\n\n"
+"The built-in backend's code paths this CPU can run, fastest last.\n");
+
+static PyObject *py_kernels(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    PyObject *l = PyList_New(0);
+    for (int k = 0; l && k < SINPE_KERNEL_COUNT; k++) {
+        if (!sinpe_kernel_available((sinpe_kernel)k))
+            continue;
+        PyObject *n = PyUnicode_FromString(sinpe_kernel_name((sinpe_kernel)k));
+        if (!n || PyList_Append(l, n) < 0) {
+            Py_XDECREF(n);
+            Py_DECREF(l);
+            return NULL;
+        }
+        Py_DECREF(n);
+    }
+    return l;
+}
+
+PyDoc_STRVAR(set_kernel_doc,
+"set_kernel($module, name, /)\n"
+"--\n\n"
+"Force the built-in backend's code path: 'scalar' or 'avx2' (where the CPU\n"
+"has AVX2 and FMA).  Every path gives the same bits.\n");
+
+static PyObject *py_set_kernel(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    for (int k = 0; k < SINPE_KERNEL_COUNT; k++) {
+        if (PyUnicode_Check(arg)
+            && PyUnicode_CompareWithASCIIString(arg, sinpe_kernel_name((sinpe_kernel)k)) == 0) {
+            if (!sinpe_kernel_available((sinpe_kernel)k)) {
+                PyErr_Format(PyExc_RuntimeError,
+                             "kernel %R is not available: this build or CPU lacks it", arg);
+                return NULL;
+            }
+            g_kernel = (sinpe_kernel)k;
+            Py_RETURN_NONE;
+        }
+    }
+    PyErr_Format(PyExc_ValueError, "unknown kernel %R: choose 'scalar' or 'avx2'", arg);
+    return NULL;
+}
+
+PyDoc_STRVAR(get_kernel_doc,
+"get_kernel($module, /)\n"
+"--\n\n"
+"The built-in backend's code path in use.\n");
+
+static PyObject *py_get_kernel(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyUnicode_FromString(sinpe_kernel_name(g_kernel));
+}
+
 static PyMethodDef methods[] = {
+    { "set_threads", py_set_threads, METH_O, set_threads_doc },
+    { "get_threads", py_get_threads, METH_NOARGS, get_threads_doc },
+    { "kernels", py_kernels, METH_NOARGS, kernels_doc },
+    { "set_kernel", py_set_kernel, METH_O, set_kernel_doc },
+    { "get_kernel", py_get_kernel, METH_NOARGS, get_kernel_doc },
     { "positional_encoding", (PyCFunction)(void (*)(void))py_positional_encoding,
       METH_VARARGS | METH_KEYWORDS, pe_doc },
     { "add_pe", (PyCFunction)(void (*)(void))py_add_pe, METH_VARARGS | METH_KEYWORDS, add_doc },
@@ -595,5 +722,6 @@ static struct PyModuleDef moduledef = {
 PyMODINIT_FUNC PyInit__sinpe(void)
 {
     import_array();
+    g_kernel = sinpe_kernel_best(); /* CPU probe, once at import */
     return PyModule_Create(&moduledef);
 }

@@ -29,7 +29,8 @@ typedef enum {
     SINPE_E_NOMEM = 6,    /* a scratch allocation failed */
     SINPE_E_BACKEND = 7,  /* backend unknown or not loaded */
     SINPE_E_NULL = 8,     /* NULL buffer with a nonzero size */
-    SINPE_E_LOAD = 9      /* the oneMKL library could not be loaded */
+    SINPE_E_LOAD = 9,     /* the oneMKL library could not be loaded */
+    SINPE_E_KERNEL = 10   /* kernel path unknown or not supported here */
 } sinpe_status;
 
 typedef enum {
@@ -37,6 +38,25 @@ typedef enum {
     SINPE_BACKEND_MKL = 1,     /* oneMKL VML HA, loaded at run time */
     SINPE_BACKEND_COUNT = 2
 } sinpe_backend;
+
+typedef enum {
+    SINPE_KERNEL_SCALAR = 0, /* portable C */
+    SINPE_KERNEL_AVX2 = 1,   /* x86-64 AVX2 + FMA */
+    SINPE_KERNEL_COUNT = 2
+} sinpe_kernel;
+
+/* Per-call options.  threads <= 1 runs on the calling thread only. */
+typedef struct {
+    sinpe_backend backend;
+    sinpe_kernel kernel; /* built-in backend's code path */
+    int threads;
+} sinpe_opts;
+
+/* 1 when this build and this CPU can run the kernel path. */
+int sinpe_kernel_available(sinpe_kernel k);
+/* The fastest available path (probed once per call of this function). */
+sinpe_kernel sinpe_kernel_best(void);
+const char *sinpe_kernel_name(sinpe_kernel k);
 
 /* Human-readable text of a status code (static storage). */
 const char *sinpe_strerror(int status);
@@ -46,7 +66,7 @@ int sinpe_check_args(int64_t rows, int64_t d_model, double base);
 
 /* out[0 .. max_len*d_model): the table, row-major (max_len, d_model). */
 int sinpe_table(float *out, int64_t max_len, int64_t d_model, double base,
-                sinpe_backend backend);
+                const sinpe_opts *opts);
 
 /* Adds rows offset .. offset+len-1 of the table to x in place.  x holds
  * nbatch blocks of len rows of d_model contiguous floats; row r of block b
@@ -54,11 +74,11 @@ int sinpe_table(float *out, int64_t max_len, int64_t d_model, double base,
  * The caller guarantees the rows do not overlap. */
 int sinpe_add(float *x, int64_t nbatch, int64_t len, int64_t d_model,
               ptrdiff_t batch_stride, ptrdiff_t row_stride, int64_t offset,
-              double base, sinpe_backend backend);
+              double base, const sinpe_opts *opts);
 
 /* Elementwise kernels of a backend (for tests and tools): func 0 exp, 1 sin,
  * 2 cos; n elements from in to out. */
-int sinpe_map(int func, const float *in, float *out, size_t n, sinpe_backend backend);
+int sinpe_map(int func, const float *in, float *out, size_t n, const sinpe_opts *opts);
 
 /* oneMKL backend (sinpe_mkl.c).  Loads the oneMKL runtime library at path
  * (dlopen / LoadLibrary), selects its sequential threading layer and LP64

@@ -51,3 +51,12 @@ def mkl_backend():
     assert sinpe.backends()["mkl"], (
         "the oneMKL backend is not available: " + str(sinpe.numerics()["mkl"]))
     return "mkl"
+
+
+@pytest.fixture(params=sinpe.kernels(), ids=lambda k: f"kernel={k}")
+def kernel(request):
+    """Runs a test once per built-in code path this CPU supports."""
+    old = sinpe.get_kernel()
+    sinpe.set_kernel(request.param)
+    yield request.param
+    sinpe.set_kernel(old)

@@ -46,7 +46,7 @@ def _samples(func, n=4000, seed=0):
 
 
 @pytest.mark.parametrize("func", ["exp", "sin", "cos"])
-def test_correctly_rounded(func):
+def test_correctly_rounded(func, kernel):
     xs = _samples(func)
     got = sinpe.elementwise(func, xs, backend="builtin")
     want = cr_array(func, xs)
@@ -83,12 +83,12 @@ def _formula_table(max_len, d_model, base, be="builtin"):
 
 @pytest.mark.parametrize("max_len,d_model,base", [(5000, 512, 1e4), (17, 2, 10.0), (300, 1024, 1e6),
                                                   (66000, 6, 12345.678)])
-def test_builtin_table_is_the_formula(max_len, d_model, base):
+def test_builtin_table_is_the_formula(max_len, d_model, base, kernel):
     got = sinpe.positional_encoding(max_len, d_model, base, backend="builtin")
     assert_bits_equal(got, _formula_table(max_len, d_model, base), "builtin table")
 
 
-def test_builtin_add_pe_matches_table():
+def test_builtin_add_pe_matches_table(kernel):
     rng = np.random.default_rng(2)
     x = rng.standard_normal((4, 64, 128)).astype(np.float32)
     want = x + sinpe.positional_encoding(1000 + 64, 128, backend="builtin")[1000:]

@@ -62,8 +62,9 @@ def test_unavailable_mkl_is_a_clear_error():
 
 def test_text_signatures():
     s = inspect.signature(sinpe.positional_encoding)
-    assert list(s.parameters) == ["max_len", "d_model", "base", "out", "backend"]
-    assert list(inspect.signature(sinpe.add_pe).parameters) == ["x", "base", "offset", "backend"]
+    assert list(s.parameters) == ["max_len", "d_model", "base", "out", "backend", "threads"]
+    assert list(inspect.signature(sinpe.add_pe).parameters) == ["x", "base", "offset", "backend",
+                                                                 "threads"]
 
 
 def test_cli(tmp_path):

@@ -22,7 +22,7 @@ def test_mkl_backend_present_on_x86_64():
 
 
 @pytest.mark.parametrize("d_model", D_MODELS)
-def test_table_grid(d_model, torch_threads, mkl_backend):
+def test_table_grid(d_model, torch_threads, mkl_backend, kernel):
     for max_len in MAX_LENS:
         want = reference_table(d_model, max_len)
         got = sinpe.positional_encoding(max_len, d_model, backend=mkl_backend)
@@ -51,7 +51,7 @@ def _ref_module(d, max_len):
 
 @pytest.mark.parametrize("batch", [1, 8])
 @pytest.mark.parametrize("offset", [0, 65000])
-def test_add_pe_3d(batch, offset, torch_threads, mkl_backend):
+def test_add_pe_3d(batch, offset, torch_threads, mkl_backend, kernel):
     L, d = 300, 512
     m = _ref_module(d, offset + L)
     x = torch.randn(batch, L, d, generator=torch.Generator().manual_seed(batch + offset))

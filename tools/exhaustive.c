@@ -8,8 +8,10 @@
  * precision 24 with the float exponent range and subnormalization.
  * NaN results match when both are NaN.  Specials are checked first.
  *
- * Usage: exhaustive FUNC [--threads N] [--lo HEX] [--hi HEX] [--hard FILE]
+ * Usage: exhaustive FUNC [--kernel scalar|avx2] [--threads N] [--lo HEX] [--hi HEX] [--hard FILE]
  *   FUNC: exp, sin, cos; default range: all 2^32 patterns.
+ *   --kernel avx2: check the AVX2 + FMA path of sin/cos (blocks of inputs,
+ *   as the tables use it) instead of the scalar functions.
  *   --hard FILE: append the inputs that needed MPFR (hard cases) to FILE.
  * Exit status 0 when nothing differs.
  */
@@ -23,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../src/sinpe_cpu.h"
 #include "../src/sinpe_kernels.h"
 
 typedef float (*kfun)(float);
@@ -34,6 +37,8 @@ static dfun D;
 static mfun MF;
 static uint64_t LO, HI;
 static int NTHREADS = 2;
+static int AVX2;      /* check the AVX2 block path */
+static int IS_SIN;
 static FILE *HARD;
 static pthread_mutex_t LOCK = PTHREAD_MUTEX_INITIALIZER;
 
@@ -70,13 +75,24 @@ static void *worker(void *arg)
     mpfr_init2(xm, 24);
     mpfr_init2(rm, 24);
     const uint64_t block = 1u << 16;
+    static _Thread_local float xs[1 << 16], got[1 << 16], other[1 << 16];
     for (uint64_t b = LO + (uint64_t)j->id * block; b <= HI; b += (uint64_t)NTHREADS * block) {
         uint64_t end = b + block - 1 < HI ? b + block - 1 : HI;
-        for (uint64_t u = b; u <= end; u++) {
-            float x = asfloat((uint32_t)u);
+        size_t n = (size_t)(end - b + 1);
+        for (size_t i = 0; i < n; i++)
+            xs[i] = asfloat((uint32_t)(b + i));
+#ifdef SINPE_HAVE_AVX2_KERNEL
+        if (AVX2)
+            sinpe_sincos_avx2(xs, IS_SIN ? got : other, IS_SIN ? other : got, n);
+        else
+#endif
+            for (size_t i = 0; i < n; i++)
+                got[i] = K(xs[i]);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t u = b + i;
+            float x = xs[i];
             int used;
             float ref = reference(x, xm, rm, &used);
-            float got = K(x);
             j->checked++;
             j->mpfr_calls += (uint64_t)used;
             if (used && HARD) {
@@ -84,7 +100,7 @@ static void *worker(void *arg)
                 fprintf(HARD, "0x%08x\n", (uint32_t)u);
                 pthread_mutex_unlock(&LOCK);
             }
-            int same = (isnan(ref) && isnan(got)) || asu32(ref) == asu32(got);
+            int same = (isnan(ref) && isnan(got[i])) || asu32(ref) == asu32(got[i]);
             if (!same) {
                 if (j->wrong < 8)
                     j->first_wrong[j->wrong] = (uint32_t)u;
@@ -139,10 +155,19 @@ int main(int argc, char **argv)
     HI = 0xffffffffu;
     for (int i = 2; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--threads")) NTHREADS = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--kernel")) {
+            if (!strcmp(argv[i + 1], "avx2")) AVX2 = 1;
+            else if (strcmp(argv[i + 1], "scalar")) { fprintf(stderr, "unknown kernel\n"); return 2; }
+        }
         else if (!strcmp(argv[i], "--lo")) LO = strtoull(argv[i + 1], NULL, 16);
         else if (!strcmp(argv[i], "--hi")) HI = strtoull(argv[i + 1], NULL, 16);
         else if (!strcmp(argv[i], "--hard")) HARD = fopen(argv[i + 1], "a");
         else { fprintf(stderr, "unknown option %s\n", argv[i]); return 2; }
+    }
+    IS_SIN = K == sinpe_sinf;
+    if (AVX2 && (K == sinpe_expf || !sinpe_cpu_has_avx2_fma())) {
+        fprintf(stderr, "--kernel avx2: sin or cos only, on a CPU with AVX2 and FMA\n");
+        return 2;
     }
     if (NTHREADS < 1 || NTHREADS > 64 || LO > HI || HI > 0xffffffffu) {
         fprintf(stderr, "bad arguments\n");
@@ -169,14 +194,14 @@ int main(int argc, char **argv)
         slow += jobs[i].slow;
         for (uint64_t k = 0; k < jobs[i].wrong && k < 8; k++) {
             float x = asfloat(jobs[i].first_wrong[k]);
-            printf("wrong: %s(%a) [0x%08x] = %a\n", argv[1], x, jobs[i].first_wrong[k], K(x));
+            printf("wrong: %s(%a) [0x%08x]; scalar kernel gives %a\n", argv[1], x, jobs[i].first_wrong[k], K(x));
         }
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-    printf("%s: range 0x%08llx..0x%08llx: %llu inputs checked, %llu wrong, "
+    printf("%s [%s]: range 0x%08llx..0x%08llx: %llu inputs checked, %llu wrong, "
            "%llu sent to MPFR, %llu sinpe slow paths, specials wrong %d, %.1f s, %d threads\n",
-           argv[1], (unsigned long long)LO, (unsigned long long)HI, (unsigned long long)checked,
+           argv[1], AVX2 ? "avx2" : "scalar", (unsigned long long)LO, (unsigned long long)HI, (unsigned long long)checked,
            (unsigned long long)wrong, (unsigned long long)mp, (unsigned long long)slow, bad, secs,
            NTHREADS);
     if (HARD)
