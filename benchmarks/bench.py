@@ -4,8 +4,10 @@
     pip install '.[test]' && python benchmarks/bench.py [--repeats 7] [--quick]
 
 Each case times its contenders in interleaved rounds (sinpe, torch, NumPy,
-sinpe, ...) and reports medians, so that drift of the machine cancels in the
-ratios.  Ratios > 1 mean sinpe is faster.
+np.full, sinpe, ...) and reports medians, so that drift of the machine
+cancels in the ratios.  torch and sinpe run at the same thread count.
+Ratios: torch/sinpe and NumPy/sinpe > 1 mean sinpe is faster; sinpe/np.full
+is how far a table is from the cost of just writing its bytes.
 """
 import argparse
 import math
@@ -36,6 +38,8 @@ def numpy_formula(max_len, d_model, base=10000.0):
 
 
 def interleaved(fns, repeats):
+    for f in fns.values():  # one untimed warm-up round
+        f()
     times = {k: [] for k in fns}
     for _ in range(repeats):
         for k, f in fns.items():
@@ -45,6 +49,27 @@ def interleaved(fns, repeats):
     return {k: statistics.median(v) for k, v in times.items()}
 
 
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def configs():
+    """(backend, kernel) pairs available here; the kernel matters for builtin."""
+    out = []
+    for k in sinpe.kernels():
+        out.append(("builtin", k))
+    if sinpe.backends()["mkl"]:
+        out.append(("mkl", sinpe.kernels()[-1]))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=7)
@@ -52,43 +77,77 @@ def main():
     a = ap.parse_args()
     L, d = (1024, 256) if a.quick else (8192, 1024)
     B, S, D = (2, 256, 256) if a.quick else (16, 2048, 1024)
-    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, {platform.processor() or ''}")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, {cpu_name()}")
     print(f"torch {torch.__version__}, numpy {np.__version__}, sinpe {sinpe.__version__}; "
           f"oneMKL: {sinpe.numerics()['mkl'].get('version', 'not loaded')}")
     torch.set_num_threads(1)
     SinusoidalPositionalEncoding(16, 16)
+    old_kernel = sinpe.get_kernel()
     rows = []
-    backends = [b for b, ok in sinpe.backends().items() if ok]
     for threads in (1, 2):
         torch.set_num_threads(threads)
-        fns = {f"sinpe[{b}]": (lambda b=b: sinpe.positional_encoding(L, d, backend=b)) for b in backends}
-        fns["torch"] = lambda: SinusoidalPositionalEncoding(d, L)
-        fns["numpy formula"] = lambda: numpy_formula(L, d)
-        fns["np.full"] = lambda: np.full((L, d), 1.0, np.float32)
-        t = interleaved(fns, a.repeats)
-        for b in backends:
-            s = t[f"sinpe[{b}]"]
-            rows.append((f"table {L}x{d}", b, threads, s, t["torch"], t["numpy formula"], t["np.full"]))
         x = np.random.default_rng(0).standard_normal((B, S, D)).astype(np.float32)
         xt = torch.from_numpy(x.copy())
         ref = SinusoidalPositionalEncoding(D, S)
         ref.eval()
         pe = sinpe.positional_encoding(S, D)
-        fns = {f"sinpe[{b}]": (lambda b=b: sinpe.add_pe(x, backend=b)) for b in backends}
-        fns["torch"] = lambda: xt + ref.pe[:, :S]
-        fns["np.add"] = lambda: np.add(x, pe, out=x)
-        t = interleaved(fns, a.repeats)
-        for b in backends:
-            rows.append((f"add_pe {B}x{S}x{D}", b, threads, t[f"sinpe[{b}]"], t["torch"], t["np.add"], None))
+        for be, k in configs():
+            sinpe.set_kernel(k)
+            t = interleaved({
+                "sinpe": lambda: sinpe.positional_encoding(L, d, backend=be, threads=threads),
+                "torch": lambda: SinusoidalPositionalEncoding(d, L),
+                "numpy": lambda: numpy_formula(L, d),
+                "full": lambda: np.full((L, d), 1.0, np.float32),
+            }, a.repeats)
+            rows.append((f"table {L}x{d}", be, k, threads, t["sinpe"], t["torch"], t["numpy"], t["full"]))
+            t = interleaved({
+                "sinpe": lambda: sinpe.add_pe(x, backend=be, threads=threads),
+                "torch": lambda: xt + ref.pe[:, :S],
+                "numpy": lambda: np.add(x, pe, out=x),
+            }, a.repeats)
+            rows.append((f"add_pe {B}x{S}x{D}", be, k, threads, t["sinpe"], t["torch"], t["numpy"], None))
+    sinpe.set_kernel(old_kernel)
     print()
-    print("| case | backend | torch threads | sinpe ms | torch ms | torch/sinpe | NumPy ms | NumPy/sinpe | np.full ms | sinpe/np.full |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for case, b, th, s, tt, npt, full in rows:
+    print("| case | backend | kernel | threads | sinpe ms | torch ms | torch/sinpe | NumPy ms | NumPy/sinpe | np.full ms | sinpe/np.full |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for case, be, k, th, s, tt, npt, full in rows:
         full_s = f"{full*1e3:.1f} | {s/full:.2f}" if full else "- | -"
-        print(f"| {case} | {b} | {th} | {s*1e3:.1f} | {tt*1e3:.1f} | {tt/s:.2f} | {npt*1e3:.1f} | {npt/s:.2f} | {full_s} |")
-    print("\n(sinpe runs single-threaded in this version; 'NumPy' is the formula in NumPy for tables and "
-          "np.add(x, pe, out=x) with a precomputed pe for add_pe)")
+        print(f"| {case} | {be} | {k} | {th} | {s*1e3:.1f} | {tt*1e3:.1f} | {tt/s:.2f} | "
+              f"{npt*1e3:.1f} | {npt/s:.2f} | {full_s} |")
+    print("\nNumPy: the formula in NumPy (its own sin/cos) for tables; np.add(x, pe, out=x) "
+          "with a precomputed pe for add_pe.")
 
+    print("\nKernel throughput, 1 thread, out= a preallocated table (no page faults):")
+    print("| backend | kernel | ns per value (sin or cos) |")
+    print("|---|---|---|")
+    out = np.empty((L, d), np.float32)
+    for be, k in configs():
+        sinpe.set_kernel(k)
+        t = interleaved({"x": lambda: sinpe.positional_encoding(L, d, backend=be, threads=1, out=out)},
+                        a.repeats)["x"]
+        print(f"| {be} | {k} | {t / (L * d) * 1e9:.2f} |")
+    sinpe.set_kernel(old_kernel)
+
+    print("\nScratch memory besides the output (peak RSS growth during one call, fresh process):")
+    print("| call | output / x | peak RSS growth |")
+    print("|---|---|---|")
+    for what, code in (
+        (f"positional_encoding({L}, {d}, out=...)",
+         f"x = np.ones(({L}, {d}), np.float32); f = lambda: sinpe.positional_encoding({L}, {d}, out=x, threads=2)"),
+        (f"add_pe(x {B}x{S}x{D})",
+         f"x = np.ones(({B}, {S}, {D}), np.float32); f = lambda: sinpe.add_pe(x, threads=2)"),
+    ):
+        prog = ("import resource, numpy as np, sinpe\n" + code + "\n"
+                "r0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+                "f()\n"
+                "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - r0)\n")
+        import subprocess
+        r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
+                           cwd=os.path.dirname(os.path.abspath(__file__)))
+        size = (L * d if what.startswith("pos") else B * S * D) * 4 // 1024
+        print(f"| {what} | {size} KiB | {r.stdout.strip() or r.stderr.strip()} KiB |")
+    print("(C scratch per call: d_model/2 divisors, plus per thread 3 x 2048 floats of stack for "
+          "oneMKL blocks and, in add_pe, one chunk of PE rows of 8192 floats.)")
 
 if __name__ == "__main__":
     main()

@@ -9,6 +9,7 @@ static const struct sinpe_consts {
     double two_over_pi, pio2_1, pio2_2, pio2_3, pio2_hi, pio2_lo;
     double exp2_64[64][2];      /* 2^(j/64) as hi + lo */
     double inv_fact[32][2];     /* 1/n! as hi + lo, n = 0..31 */
+    double sin_p[5], cos_q[5];  /* AVX2 path: Chebyshev P, Q, highest degree first */
 } SINPE_C = {
     0x1.71547652b82fep+6, /* 64/ln2 */
     0x1.62e42fefa0000p-7, 0x1.cf79abc9e0000p-46, 0x1.d9cc01f97b57ap-85, /* ln2/64 = hi + mid + lo; hi, mid have 39 bits */
@@ -116,6 +117,10 @@ static const struct sinpe_consts {
         {0x1.3932c5047d60ep-108, 0x1.832b7b530a627p-162},
         {0x1.434d2e783f5bcp-113, 0x1.0b87b91be9affp-167},
     },
+    /* sin y = y + y^3 P(y^2): max relative error 2^-45.6 on |y| <= 0.7854 */
+    { -0x1.aa2855b725b64p-26, 0x1.71d9a9f02f333p-19, -0x1.a019fd9b30bd8p-13, 0x1.1111110fd3d21p-7, -0x1.555555555516bp-3 },
+    /* cos y = 1 + y^2 Q(y^2): max relative error 2^-41.5 on |y| <= 0.7854 */
+    { -0x1.2474e02fcf571p-22, 0x1.a01298d207453p-16, -0x1.6c16bae5e7010p-10, 0x1.555555514f705p-5, -0x1.fffffffffe697p-2 },
 };
 
 #define SINPE_TWO_OVER_PI_WORDS 20

@@ -283,8 +283,15 @@ typedef struct {
     float *scratch; /* chunk * d_model floats per thread */
 } add_job;
 
-static void add_rows(float *restrict xr, const float *restrict pr, int64_t d)
+static void add_rows(float *restrict xr, const float *restrict pr, int64_t d, sinpe_kernel k)
 {
+#ifdef SINPE_HAVE_AVX2_KERNEL
+    if (k == SINPE_KERNEL_AVX2) {
+        sinpe_add_avx2(xr, pr, d);
+        return;
+    }
+#endif
+    (void)k;
     for (int64_t j = 0; j < d; j++)
         xr[j] += pr[j];
 }
@@ -302,7 +309,7 @@ static void add_task(void *ctx, int64_t begin, int64_t end, int tid)
         for (int64_t b = 0; b < j->nbatch; b++)
             for (int64_t r = 0; r < nr; r++)
                 add_rows(j->x + (ptrdiff_t)b * j->batch_stride + (ptrdiff_t)(r0 + r) * j->row_stride,
-                         pe + r * d, d);
+                         pe + r * d, d, j->o->kernel);
     }
 }
 

@@ -24,6 +24,7 @@ void sinpe_rows_avx2(float *out, int64_t first_row, int64_t nrows,
                      const float *div, int64_t half);
 void sinpe_sincos_avx2(const float *a, float *s, float *c, size_t n);
 void sinpe_interleave_avx2(const float *s, const float *c, float *dst, size_t n);
+void sinpe_add_avx2(float *x, const float *pe, int64_t n);
 #endif
 
 /* Elementwise sin/cos of n floats by the scalar kernel. */
