@@ -23,15 +23,14 @@ except ImportError as exc:  # pragma: no cover - a message for a common mistake
         "from elsewhere, or run the tests with the `pytest` command (not `python -m pytest`, "
         "which puts the source tree first on sys.path)."
     ) from exc
+from ._api import add_pe, positional_encoding
 from ._mkl import find_mkl
 from ._sinpe import (
-    add_pe,
     elementwise,
     get_backend,
     get_kernel,
     get_threads,
     kernels,
-    positional_encoding,
     set_backend,
     set_kernel,
     set_threads,

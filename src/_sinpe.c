@@ -256,80 +256,168 @@ static PyObject *shape_str(const Py_buffer *v)
 /* ---- positional_encoding ---------------------------------------------- */
 
 PyDoc_STRVAR(pe_doc,
-"positional_encoding($module, /, max_len, d_model, base=10000.0, *, out=None, backend=None,\n"
-"                    threads=None)\n"
+"positional_encoding($module, /, max_len=None, d_model=None, base=10000.0, *, positions=None,\n"
+"                    out=None, backend=None, threads=None)\n"
 "--\n\n"
 "Sinusoidal positional-encoding table, float32, shape (max_len, d_model).\n\n"
 "pe[pos, 2i] = sin(pos * div[i]) and pe[pos, 2i+1] = cos(pos * div[i]) with\n"
 "div[i] = exp(2i * -log(base) / d_model), computed step by step as the\n"
 "reference PyTorch module does (bit for bit with torch on the 'mkl' backend).\n\n"
+"positions: instead of max_len, an array of positions of any shape (integers,\n"
+"     or reals rounded to float32 as torch's .float() does; negative and\n"
+"     fractional positions work); the result has shape positions.shape + (d_model,).\n"
 "out: a writable C-contiguous float32 buffer (NumPy array, memoryview, the\n"
 "     NumPy view of a torch CPU tensor) of shape (max_len, d_model) or\n"
-"     (1, max_len, d_model), filled in place and returned.\n"
+"     (1, max_len, d_model), or positions.shape + (d_model,), filled and returned.\n"
 "backend: 'builtin' (correctly rounded) or 'mkl' (oneMKL VML, torch's bits);\n"
 "     None uses sinpe.get_backend().\n"
 "threads: worker threads (None: sinpe.get_threads()); the bits do not depend on it.\n");
 
+/* positions -> a new C-contiguous float32 array (integers and reals rounded
+ * to nearest float32, as torch's .float()); NULL with an exception on error. */
+static PyArrayObject *positions_array(PyObject *o)
+{
+    PyArrayObject *a = (PyArrayObject *)PyArray_FROM_O(o);
+    if (!a)
+        return NULL;
+    int t = PyArray_TYPE(a);
+    if (!(PyTypeNum_ISINTEGER(t) || PyTypeNum_ISFLOAT(t)) || PyTypeNum_ISBOOL(t)) {
+        PyErr_Format(PyExc_TypeError, "positions must be integers or real numbers, got dtype %R",
+                     (PyObject *)PyArray_DESCR(a));
+        Py_DECREF(a);
+        return NULL;
+    }
+    PyArrayObject *f = (PyArrayObject *)PyArray_FROM_OTF((PyObject *)a, NPY_FLOAT32,
+                                                        NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED
+                                                            | NPY_ARRAY_FORCECAST);
+    Py_DECREF(a);
+    return f;
+}
+
+/* Checks that out (a buffer view) has shape `shape` (nd dims), or (1, ...)
+ * of it when allow_lead1; raises ValueError naming both shapes. */
+static int check_out_shape(const Py_buffer *v, int nd, const npy_intp *shape, int allow_lead1)
+{
+    int ok = v->ndim == nd;
+    for (int i = 0; ok && i < nd; i++)
+        ok = v->shape[i] == shape[i];
+    if (!ok && allow_lead1 && v->ndim == nd + 1 && v->shape[0] == 1) {
+        ok = 1;
+        for (int i = 0; ok && i < nd; i++)
+            ok = v->shape[i + 1] == shape[i];
+    }
+    if (ok)
+        return 0;
+    PyObject *got = shape_str(v), *want = PyTuple_New(nd);
+    if (got && want) {
+        for (int i = 0; i < nd; i++)
+            PyTuple_SET_ITEM(want, i, PyLong_FromSsize_t(shape[i]));
+        if (allow_lead1)
+            PyErr_Format(PyExc_ValueError, "out has shape %R; expected %R or (1, %lld, %lld)", got,
+                         want, (long long)shape[0], (long long)shape[1]);
+        else
+            PyErr_Format(PyExc_ValueError, "out has shape %R; expected %R", got, want);
+    }
+    Py_XDECREF(got);
+    Py_XDECREF(want);
+    return -1;
+}
+
 static PyObject *py_positional_encoding(PyObject *self, PyObject *args, PyObject *kw)
 {
     (void)self;
-    static char *kwlist[] = { "max_len", "d_model", "base", "out", "backend", "threads", NULL };
-    PyObject *o_len, *o_d, *o_base = NULL, *o_out = Py_None, *o_be = NULL, *o_thr = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O$OOO:positional_encoding", kwlist, &o_len,
-                                     &o_d, &o_base, &o_out, &o_be, &o_thr))
+    static char *kwlist[] = { "max_len", "d_model", "base", "positions", "out", "backend",
+                              "threads", NULL };
+    PyObject *o_len = Py_None, *o_d = Py_None, *o_base = NULL, *o_pos = Py_None, *o_out = Py_None;
+    PyObject *o_be = NULL, *o_thr = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOO$OOOO:positional_encoding", kwlist, &o_len,
+                                     &o_d, &o_base, &o_pos, &o_out, &o_be, &o_thr))
         return NULL;
-    int64_t max_len, d_model;
+    if (o_d == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "positional_encoding() needs d_model");
+        return NULL;
+    }
+    if ((o_len == Py_None) == (o_pos == Py_None)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "positional_encoding() needs exactly one of max_len and positions");
+        return NULL;
+    }
+    int64_t max_len = 0, d_model;
     double base;
     sinpe_opts opts;
-    if (get_int64(o_len, "max_len", &max_len) < 0 || get_int64(o_d, "d_model", &d_model) < 0
-        || get_base(o_base, &base) < 0 || check_sizes(max_len, "max_len", d_model, base) < 0
-        || get_opts(o_be, o_thr, &opts) < 0)
+    if ((o_len != Py_None && get_int64(o_len, "max_len", &max_len) < 0)
+        || get_int64(o_d, "d_model", &d_model) < 0 || get_base(o_base, &base) < 0)
         return NULL;
+    PyArrayObject *pos = NULL;
+    npy_intp shape[NPY_MAXDIMS + 1];
+    int nd = 2;
+    if (o_pos != Py_None) {
+        if (d_model < 2 || d_model % 2) /* report d_model before looking at positions */
+            return check_sizes(0, "max_len", d_model, base) < 0 ? NULL : NULL;
+        pos = positions_array(o_pos);
+        if (!pos)
+            return NULL;
+        nd = PyArray_NDIM(pos) + 1;
+        if (nd > NPY_MAXDIMS) {
+            PyErr_SetString(PyExc_ValueError, "positions has too many dimensions");
+            Py_DECREF(pos);
+            return NULL;
+        }
+        memcpy(shape, PyArray_DIMS(pos), sizeof(npy_intp) * (size_t)(nd - 1));
+        shape[nd - 1] = (npy_intp)d_model;
+        max_len = (int64_t)PyArray_SIZE(pos);
+    } else {
+        shape[0] = (npy_intp)max_len;
+        shape[1] = (npy_intp)d_model;
+    }
+    if (check_sizes(max_len, "max_len", d_model, base) < 0 || get_opts(o_be, o_thr, &opts) < 0) {
+        Py_XDECREF(pos);
+        return NULL;
+    }
     PyObject *result;
     Py_buffer view;
     int have_view = 0;
     float *data;
     if (o_out == Py_None) {
-        if (check_memory(max_len, d_model) < 0)
+        if (check_memory(max_len, d_model) < 0) {
+            Py_XDECREF(pos);
             return NULL;
-        npy_intp dims[2] = { (npy_intp)max_len, (npy_intp)d_model };
-        result = PyArray_SimpleNew(2, dims, NPY_FLOAT32);
-        if (!result)
+        }
+        result = PyArray_SimpleNew(nd, shape, NPY_FLOAT32);
+        if (!result) {
+            Py_XDECREF(pos);
             return NULL;
+        }
         data = (float *)PyArray_DATA((PyArrayObject *)result);
     } else {
-        if (get_f32_buffer(o_out, "out", &view) < 0)
+        if (get_f32_buffer(o_out, "out", &view) < 0) {
+            Py_XDECREF(pos);
             return NULL;
+        }
         have_view = 1;
-        int shape_ok = (view.ndim == 2 && view.shape[0] == max_len && view.shape[1] == d_model)
-                       || (view.ndim == 3 && view.shape[0] == 1 && view.shape[1] == max_len
-                           && view.shape[2] == d_model);
-        if (!shape_ok) {
-            PyObject *s = shape_str(&view);
-            if (s)
-                PyErr_Format(PyExc_ValueError,
-                             "out has shape %R; expected (%lld, %lld) or (1, %lld, %lld)", s,
-                             (long long)max_len, (long long)d_model, (long long)max_len,
-                             (long long)d_model);
-            Py_XDECREF(s);
+        if (check_out_shape(&view, nd, shape, pos == NULL) < 0) {
             PyBuffer_Release(&view);
+            Py_XDECREF(pos);
             return NULL;
         }
         if (!PyBuffer_IsContiguous(&view, 'C')) {
             PyErr_SetString(PyExc_ValueError, "out must be C-contiguous");
             PyBuffer_Release(&view);
+            Py_XDECREF(pos);
             return NULL;
         }
         data = (float *)view.buf;
         Py_INCREF(o_out);
         result = o_out;
     }
+    const float *p = pos ? (const float *)PyArray_DATA(pos) : NULL;
     int st;
     Py_BEGIN_ALLOW_THREADS
-    st = sinpe_table(data, max_len, d_model, base, &opts);
+    st = sinpe_table_at(data, p, max_len, d_model, base, &opts);
     Py_END_ALLOW_THREADS
     if (have_view)
         PyBuffer_Release(&view);
+    Py_XDECREF(pos);
     if (st != SINPE_OK) {
         Py_DECREF(result);
         return raise_status(st);

@@ -118,8 +118,8 @@ TARGET static inline void store4(float *dst, __m128 a, __m128 s, __m128 c, int m
     }
 }
 
-TARGET void sinpe_rows_avx2(float *out, int64_t first_row, int64_t nrows,
-                            const float *div, int64_t half)
+TARGET void sinpe_rows_avx2(float *out, const float *positions, int64_t first_row,
+                            int64_t nrows, const float *div, int64_t half)
 {
     /* The range test is needed only in rows whose angles can leave
      * [2^-120, 2^20): pos * div[j] lies between pos*dmin and pos*dmax. */
@@ -129,8 +129,9 @@ TARGET void sinpe_rows_avx2(float *out, int64_t first_row, int64_t nrows,
         dmax = div[j] > dmax ? div[j] : dmax;
     }
     for (int64_t r = 0; r < nrows; r++) {
-        float pos = (float)(first_row + r);
-        int checked = !((double)pos * dmax < 0x1p20 * (1 - 0x1p-20) && (double)pos * dmin > 0x1p-119);
+        float pos = positions ? positions[r] : (float)(first_row + r);
+        double apos = fabs((double)pos);
+        int checked = !(apos * dmax < 0x1p20 * (1 - 0x1p-20) && apos * dmin > 0x1p-119);
         __m128 vp = _mm_set1_ps(pos);
         float *dst = out + r * 2 * half;
         int64_t j = 0;

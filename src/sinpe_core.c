@@ -62,11 +62,11 @@ const char *sinpe_kernel_name(sinpe_kernel k)
     }
 }
 
-void sinpe_rows_scalar(float *out, int64_t first_row, int64_t nrows, const float *div,
-                       int64_t half)
+void sinpe_rows_scalar(float *out, const float *positions, int64_t first_row, int64_t nrows,
+                       const float *div, int64_t half)
 {
     for (int64_t r = 0; r < nrows; r++) {
-        float pos = (float)(first_row + r);
+        float pos = positions ? positions[r] : (float)(first_row + r);
         float *dst = out + r * 2 * half;
         for (int64_t j = 0; j < half; j++)
             sinpe_sincosf(pos * div[j], &dst[2 * j], &dst[2 * j + 1]);
@@ -194,17 +194,17 @@ static void interleave(const float *s, const float *c, float *dst, size_t n, sin
 
 /* oneMKL rows: the (row, column) pairs are walked as one flat sequence in
  * blocks, so narrow tables still make full calls. */
-static void mkl_rows(float *out, int64_t first_row, int64_t nrows, const float *div, int64_t half,
-                     sinpe_kernel k)
+static void mkl_rows(float *out, const float *positions, int64_t first_row, int64_t nrows,
+                     const float *div, int64_t half, sinpe_kernel k)
 {
     float a[SINPE_MKL_BLOCK], s[SINPE_MKL_BLOCK], c[SINPE_MKL_BLOCK];
     int64_t total = nrows * half;
-    int64_t row = first_row, col = 0;
+    int64_t row = 0, col = 0;
     for (int64_t e0 = 0; e0 < total; e0 += SINPE_MKL_BLOCK) {
         size_t n = (size_t)(total - e0 < SINPE_MKL_BLOCK ? total - e0 : SINPE_MKL_BLOCK);
         for (size_t i = 0; i < n;) { /* a run of one row at a time */
             size_t run = (size_t)(half - col) < n - i ? (size_t)(half - col) : n - i;
-            float pos = (float)row;
+            float pos = positions ? positions[row] : (float)(first_row + row);
             const float *dv = div + col;
             for (size_t r = 0; r < run; r++)
                 a[i + r] = pos * dv[r];
@@ -221,13 +221,13 @@ static void mkl_rows(float *out, int64_t first_row, int64_t nrows, const float *
     }
 }
 
-static void fill_rows(const sinpe_opts *o, float *out, int64_t first_row, int64_t nrows,
-                      const float *div, int64_t half)
+static void fill_rows(const sinpe_opts *o, float *out, const float *pos, int64_t first_row,
+                      int64_t nrows, const float *div, int64_t half)
 {
     if (o->backend == SINPE_BACKEND_MKL)
-        mkl_rows(out, first_row, nrows, div, half, o->kernel);
+        mkl_rows(out, pos, first_row, nrows, div, half, o->kernel);
     else
-        rows_fn(o->kernel)(out, first_row, nrows, div, half);
+        rows_fn(o->kernel)(out, pos, first_row, nrows, div, half);
 }
 
 static int64_t min_rows_per_thread(int64_t half)
@@ -239,6 +239,7 @@ static int64_t min_rows_per_thread(int64_t half)
 typedef struct {
     const sinpe_opts *o;
     float *out;
+    const float *pos; /* NULL: rows 0, 1, 2, ... */
     const float *div;
     int64_t half;
 } table_job;
@@ -247,10 +248,17 @@ static void table_task(void *ctx, int64_t begin, int64_t end, int tid)
 {
     (void)tid;
     table_job *j = ctx;
-    fill_rows(j->o, j->out + begin * 2 * j->half, begin, end - begin, j->div, j->half);
+    fill_rows(j->o, j->out + begin * 2 * j->half, j->pos ? j->pos + begin : NULL, begin,
+              end - begin, j->div, j->half);
 }
 
 int sinpe_table(float *out, int64_t max_len, int64_t d_model, double base, const sinpe_opts *o)
+{
+    return sinpe_table_at(out, NULL, max_len, d_model, base, o);
+}
+
+int sinpe_table_at(float *out, const float *positions, int64_t max_len, int64_t d_model,
+                   double base, const sinpe_opts *o)
 {
     int st = sinpe_check_args(max_len, d_model, base);
     if (st == SINPE_OK)
@@ -266,7 +274,7 @@ int sinpe_table(float *out, int64_t max_len, int64_t d_model, double base, const
     if (!div)
         return SINPE_E_NOMEM;
     fill_div(div, d_model, base, o->backend);
-    table_job job = { o, out, div, half };
+    table_job job = { o, out, positions, div, half };
     sinpe_parallel_for(max_len, min_rows_per_thread(half), o->threads, table_task, &job);
     free(div);
     return SINPE_OK;
@@ -305,7 +313,7 @@ static void add_task(void *ctx, int64_t begin, int64_t end, int tid)
     float *pe = j->scratch + (ptrdiff_t)tid * j->chunk * d;
     for (int64_t r0 = begin; r0 < end; r0 += j->chunk) {
         int64_t nr = end - r0 < j->chunk ? end - r0 : j->chunk;
-        fill_rows(j->o, pe, j->offset + r0, nr, j->div, d / 2);
+        fill_rows(j->o, pe, NULL, j->offset + r0, nr, j->div, d / 2);
         for (int64_t b = 0; b < j->nbatch; b++)
             for (int64_t r = 0; r < nr; r++)
                 add_rows(j->x + (ptrdiff_t)b * j->batch_stride + (ptrdiff_t)(r0 + r) * j->row_stride,

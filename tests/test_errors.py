@@ -18,12 +18,34 @@ def test_max_len_negative():
         PE(-1, 8)
 
 
-@pytest.mark.parametrize("bad", [5000.0, "5000", None, True, 2.5, np.float64(8)])
+@pytest.mark.parametrize("bad", [5000.0, "5000", True, 2.5, np.float64(8)])
 def test_sizes_not_integers(bad):
     with pytest.raises(TypeError, match="must be an integer"):
         PE(bad, 8)
     with pytest.raises(TypeError, match="d_model must be an integer"):
         PE(8, bad)
+
+
+def test_sizes_missing():
+    with pytest.raises(TypeError, match="exactly one of max_len and positions"):
+        PE(None, 8)
+    with pytest.raises(TypeError, match="exactly one of max_len and positions"):
+        PE(4, 8, positions=[1, 2])
+    with pytest.raises(TypeError, match="needs d_model"):
+        PE(8, None)
+
+
+def test_positions_bad():
+    with pytest.raises(TypeError, match="positions must be integers or real numbers"):
+        PE(d_model=8, positions=np.array([True, False]))
+    with pytest.raises(TypeError, match="positions must be integers or real numbers"):
+        PE(d_model=8, positions=["a", "b"])
+    with pytest.raises(ValueError, match="d_model must be an even integer >= 2, got 7"):
+        PE(d_model=7, positions=[1, 2])
+    out = _sentinel((3, 8))
+    with pytest.raises(ValueError, match=r"out has shape \(3, 8\); expected \(2, 8\)"):
+        PE(d_model=8, positions=[1, 2], out=out)
+    assert (out == 7).all()
 
 
 def test_numpy_integers_accepted():
@@ -101,10 +123,10 @@ def test_out_not_a_buffer():
         PE(4, 8, out=[[0.0] * 8] * 4)
 
 
-def test_x_not_float32():
-    for dt in (np.float64, np.float16, np.int32):
+def test_x_wrong_dtype():
+    for dt in (np.int32, np.int64, np.complex64, np.uint8):
         x = _sentinel((4, 8), dt)
-        with pytest.raises(TypeError, match="x must have dtype float32"):
+        with pytest.raises(TypeError, match="x must have dtype float32, float16, bfloat16 or float64"):
             sinpe.add_pe(x)
         assert (x == 7).all()
     with pytest.raises(TypeError, match="x must be a writable float32 array"):
