@@ -76,6 +76,15 @@ def _load_mkl() -> None:
         _sinpe._set_mkl_unavailable(f"{path}: {exc}")
 
 
+def __getattr__(name: str) -> Any:
+    # sinpe.torch is imported on first use, so that sinpe never needs torch
+    if name == "torch":
+        import importlib
+
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module 'sinpe' has no attribute {name!r}")
+
+
 def backends() -> Dict[str, bool]:
     """Which backends can be used in this process."""
     return {"builtin": True, "mkl": bool(_sinpe.mkl_info()["loaded"])}
