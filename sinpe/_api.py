@@ -8,11 +8,16 @@ them adds in the wider of the two types and rounds once, as torch's in-place
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Literal, Optional, SupportsFloat, SupportsIndex, TypeVar, Union
 
 import numpy as np
+import numpy.typing as npt
 
 from . import _sinpe
+
+Backend = Optional[Literal["builtin", "mkl"]]
+DTypeName = Literal["float32", "float16", "bfloat16", "float64", "half", "double", "float"]
+_X = TypeVar("_X", bound="np.ndarray[Any, Any]")
 
 _NAMES = {"float32": np.float32, "float16": np.float16, "float64": np.float64,
           "half": np.float16, "double": np.float64, "float": np.float32}
@@ -50,9 +55,14 @@ def resolve_dtype(dtype: Any) -> np.dtype:
     raise TypeError(f"dtype must be float32, float16, bfloat16 or float64, got {dtype!r}")
 
 
-def positional_encoding(max_len: Any = None, d_model: Any = None, base: Any = 10000.0, *,
-                        positions: Any = None, dtype: Any = None, out: Any = None,
-                        backend: Optional[str] = None, threads: Any = None) -> Any:
+def positional_encoding(max_len: Optional[SupportsIndex] = None,
+                        d_model: Optional[SupportsIndex] = None,
+                        base: SupportsFloat = 10000.0, *,
+                        positions: Optional[npt.ArrayLike] = None,
+                        dtype: Union[None, DTypeName, npt.DTypeLike] = None,
+                        out: Any = None,
+                        backend: Backend = None,
+                        threads: Optional[SupportsIndex] = None) -> Any:
     """Sinusoidal positional-encoding table (see the README for the numerics).
 
     max_len rows (positions 0 .. max_len-1) or, with ``positions=`` (any shape,
@@ -85,8 +95,9 @@ def positional_encoding(max_len: Any = None, d_model: Any = None, base: Any = 10
     return out
 
 
-def add_pe(x: Any, base: Any = 10000.0, *, offset: Any = 0, positions: Any = None,
-           backend: Optional[str] = None, threads: Any = None) -> Any:
+def add_pe(x: _X, base: SupportsFloat = 10000.0, *, offset: SupportsIndex = 0,
+           positions: Optional[npt.ArrayLike] = None, backend: Backend = None,
+           threads: Optional[SupportsIndex] = None) -> _X:
     """Add the positional encoding to x in place and return x.
 
     x: shape (seq_len, d_model) or (..., seq_len, d_model), dtype float32,
@@ -97,7 +108,8 @@ def add_pe(x: Any, base: Any = 10000.0, *, offset: Any = 0, positions: Any = Non
     """
     dt = getattr(x, "dtype", None)
     if positions is None and (dt is None or dt == np.float32):
-        return _sinpe.add_pe(x, base, offset=offset, backend=backend, threads=threads)
+        _sinpe.add_pe(x, base, offset=offset, backend=backend, threads=threads)
+        return x
     if not isinstance(x, np.ndarray):
         raise TypeError(f"x must be a NumPy array for dtype {dt} or positions=, got "
                         f"{type(x).__name__}")
@@ -116,11 +128,12 @@ def add_pe(x: Any, base: Any = 10000.0, *, offset: Any = 0, positions: Any = Non
     if positions is None:
         if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)):
             raise TypeError(f"offset must be an integer, got {offset!r} ({type(offset).__name__})")
-        if offset < 0:
-            raise ValueError(f"offset must be >= 0, got {offset}")
-        pos = np.arange(offset, offset + L, dtype=np.int64)
+        off = int(offset)
+        if off < 0:
+            raise ValueError(f"offset must be >= 0, got {off}")
+        pos = np.arange(off, off + L, dtype=np.int64)
     else:
-        if offset != 0:
+        if int(offset) != 0:
             raise ValueError("offset and positions exclude each other")
         pos = np.asarray(positions)
         try:

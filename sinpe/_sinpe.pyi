@@ -1,21 +1,21 @@
-from typing import Any, Dict, List, Literal, Optional, SupportsFloat, SupportsIndex, TypeVar, Union
+from typing import Any, Dict, List, Literal, Optional, SupportsFloat, SupportsIndex, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 _Backend = Optional[Literal["builtin", "mkl"]]
-_Buf = TypeVar("_Buf")
 _X = TypeVar("_X")
 
 def positional_encoding(
-    max_len: SupportsIndex,
-    d_model: SupportsIndex,
+    max_len: Optional[SupportsIndex] = ...,
+    d_model: Optional[SupportsIndex] = ...,
     base: SupportsFloat = ...,
     *,
-    out: Optional[_Buf] = ...,
+    positions: Optional[npt.ArrayLike] = ...,
+    out: Any = ...,
     backend: _Backend = ...,
     threads: Optional[SupportsIndex] = ...,
-) -> Union[npt.NDArray[np.float32], _Buf]: ...
+) -> Any: ...
 def add_pe(
     x: _X,
     /,

@@ -1,0 +1,105 @@
+"""Pictures (Agg), the command line, and the quickstart notebook."""
+import os
+import subprocess
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import sinpe  # noqa: E402
+from conftest import assert_bits_equal  # noqa: E402
+from sinpe import plot  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _pixels(fig):
+    fig.canvas.draw()
+    return np.asarray(fig.canvas.buffer_rgba())[..., :3]
+
+
+@pytest.mark.parametrize("make", [lambda: plot.heatmap(max_len=128, d_model=64),
+                                  lambda: plot.waves(100, 64),
+                                  lambda: plot.similarity(128, 64)],
+                         ids=["heatmap", "waves", "similarity"])
+def test_plots_not_blank(make):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    fig = make()
+    FigureCanvasAgg(fig)
+    px = _pixels(fig)
+    assert px.std() > 20, "image is (nearly) one colour"
+    assert len(np.unique(px.reshape(-1, 3), axis=0)) > 50
+
+
+def test_waves_rejects_bad_dims():
+    with pytest.raises(ValueError, match="dims must lie in"):
+        plot.waves(10, 8, dims=[8])
+
+
+def _cli(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "sinpe", *args], capture_output=True, text=True,
+                          timeout=300, cwd=cwd)
+
+
+def test_cli_npz_dtype_plot(tmp_path):
+    r = _cli("--max-len", "300", "--d-model", "64", "--dtype", "float16", "--numerics", "builtin",
+             "-o", "pe.npz", "--plot", "pe.png", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    got = np.load(tmp_path / "pe.npz")["pe"]
+    assert got.dtype == np.float16 and got.shape == (300, 64)
+    want = sinpe.positional_encoding(300, 64, dtype="float16", backend="builtin")
+    assert (got.view(np.uint16) == want.view(np.uint16)).all()
+    assert (tmp_path / "pe.png").stat().st_size > 10_000
+    assert "numerics: backend 'builtin'" in r.stdout
+
+
+def test_cli_progress_bar_for_long_tables(tmp_path):
+    r = _cli("--max-len", "400000", "--d-model", "512", "--numerics", "builtin", "--threads", "1",
+             "-o", "big.npy", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "100.0%" in r.stderr and "sinpe: [" in r.stderr
+    got = np.load(tmp_path / "big.npy", mmap_mode="r")
+    assert got.shape == (400000, 512)
+    assert_bits_equal(np.array(got[-3:]), sinpe.positional_encoding(
+        d_model=512, positions=np.arange(399997, 400000), backend="builtin"), "last rows")
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--max-len", "10", "--d-model", "7", "-o", "x.npy"], "d_model must be an even integer"),
+    (["--max-len", "-1", "--d-model", "8", "-o", "x.npy"], "max_len must be >= 0"),
+    (["--max-len", "10", "--d-model", "8", "--base", "-3", "-o", "x.npy"], "base must be finite"),
+    (["--max-len", "10", "--d-model", "8", "-o", "x.txt"], "--out must end in .npy or .npz"),
+    (["--max-len", "ten", "--d-model", "8", "-o", "x.npy"], "invalid int value"),
+    (["--max-len", "10", "--d-model", "8", "--dtype", "int8", "-o", "x.npy"], "invalid choice"),
+])
+def test_cli_bad_arguments(tmp_path, args, msg):
+    r = _cli(*args, cwd=tmp_path)
+    assert r.returncode == 2 and msg in r.stderr, r.stderr
+    assert not (tmp_path / "x.npy").exists()
+
+
+def test_cli_unwritable(tmp_path):
+    r = _cli("--max-len", "4", "--d-model", "8", "-o", str(tmp_path / "no" / "such" / "x.npy"),
+             cwd=tmp_path)
+    assert r.returncode == 1 and "cannot write" in r.stderr
+
+
+def test_cli_help(tmp_path):
+    r = _cli("--help", cwd=tmp_path)
+    assert r.returncode == 0 and "--max-len" in r.stdout and "--numerics" in r.stdout
+
+
+def test_quickstart_notebook_runs(tmp_path):
+    import nbclient
+    import nbformat
+    nb = nbformat.read(os.path.join(ROOT, "examples", "quickstart.ipynb"), as_version=4)
+    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                                     resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()  # raises CellExecutionError on any error
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    text = "".join(o.get("text", "") for o in outputs)
+    assert "bit-identical buffers: True" in text
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == 3
