@@ -1,4 +1,5 @@
 import numpy as np
+import numpy.typing as npt
 
 import sinpe
 
@@ -6,7 +7,7 @@ pe = sinpe.positional_encoding(5000, 512)
 pe2 = sinpe.positional_encoding(100, 64, 500000.0, dtype="float16", backend="mkl", threads=2)
 pe3 = sinpe.positional_encoding(d_model=64, positions=np.arange(10))
 x = np.zeros((2, 10, 64), np.float32)
-y: np.ndarray = sinpe.add_pe(x, offset=3)
+y: npt.NDArray[np.float32] = sinpe.add_pe(x, offset=3)
 sinpe.add_pe(x, 10000.0, positions=[0, 1, 2, 3, 4, 0, 1, 2, 3, 4])
 sinpe.set_backend("builtin")
 sinpe.set_kernel("scalar")
