@@ -8,6 +8,7 @@ Exit status: 0 on success, 2 for bad arguments, 1 when writing fails.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Any, List, Optional
@@ -42,6 +43,7 @@ def _fill(sinpe: Any, table: Any, args: argparse.Namespace, backend: Optional[st
     whole job is predicted to take more than a second."""
     n, d = args.max_len, args.d_model
     block = max(1, (1 << 20) // d)
+    after = float(os.environ.get("SINPE_PROGRESS_AFTER", "1.0"))  # seconds; tests set 0
     t0 = time.perf_counter()
     shown = False
     for start in range(0, n, block):
@@ -49,7 +51,7 @@ def _fill(sinpe: Any, table: Any, args: argparse.Namespace, backend: Optional[st
         sinpe.positional_encoding(d_model=d, positions=np.arange(start, stop), base=args.base,
                                   out=table[start:stop], backend=backend, threads=args.threads)
         elapsed = time.perf_counter() - t0
-        if shown or (stop < n and elapsed * n / stop > 1.0):
+        if shown or (stop < n and elapsed * n / stop > after):
             shown = True
             frac = stop / n
             bar = "#" * int(30 * frac)

@@ -17,10 +17,27 @@
 #include "sinpe_core.h"
 
 static const char *BACKEND_NAMES[SINPE_BACKEND_COUNT] = { "builtin", "mkl" };
-static sinpe_backend g_default = SINPE_BACKEND_BUILTIN;
-static sinpe_kernel g_kernel = SINPE_KERNEL_SCALAR; /* set to the best at import */
-static int g_threads = 1;                           /* set by the package at import */
+
+/* Per-module state (multi-phase init: each interpreter, each module object,
+ * has its own defaults).  The oneMKL library itself is process-wide. */
+typedef struct {
+    sinpe_backend backend;
+    sinpe_kernel kernel; /* the best path at import (CPU probe) */
+    int threads;         /* set by the package at import */
+} module_state;
+
+static module_state *state_of(PyObject *module)
+{
+    return (module_state *)PyModule_GetState(module);
+}
+
+/* Why the oneMKL backend is unavailable; process-wide like the library. */
 static char g_mkl_reason[512] = "oneMKL was not looked for";
+
+/* Calls are run in pieces of about this many floats, with the GIL released
+ * for each; between pieces pending signals are handled, so Ctrl-C stops a
+ * huge table or add_pe within milliseconds. */
+#define SINPE_PIECE_FLOATS ((int64_t)1 << 22)
 
 /* ---- argument helpers -------------------------------------------------- */
 
@@ -76,10 +93,10 @@ static int get_base(PyObject *o, double *base)
     return 0;
 }
 
-static int get_backend(PyObject *o, sinpe_backend *be)
+static int get_backend(module_state *ms, PyObject *o, sinpe_backend *be)
 {
     if (o == NULL || o == Py_None) {
-        *be = g_default;
+        *be = ms->backend;
     } else {
         if (!PyUnicode_Check(o)) {
             PyErr_Format(PyExc_TypeError, "backend must be a string or None, got %R", o);
@@ -102,10 +119,10 @@ static int get_backend(PyObject *o, sinpe_backend *be)
     return 0;
 }
 
-static int get_threads(PyObject *o, int *threads)
+static int get_threads(module_state *ms, PyObject *o, int *threads)
 {
     if (o == NULL || o == Py_None) {
-        *threads = g_threads;
+        *threads = ms->threads;
         return 0;
     }
     int64_t t;
@@ -120,11 +137,12 @@ static int get_threads(PyObject *o, int *threads)
     return 0;
 }
 
-static int get_opts(PyObject *o_be, PyObject *o_threads, sinpe_opts *opts)
+static int get_opts(module_state *ms, PyObject *o_be, PyObject *o_threads, sinpe_opts *opts)
 {
-    if (get_backend(o_be, &opts->backend) < 0 || get_threads(o_threads, &opts->threads) < 0)
+    if (get_backend(ms, o_be, &opts->backend) < 0
+        || get_threads(ms, o_threads, &opts->threads) < 0)
         return -1;
-    opts->kernel = g_kernel;
+    opts->kernel = ms->kernel;
     return 0;
 }
 
@@ -325,7 +343,7 @@ static int check_out_shape(const Py_buffer *v, int nd, const npy_intp *shape, in
 
 static PyObject *py_positional_encoding(PyObject *self, PyObject *args, PyObject *kw)
 {
-    (void)self;
+    module_state *ms = state_of(self);
     static char *kwlist[] = { "max_len", "d_model", "base", "positions", "out", "backend",
                               "threads", NULL };
     PyObject *o_len = Py_None, *o_d = Py_None, *o_base = NULL, *o_pos = Py_None, *o_out = Py_None;
@@ -370,7 +388,8 @@ static PyObject *py_positional_encoding(PyObject *self, PyObject *args, PyObject
         shape[0] = (npy_intp)max_len;
         shape[1] = (npy_intp)d_model;
     }
-    if (check_sizes(max_len, "max_len", d_model, base) < 0 || get_opts(o_be, o_thr, &opts) < 0) {
+    if (check_sizes(max_len, "max_len", d_model, base) < 0
+        || get_opts(ms, o_be, o_thr, &opts) < 0) {
         Py_XDECREF(pos);
         return NULL;
     }
@@ -411,16 +430,24 @@ static PyObject *py_positional_encoding(PyObject *self, PyObject *args, PyObject
         result = o_out;
     }
     const float *p = pos ? (const float *)PyArray_DATA(pos) : NULL;
-    int st;
-    Py_BEGIN_ALLOW_THREADS
-    st = sinpe_table_at(data, p, max_len, d_model, base, &opts);
-    Py_END_ALLOW_THREADS
+    int st = SINPE_OK, interrupted = 0;
+    int64_t piece = SINPE_PIECE_FLOATS / d_model > 0 ? SINPE_PIECE_FLOATS / d_model : 1;
+    for (int64_t r0 = 0; r0 < max_len && st == SINPE_OK; r0 += piece) {
+        int64_t nr = max_len - r0 < piece ? max_len - r0 : piece;
+        Py_BEGIN_ALLOW_THREADS
+        st = sinpe_table_at(data + r0 * d_model, p ? p + r0 : NULL, r0, nr, d_model, base, &opts);
+        Py_END_ALLOW_THREADS
+        if (st == SINPE_OK && r0 + nr < max_len && PyErr_CheckSignals() < 0) {
+            interrupted = 1; /* out, if given, holds rows 0 .. r0+nr-1 */
+            break;
+        }
+    }
     if (have_view)
         PyBuffer_Release(&view);
     Py_XDECREF(pos);
-    if (st != SINPE_OK) {
+    if (interrupted || st != SINPE_OK) {
         Py_DECREF(result);
-        return raise_status(st);
+        return interrupted ? NULL : raise_status(st);
     }
     return result;
 }
@@ -485,7 +512,7 @@ PyDoc_STRVAR(add_doc,
 
 static PyObject *py_add_pe(PyObject *self, PyObject *args, PyObject *kw)
 {
-    (void)self;
+    module_state *ms = state_of(self);
     static char *kwlist[] = { "", "base", "offset", "backend", "threads", NULL };
     PyObject *o_x, *o_base = NULL, *o_off = NULL, *o_be = NULL, *o_thr = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$OOO:add_pe", kwlist, &o_x, &o_base, &o_off,
@@ -500,7 +527,7 @@ static PyObject *py_add_pe(PyObject *self, PyObject *args, PyObject *kw)
         PyErr_Format(PyExc_ValueError, "offset must be >= 0, got %lld", (long long)offset);
         return NULL;
     }
-    if (get_opts(o_be, o_thr, &opts) < 0)
+    if (get_opts(ms, o_be, o_thr, &opts) < 0)
         return NULL;
     Py_buffer v;
     if (get_f32_buffer(o_x, "x", &v) < 0)
@@ -536,11 +563,23 @@ static PyObject *py_add_pe(PyObject *self, PyObject *args, PyObject *kw)
                                           "adding in place would be ill-defined");
         goto fail;
     }
-    int st;
-    Py_BEGIN_ALLOW_THREADS
-    st = sinpe_add((float *)v.buf, nbatch, len, d, bs / 4, rs / 4, offset, base, &opts);
-    Py_END_ALLOW_THREADS
+    int st = SINPE_OK, interrupted = 0;
+    int64_t per_row = (nbatch > 0 ? nbatch : 1) * d;
+    int64_t piece = SINPE_PIECE_FLOATS / per_row > 0 ? SINPE_PIECE_FLOATS / per_row : 1;
+    for (int64_t r0 = 0; r0 < len && nbatch > 0 && st == SINPE_OK; r0 += piece) {
+        int64_t nr = len - r0 < piece ? len - r0 : piece;
+        float *x0 = (float *)((char *)v.buf + (ptrdiff_t)r0 * rs);
+        Py_BEGIN_ALLOW_THREADS
+        st = sinpe_add(x0, nbatch, nr, d, bs / 4, rs / 4, offset + r0, base, &opts);
+        Py_END_ALLOW_THREADS
+        if (st == SINPE_OK && r0 + nr < len && PyErr_CheckSignals() < 0) {
+            interrupted = 1; /* rows 0 .. r0+nr-1 of every batch element are added */
+            break;
+        }
+    }
     PyBuffer_Release(&v);
+    if (interrupted)
+        return NULL;
     if (st != SINPE_OK)
         return raise_status(st);
     Py_INCREF(o_x);
@@ -561,7 +600,7 @@ PyDoc_STRVAR(elementwise_doc,
 
 static PyObject *py_elementwise(PyObject *self, PyObject *args, PyObject *kw)
 {
-    (void)self;
+    module_state *ms = state_of(self);
     static char *kwlist[] = { "", "", "backend", NULL };
     const char *fname;
     PyObject *o_x, *o_be = NULL;
@@ -574,7 +613,7 @@ static PyObject *py_elementwise(PyObject *self, PyObject *args, PyObject *kw)
         return NULL;
     }
     sinpe_opts opts;
-    if (get_opts(o_be, NULL, &opts) < 0)
+    if (get_opts(ms, o_be, NULL, &opts) < 0)
         return NULL;
     if (!PyArray_Check(o_x) || PyArray_TYPE((PyArrayObject *)o_x) != NPY_FLOAT32) {
         PyErr_Format(PyExc_TypeError, "x must be a float32 ndarray, got %s", Py_TYPE(o_x)->tp_name);
@@ -667,15 +706,15 @@ PyDoc_STRVAR(set_backend_doc,
 
 static PyObject *py_set_backend(PyObject *self, PyObject *arg)
 {
-    (void)self;
+    module_state *ms = state_of(self);
     sinpe_backend be;
     if (arg == Py_None) {
         PyErr_SetString(PyExc_TypeError, "backend name must be 'builtin' or 'mkl', got None");
         return NULL;
     }
-    if (get_backend(arg, &be) < 0)
+    if (get_backend(ms, arg, &be) < 0)
         return NULL;
-    g_default = be;
+    ms->backend = be;
     Py_RETURN_NONE;
 }
 
@@ -686,9 +725,8 @@ PyDoc_STRVAR(get_backend_doc,
 
 static PyObject *py_get_backend(PyObject *self, PyObject *unused)
 {
-    (void)self;
     (void)unused;
-    return PyUnicode_FromString(BACKEND_NAMES[g_default]);
+    return PyUnicode_FromString(BACKEND_NAMES[state_of(self)->backend]);
 }
 
 PyDoc_STRVAR(set_threads_doc,
@@ -698,15 +736,15 @@ PyDoc_STRVAR(set_threads_doc,
 
 static PyObject *py_set_threads(PyObject *self, PyObject *arg)
 {
-    (void)self;
+    module_state *ms = state_of(self);
     int t;
     if (arg == Py_None) {
         PyErr_SetString(PyExc_TypeError, "threads must be an integer, got None");
         return NULL;
     }
-    if (get_threads(arg, &t) < 0)
+    if (get_threads(ms, arg, &t) < 0)
         return NULL;
-    g_threads = t;
+    ms->threads = t;
     Py_RETURN_NONE;
 }
 
@@ -717,9 +755,8 @@ PyDoc_STRVAR(get_threads_doc,
 
 static PyObject *py_get_threads(PyObject *self, PyObject *unused)
 {
-    (void)self;
     (void)unused;
-    return PyLong_FromLong(g_threads);
+    return PyLong_FromLong(state_of(self)->threads);
 }
 
 PyDoc_STRVAR(kernels_doc,
@@ -754,7 +791,7 @@ PyDoc_STRVAR(set_kernel_doc,
 
 static PyObject *py_set_kernel(PyObject *self, PyObject *arg)
 {
-    (void)self;
+    module_state *ms = state_of(self);
     for (int k = 0; k < SINPE_KERNEL_COUNT; k++) {
         if (PyUnicode_Check(arg)
             && PyUnicode_CompareWithASCIIString(arg, sinpe_kernel_name((sinpe_kernel)k)) == 0) {
@@ -763,7 +800,7 @@ static PyObject *py_set_kernel(PyObject *self, PyObject *arg)
                              "kernel %R is not available: this build or CPU lacks it", arg);
                 return NULL;
             }
-            g_kernel = (sinpe_kernel)k;
+            ms->kernel = (sinpe_kernel)k;
             Py_RETURN_NONE;
         }
     }
@@ -778,9 +815,8 @@ PyDoc_STRVAR(get_kernel_doc,
 
 static PyObject *py_get_kernel(PyObject *self, PyObject *unused)
 {
-    (void)self;
     (void)unused;
-    return PyUnicode_FromString(sinpe_kernel_name(g_kernel));
+    return PyUnicode_FromString(sinpe_kernel_name(state_of(self)->kernel));
 }
 
 static PyMethodDef methods[] = {
@@ -802,14 +838,28 @@ static PyMethodDef methods[] = {
     { NULL, NULL, 0, NULL },
 };
 
+static int module_exec(PyObject *m)
+{
+    if (PyArray_ImportNumPyAPI() < 0)
+        return -1;
+    module_state *ms = state_of(m);
+    ms->backend = SINPE_BACKEND_BUILTIN;
+    ms->kernel = sinpe_kernel_best(); /* CPU probe, once per import */
+    ms->threads = 1;
+    return 0;
+}
+
+static PyModuleDef_Slot slots[] = {
+    { Py_mod_exec, (void *)module_exec },
+    { 0, NULL },
+};
+
 static struct PyModuleDef moduledef = {
-    PyModuleDef_HEAD_INIT, "_sinpe", "C core binding of sinpe.", -1, methods,
-    NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT, "_sinpe", "C core binding of sinpe.", sizeof(module_state), methods,
+    slots, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__sinpe(void)
 {
-    import_array();
-    g_kernel = sinpe_kernel_best(); /* CPU probe, once at import */
-    return PyModule_Create(&moduledef);
+    return PyModuleDef_Init(&moduledef);
 }

@@ -239,32 +239,34 @@ static int64_t min_rows_per_thread(int64_t half)
 typedef struct {
     const sinpe_opts *o;
     float *out;
-    const float *pos; /* NULL: rows 0, 1, 2, ... */
+    const float *pos; /* NULL: rows first_row, first_row + 1, ... */
     const float *div;
-    int64_t half;
+    int64_t half, first_row;
 } table_job;
 
 static void table_task(void *ctx, int64_t begin, int64_t end, int tid)
 {
     (void)tid;
     table_job *j = ctx;
-    fill_rows(j->o, j->out + begin * 2 * j->half, j->pos ? j->pos + begin : NULL, begin,
-              end - begin, j->div, j->half);
+    fill_rows(j->o, j->out + begin * 2 * j->half, j->pos ? j->pos + begin : NULL,
+              j->first_row + begin, end - begin, j->div, j->half);
 }
 
 int sinpe_table(float *out, int64_t max_len, int64_t d_model, double base, const sinpe_opts *o)
 {
-    return sinpe_table_at(out, NULL, max_len, d_model, base, o);
+    return sinpe_table_at(out, NULL, 0, max_len, d_model, base, o);
 }
 
-int sinpe_table_at(float *out, const float *positions, int64_t max_len, int64_t d_model,
-                   double base, const sinpe_opts *o)
+int sinpe_table_at(float *out, const float *positions, int64_t first_row, int64_t max_len,
+                   int64_t d_model, double base, const sinpe_opts *o)
 {
     int st = sinpe_check_args(max_len, d_model, base);
     if (st == SINPE_OK)
         st = check_opts(o);
     if (st != SINPE_OK)
         return st;
+    if (first_row < 0 || first_row > INT64_MAX - max_len)
+        return SINPE_E_OFFSET;
     if (max_len == 0)
         return SINPE_OK;
     if (!out)
@@ -274,7 +276,7 @@ int sinpe_table_at(float *out, const float *positions, int64_t max_len, int64_t 
     if (!div)
         return SINPE_E_NOMEM;
     fill_div(div, d_model, base, o->backend);
-    table_job job = { o, out, positions, div, half };
+    table_job job = { o, out, positions, div, half, first_row };
     sinpe_parallel_for(max_len, min_rows_per_thread(half), o->threads, table_task, &job);
     free(div);
     return SINPE_OK;

@@ -69,9 +69,10 @@ int sinpe_table(float *out, int64_t max_len, int64_t d_model, double base,
                 const sinpe_opts *opts);
 
 /* out[0 .. n*d_model): row r is the encoding of position positions[r] (any
- * float: negative, fractional); positions NULL means 0, 1, 2, ... */
-int sinpe_table_at(float *out, const float *positions, int64_t n, int64_t d_model,
-                   double base, const sinpe_opts *opts);
+ * float: negative, fractional), or of first_row + r when positions is NULL
+ * (first_row >= 0; used to fill a table in pieces). */
+int sinpe_table_at(float *out, const float *positions, int64_t first_row, int64_t n,
+                   int64_t d_model, double base, const sinpe_opts *opts);
 
 /* Adds rows offset .. offset+len-1 of the table to x in place.  x holds
  * nbatch blocks of len rows of d_model contiguous floats; row r of block b
