@@ -24,7 +24,7 @@ except ImportError as exc:  # pragma: no cover - a message for a common mistake
         "which puts the source tree first on sys.path)."
     ) from exc
 from ._api import add_pe, positional_encoding
-from ._mkl import find_mkl
+from ._mkl import find_mkl, release_matches
 from ._sinpe import (
     elementwise,
     get_backend,
@@ -97,6 +97,7 @@ def numerics() -> Dict[str, Any]:
     mkl: Dict[str, Any] = dict(info)
     if info["loaded"]:
         mkl["path"] = _MKL_PATH
+        mkl["matches_torch"] = release_matches(info["version"])
     return {
         "backend": name,
         "reproduces": REPRODUCES[name],
@@ -112,9 +113,13 @@ def numerics() -> Dict[str, Any]:
 def _choose_default() -> None:
     want = os.environ.get("SINPE_BACKEND", "auto").strip().lower() or "auto"
     if want == "auto":
-        # oneMKL is what torch uses on x86-64; elsewhere torch does not use it.
+        # oneMKL is what torch uses on x86-64; elsewhere torch does not use it.  Another
+        # oneMKL release than torch's gives other bits: then the builtin is the default
+        # (set_backend('mkl') still selects it).
         x86 = platform.machine().lower() in ("x86_64", "amd64")
-        set_backend("mkl" if x86 and backends()["mkl"] else "builtin")
+        info = _sinpe.mkl_info()
+        good = bool(info["loaded"]) and release_matches(str(info.get("version", "")))
+        set_backend("mkl" if x86 and good else "builtin")
     else:
         set_backend(want)  # raises a clear error for unknown / unavailable names
 

@@ -12,6 +12,16 @@ _NAMES = {
 }
 
 
+#: The oneMKL release that torch 2.13.0's x86-64 wheel bundles (torch.__config__.show();
+#: measured: README, Numerics).  Another release computes other bits.
+TORCH_MKL_RELEASE = "2024.2"
+
+
+def release_matches(version: str) -> bool:
+    """Whether a MKL_Get_Version_String() text is the release torch bundles."""
+    return f"Version {TORCH_MKL_RELEASE}-" in version or f"Version {TORCH_MKL_RELEASE} " in version
+
+
 def find_mkl() -> Tuple[Optional[str], str]:
     """(path, reason): the library path, or None and why it is not there.
 

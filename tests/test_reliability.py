@@ -1,0 +1,238 @@
+"""Reliability: interrupts, threads, forks, DataLoader workers, module state, leaks, faults."""
+import gc
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import sinpe
+from conftest import assert_bits_equal
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _run(code, timeout=120, **env):
+    e = dict(os.environ)
+    e.update(env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e,
+                          cwd=HERE, timeout=timeout)
+
+
+# ---- interrupts ---------------------------------------------------------------
+
+def _interrupt_after(seconds):
+    t = threading.Timer(seconds, lambda: os.kill(os.getpid(), signal.SIGINT))
+    t.start()
+    return t
+
+
+@pytest.mark.parametrize("call", ["table", "add_pe"])
+def test_ctrl_c_stops_a_huge_call_quickly(call):
+    # a call that would take several seconds (scalar kernel, one thread)
+    old = sinpe.get_kernel()
+    sinpe.set_kernel("scalar")
+    try:
+        if call == "table":
+            f = lambda: sinpe.positional_encoding(400_000, 1024, backend="builtin", threads=1)  # noqa: E731
+        else:
+            x = np.zeros((1, 400_000, 1024), np.float32)
+            f = lambda: sinpe.add_pe(x, backend="builtin", threads=1)  # noqa: E731
+        t0 = time.perf_counter()
+        timer = _interrupt_after(0.3)
+        with pytest.raises(KeyboardInterrupt):
+            f()
+        latency = time.perf_counter() - t0 - 0.3
+        timer.join()
+    finally:
+        sinpe.set_kernel(old)
+    assert latency < 0.25, f"KeyboardInterrupt came {latency:.3f} s after the signal"
+
+
+def test_interrupted_out_is_partially_filled_in_row_order():
+    out = np.full((400_000, 1024), np.nan, np.float32)
+    old = sinpe.get_kernel()
+    sinpe.set_kernel("scalar")
+    try:
+        timer = _interrupt_after(0.3)
+        with pytest.raises(KeyboardInterrupt):
+            sinpe.positional_encoding(400_000, 1024, out=out, backend="builtin", threads=1)
+        timer.join()
+    finally:
+        sinpe.set_kernel(old)
+    filled = ~np.isnan(out).all(axis=1)
+    k = int(filled.sum())
+    assert 0 < k < 400_000
+    assert filled[:k].all() and not filled[k:].any()  # a prefix of whole rows
+    assert_bits_equal(out[:k], sinpe.positional_encoding(k, 1024, backend="builtin"), "prefix")
+
+
+# ---- threads --------------------------------------------------------------------
+
+def test_eight_python_threads_at_once():
+    cases = [(1000 + 37 * i, 64 * (1 + i % 4), 10000.0 if i % 2 else 500000.0, i % 3)
+             for i in range(8)]
+    backends = [b for b, ok in sinpe.backends().items() if ok]
+    want = {}
+    for i, (L, d, base, off) in enumerate(cases):
+        be = backends[i % len(backends)]
+        want[i] = (sinpe.positional_encoding(L, d, base, backend=be, threads=1),
+                   sinpe.add_pe(np.ones((3, L, d), np.float32), base, offset=off, backend=be,
+                                threads=1))
+    got, errors = {}, []
+    barrier = threading.Barrier(8)
+
+    def work(i):
+        try:
+            L, d, base, off = cases[i]
+            be = backends[i % len(backends)]
+            barrier.wait()
+            for _ in range(5):
+                t = sinpe.positional_encoding(L, d, base, backend=be, threads=2)
+                x = sinpe.add_pe(np.ones((3, L, d), np.float32), base, offset=off, backend=be,
+                                 threads=2)
+            got[i] = (t, x)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(repr(e))
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in ts), "deadlock: a thread did not finish"
+    assert not errors, errors
+    for i in range(8):
+        assert_bits_equal(got[i][0], want[i][0], f"thread {i} table")
+        assert_bits_equal(got[i][1], want[i][1], f"thread {i} add_pe")
+
+
+# ---- forks, workers, interpreters -------------------------------------------------
+
+def test_after_os_fork():
+    want = sinpe.positional_encoding(500, 128)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        try:
+            got = sinpe.positional_encoding(500, 128, threads=2)
+            ok = bool((got.view(np.uint32) == want.view(np.uint32)).all())
+            os.write(w, b"1" if ok else b"0")
+        finally:
+            os._exit(0)
+    os.close(w)
+    data = os.read(r, 1)
+    os.waitpid(pid, 0)
+    assert data == b"1"
+
+
+class _PEDataset:
+    def __init__(self, n, L, d):
+        self.n, self.L, self.d = n, L, d
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        x = np.full((self.L, self.d), float(i), np.float32)
+        return sinpe.add_pe(x, offset=i, threads=1)
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_torch_dataloader_workers(method):
+    import torch
+    ds = _PEDataset(12, 50, 64)
+    dl = torch.utils.data.DataLoader(ds, batch_size=4, num_workers=2,
+                                     multiprocessing_context=method)
+    got = torch.cat(list(dl)).numpy()
+    want = np.stack([ds[i] for i in range(12)])
+    assert_bits_equal(got, want, f"DataLoader {method}")
+
+
+def test_second_module_instance_has_its_own_state():
+    spec = importlib.util.find_spec("sinpe._sinpe")
+    other = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(other)
+    assert other is not sinpe._sinpe
+    before = sinpe.get_threads()
+    other.set_threads(5)
+    other.set_backend("builtin")
+    assert other.get_threads() == 5 and sinpe.get_threads() == before
+    assert_bits_equal(other.positional_encoding(100, 32, backend="builtin"),
+                      sinpe.positional_encoding(100, 32, backend="builtin"), "second instance")
+
+
+# ---- leaks --------------------------------------------------------------------------
+
+def _rss_kib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+def test_no_leaks_over_100000_calls():
+    x = np.zeros((2, 3, 8), np.float32)
+    bad_out = np.zeros((3, 8), np.float64)
+    calls = [
+        lambda: sinpe.positional_encoding(3, 8),
+        lambda: sinpe.positional_encoding(d_model=8, positions=[1, 2]),
+        lambda: sinpe.add_pe(x),
+        lambda: sinpe.elementwise("sin", x[0, 0]),
+    ]
+    bad = [
+        lambda: sinpe.positional_encoding(3, 7),
+        lambda: sinpe.positional_encoding(3, 8, out=bad_out),
+        lambda: sinpe.add_pe(x, offset=-1),
+        lambda: sinpe.positional_encoding(3, 8, backend="nope"),
+    ]
+
+    def loop(n):
+        for _ in range(n):
+            for f in calls:
+                f()
+            for f in bad:
+                try:
+                    f()
+                except (ValueError, TypeError):
+                    pass
+
+    loop(2000)
+    gc.collect()
+    before = _rss_kib()
+    loop(100_000)
+    gc.collect()
+    grown = _rss_kib() - before
+    assert grown < 4096, f"RSS grew by {grown} KiB over 800,000 calls"
+
+
+# ---- faults -------------------------------------------------------------------------
+
+def test_mkl_path_not_a_library_falls_back_with_reason(tmp_path):
+    bogus = tmp_path / "libmkl_rt.so.2"
+    bogus.write_bytes(b"not an ELF file")
+    r = _run("import sinpe, json; n = sinpe.numerics(); print(n['backend']); print(n['mkl']['reason'])",
+             SINPE_MKL_LIBRARY=str(bogus), SINPE_BACKEND="auto")
+    assert r.returncode == 0, r.stderr
+    backend, reason = r.stdout.splitlines()[:2]
+    assert backend == "builtin" and "cannot load oneMKL" in reason and str(bogus) in reason
+
+
+def test_mkl_path_wrong_library_is_refused():
+    import ctypes.util
+    libm = ctypes.util.find_library("m") or "libm.so.6"
+    r = _run("import sinpe; print(sinpe.numerics()['mkl']['reason'])", SINPE_MKL_LIBRARY=libm)
+    assert r.returncode == 0, r.stderr
+    assert "symbol not found" in r.stdout or "not a oneMKL" in r.stdout
+
+
+def test_mkl_other_release_is_not_chosen_automatically():
+    from sinpe import _mkl
+    assert _mkl.release_matches("Intel(R) oneAPI Math Kernel Library Version 2024.2-Product Build 20240605")
+    assert not _mkl.release_matches("Intel(R) oneAPI Math Kernel Library Version 2025.3-Product Build 1")
