@@ -17,6 +17,10 @@ from typing import Any, Dict
 try:
     from . import _sinpe
 except ImportError as exc:  # pragma: no cover - a message for a common mistake
+    import glob
+
+    if glob.glob(os.path.join(os.path.dirname(__file__), "_sinpe*")):
+        raise  # the extension is there but does not load: show why
     raise ImportError(
         f"sinpe's C extension is missing under {os.path.dirname(__file__)}: this is the "
         "source tree, not the installed package. Install it with `pip install .` and run "

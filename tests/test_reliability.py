@@ -15,6 +15,8 @@ import sinpe
 from conftest import assert_bits_equal
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# Time limits scale with this (CI's sanitizer run, which is several times slower, sets it).
+TIME_SCALE = float(os.environ.get("SINPE_TEST_TIME_SCALE", "1"))
 
 
 def _run(code, timeout=120, **env):
@@ -51,7 +53,7 @@ def test_ctrl_c_stops_a_huge_call_quickly(call):
         timer.join()
     finally:
         sinpe.set_kernel(old)
-    assert latency < 0.25, f"KeyboardInterrupt came {latency:.3f} s after the signal"
+    assert latency < 0.25 * TIME_SCALE, f"KeyboardInterrupt came {latency:.3f} s after the signal"
 
 
 def test_interrupted_out_is_partially_filled_in_row_order():
