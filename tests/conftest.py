@@ -1,6 +1,11 @@
 """Shared fixtures.  torch and oneMKL are required oracles: when one is
 missing the tests that need it fail (import error / assertion), they are
 never skipped."""
+import math
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -60,3 +65,22 @@ def kernel(request):
     sinpe.set_kernel(request.param)
     yield request.param
     sinpe.set_kernel(old)
+
+
+def run_python(code, timeout=120, **env):
+    """Runs code in a fresh interpreter outside the source tree (so that the installed
+    sinpe is imported), with extra environment variables."""
+    e = dict(os.environ)
+    e.update(env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e,
+                          timeout=timeout, cwd=os.path.dirname(os.path.abspath(__file__)))
+
+
+def torch_formula(pos, d, base=10000.0):
+    """The reference formula in torch on p.float()[..., None] * div_term, any positions."""
+    div = torch.exp(torch.arange(0, d, 2).float() * (-math.log(base) / d))
+    ang = torch.as_tensor(np.asarray(pos)).float()[..., None] * div
+    pe = torch.empty(ang.shape[:-1] + (d,))
+    pe[..., 0::2] = torch.sin(ang)
+    pe[..., 1::2] = torch.cos(ang)
+    return pe.numpy()

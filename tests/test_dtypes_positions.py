@@ -1,13 +1,11 @@
 """dtypes and arbitrary positions, bit for bit against torch."""
-import math
-
 import ml_dtypes
 import numpy as np
 import pytest
 import torch
 
 import sinpe
-from conftest import assert_bits_equal, reference_table
+from conftest import assert_bits_equal, reference_table, torch_formula
 from reference import SinusoidalPositionalEncoding
 
 
@@ -73,16 +71,6 @@ def test_dtype_errors():
         sinpe.positional_encoding(4, 8, dtype=np.float16, out=out)
 
 
-def _ref_formula(p, d, base=10000.0):
-    """The reference formula on p.float()[..., None] * div_term, in torch."""
-    div = torch.exp(torch.arange(0, d, 2).float() * (-math.log(base) / d))
-    ang = torch.as_tensor(p).float()[..., None] * div
-    pe = torch.empty(ang.shape[:-1] + (d,))
-    pe[..., 0::2] = torch.sin(ang)
-    pe[..., 1::2] = torch.cos(ang)
-    return pe.numpy()
-
-
 def test_positions_integer_equals_table_rows(mkl_backend):
     table = reference_table(64, 5000)
     p = np.random.default_rng(0).integers(0, 5000, (7, 33))
@@ -99,7 +87,7 @@ def test_positions_integer_equals_table_rows(mkl_backend):
 ])
 def test_positions_formula(p, mkl_backend):
     got = sinpe.positional_encoding(d_model=100, positions=p, backend=mkl_backend)
-    want = _ref_formula(p, 100)
+    want = torch_formula(p, 100)
     assert got.shape == np.shape(p) + (100,)
     assert_bits_equal(got, want, f"positions {p}")
 
@@ -109,7 +97,7 @@ def test_add_pe_packed_positions(mkl_backend):
     d = 32
     p = np.array([[0, 1, 2, 3, 0, 1, 2, 0, 1, 2]])
     x = np.random.default_rng(3).standard_normal((4, 10, d)).astype(np.float32)
-    want = (torch.from_numpy(x) + torch.from_numpy(_ref_formula(p, d))).numpy()
+    want = (torch.from_numpy(x) + torch.from_numpy(torch_formula(p, d))).numpy()
     sinpe.add_pe(x, positions=p, backend=mkl_backend)
     assert_bits_equal(x, want, "packed")
     with pytest.raises(ValueError, match="do not broadcast"):

@@ -1,22 +1,12 @@
 """Backend choice: per call, global, by environment; the numerics report; the CLI."""
 import inspect
-import os
 import subprocess
 import sys
 
 import numpy as np
-import pytest
 
 import sinpe
-from conftest import assert_bits_equal
-
-
-def _run(code, **env):
-    e = dict(os.environ)
-    e.update(env)
-    # run outside the source tree, so that the installed sinpe is imported
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e,
-                          timeout=120, cwd=os.path.dirname(__file__))
+from conftest import assert_bits_equal, run_python
 
 
 def test_numerics_report():
@@ -41,7 +31,7 @@ def test_set_backend_global_and_per_call():
 
 
 def test_env_forces_builtin():
-    r = _run("import sinpe; print(sinpe.get_backend())", SINPE_BACKEND="builtin")
+    r = run_python("import sinpe; print(sinpe.get_backend())", SINPE_BACKEND="builtin")
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "builtin"
 
@@ -51,12 +41,12 @@ def test_unavailable_mkl_is_a_clear_error():
             "print(sinpe.backends()['mkl'])\n"
             "try:\n    sinpe.positional_encoding(4, 8, backend='mkl')\n"
             "except RuntimeError as e:\n    print('error:', e)\n")
-    r = _run(code, SINPE_MKL_LIBRARY="/nonexistent/libmkl_rt.so.2", SINPE_BACKEND="auto")
+    r = run_python(code, SINPE_MKL_LIBRARY="/nonexistent/libmkl_rt.so.2", SINPE_BACKEND="auto")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0] == "False"
     assert "backend 'mkl' is not available" in lines[1] and "/nonexistent" in lines[1]
-    r = _run("import sinpe", SINPE_MKL_LIBRARY="/nonexistent/libmkl_rt.so.2", SINPE_BACKEND="mkl")
+    r = run_python("import sinpe", SINPE_MKL_LIBRARY="/nonexistent/libmkl_rt.so.2", SINPE_BACKEND="mkl")
     assert r.returncode != 0 and "backend 'mkl' is not available" in r.stderr
 
 

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sinpe
+from conftest import torch_formula
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -34,15 +35,6 @@ def numpy_reference(pos, d, base):
     return pe
 
 
-def torch_reference(pos, d, base):
-    div = torch.exp(torch.arange(0, d, 2).float() * (-math.log(base) / d))
-    ang = torch.as_tensor(np.asarray(pos)).float()[..., None] * div
-    pe = torch.empty(ang.shape[:-1] + (d,))
-    pe[..., 0::2] = torch.sin(ang)
-    pe[..., 1::2] = torch.cos(ang)
-    return pe.numpy()
-
-
 def within_1ulp(got, want):
     return np.all(np.abs(got.astype(np.float64) - want) <= np.spacing(np.abs(want)).astype(np.float64))
 
@@ -59,7 +51,7 @@ def test_rows_match_references(L, d, base, off):
     got_b = sinpe.positional_encoding(d_model=d, positions=pos, base=base, backend="builtin")
     assert within_1ulp(got_b, numpy_reference(pos, d, base))
     got_m = sinpe.positional_encoding(d_model=d, positions=pos, base=base, backend="mkl")
-    assert bits_equal(got_m, torch_reference(pos, d, base))
+    assert bits_equal(got_m, torch_formula(pos, d, base))
     if off == 0:
         assert bits_equal(sinpe.positional_encoding(L, d, base, backend="mkl"), got_m)
 
@@ -72,7 +64,7 @@ def test_rows_match_references(L, d, base, off):
 def test_arbitrary_positions(d, base, pos):
     p = np.array(pos, np.float32)
     assert bits_equal(sinpe.positional_encoding(d_model=d, positions=p, base=base, backend="mkl"),
-                      torch_reference(p, d, base))
+                      torch_formula(p, d, base))
     assert within_1ulp(sinpe.positional_encoding(d_model=d, positions=p, base=base,
                                                  backend="builtin"), numpy_reference(p, d, base))
 
@@ -91,7 +83,7 @@ def test_add_pe_strided_and_dtypes(B, L, d, base, off, step_b, step_l, transpose
         store = rng.standard_normal((B * abs(step_b), L * abs(step_l), d)).astype(dtype)
         x = store[::step_b, ::step_l]
     before = store.copy()
-    pe = torch_reference(np.arange(off, off + L), d, base)
+    pe = torch_formula(np.arange(off, off + L), d, base)
     want = (torch.from_numpy(x.copy()) + torch.from_numpy(pe)).numpy() \
         if dtype == "float32" else None
     if dtype != "float32":

@@ -3,8 +3,6 @@ import gc
 import importlib.util
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 
@@ -12,18 +10,11 @@ import numpy as np
 import pytest
 
 import sinpe
-from conftest import assert_bits_equal
+from conftest import assert_bits_equal, run_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # Time limits scale with this (CI's sanitizer run, which is several times slower, sets it).
 TIME_SCALE = float(os.environ.get("SINPE_TEST_TIME_SCALE", "1"))
-
-
-def _run(code, timeout=120, **env):
-    e = dict(os.environ)
-    e.update(env)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e,
-                          cwd=HERE, timeout=timeout)
 
 
 # ---- interrupts ---------------------------------------------------------------
@@ -219,7 +210,7 @@ def test_no_leaks_over_100000_calls():
 def test_mkl_path_not_a_library_falls_back_with_reason(tmp_path):
     bogus = tmp_path / "libmkl_rt.so.2"
     bogus.write_bytes(b"not an ELF file")
-    r = _run("import sinpe, json; n = sinpe.numerics(); print(n['backend']); print(n['mkl']['reason'])",
+    r = run_python("import sinpe, json; n = sinpe.numerics(); print(n['backend']); print(n['mkl']['reason'])",
              SINPE_MKL_LIBRARY=str(bogus), SINPE_BACKEND="auto")
     assert r.returncode == 0, r.stderr
     backend, reason = r.stdout.splitlines()[:2]
@@ -229,7 +220,7 @@ def test_mkl_path_not_a_library_falls_back_with_reason(tmp_path):
 def test_mkl_path_wrong_library_is_refused():
     import ctypes.util
     libm = ctypes.util.find_library("m") or "libm.so.6"
-    r = _run("import sinpe; print(sinpe.numerics()['mkl']['reason'])", SINPE_MKL_LIBRARY=libm)
+    r = run_python("import sinpe; print(sinpe.numerics()['mkl']['reason'])", SINPE_MKL_LIBRARY=libm)
     assert r.returncode == 0, r.stderr
     assert "symbol not found" in r.stdout or "not a oneMKL" in r.stdout
 

@@ -1,13 +1,10 @@
 """Kernel paths and threads: every path and every thread count gives the same bits."""
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import sinpe
-from conftest import assert_bits_equal
+from conftest import assert_bits_equal, run_python
 
 
 def _cpu_flags():
@@ -73,28 +70,19 @@ def test_threads_setting():
 
 
 def test_default_threads_is_usable_cpus():
-    r = subprocess.run([sys.executable, "-c", "import sinpe, os; print(sinpe.get_threads(), "
-                        "len(os.sched_getaffinity(0)))"], capture_output=True, text=True,
-                       cwd=os.path.dirname(__file__), timeout=60)
+    r = run_python("import sinpe, os; print(sinpe.get_threads(), len(os.sched_getaffinity(0)))")
     assert r.returncode == 0, r.stderr
     got, want = r.stdout.split()
     assert got == want
 
 
-def _run(code, **env):
-    e = dict(os.environ)
-    e.update(env)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e,
-                          cwd=os.path.dirname(__file__), timeout=60)
-
-
 def test_env_forces_each_path():
     for k in sinpe.kernels():
-        r = _run("import sinpe; print(sinpe.get_kernel())", SINPE_KERNEL=k)
+        r = run_python("import sinpe; print(sinpe.get_kernel())", SINPE_KERNEL=k)
         assert r.returncode == 0 and r.stdout.strip() == k, r.stderr
-    r = _run("import sinpe", SINPE_KERNEL="avx9000")
+    r = run_python("import sinpe", SINPE_KERNEL="avx9000")
     assert r.returncode != 0 and "unknown kernel 'avx9000'" in r.stderr
-    r = _run("import sinpe; print(sinpe.get_threads())", SINPE_NUM_THREADS="3")
+    r = run_python("import sinpe; print(sinpe.get_threads())", SINPE_NUM_THREADS="3")
     assert r.stdout.strip() == "3", r.stderr
 
 

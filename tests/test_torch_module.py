@@ -3,10 +3,8 @@ import subprocess
 import sys
 import os
 
-import pytest
 import torch
 
-import sinpe
 from reference import SinusoidalPositionalEncoding as Ref
 
 

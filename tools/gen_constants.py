@@ -91,7 +91,7 @@ def main():
     w("} SINPE_C = {")
     w(f"    {hx(float(64 / mpmath.log(2)))}, /* 64/ln2 */")
     w(f"    {hx(hi)}, {hx(mid)}, {hx(lo)}, /* ln2/64 = hi + mid + lo; hi, mid have 39 bits */")
-    w(f"    0x1.8p52, /* round-to-integer shifter */")
+    w("    0x1.8p52, /* round-to-integer shifter */")
     w(f"    {hx(float(2 / mpmath.pi))}, /* 2/pi */")
     w(f"    {hx(p1)}, {hx(p2)}, {hx(p3)}, /* pi/2 = p1 + p2 + p3; p1, p2 have 33 bits */")
     ph, pl = dd(pio2)
