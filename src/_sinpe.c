@@ -371,8 +371,8 @@ static PyObject *py_positional_encoding(PyObject *self, PyObject *args, PyObject
     npy_intp shape[NPY_MAXDIMS + 1];
     int nd = 2;
     if (o_pos != Py_None) {
-        if (d_model < 2 || d_model % 2) /* report d_model before looking at positions */
-            return check_sizes(0, "max_len", d_model, base) < 0 ? NULL : NULL;
+        if (check_sizes(0, "max_len", d_model, base) < 0) /* d_model before positions */
+            return NULL;
         pos = positions_array(o_pos);
         if (!pos)
             return NULL;

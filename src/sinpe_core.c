@@ -9,9 +9,10 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* oneMKL is called on blocks of this many angles: three float arrays on the
- * stack (24 KiB), no allocation. */
-#define SINPE_MKL_BLOCK 2048
+/* Angles are processed in blocks of this many (oneMKL calls, divisors,
+ * elementwise): at most three float arrays on the stack (24 KiB), no
+ * allocation. */
+#define SINPE_BLOCK 2048
 /* Work per thread at least this many angles, so small calls stay serial. */
 #define SINPE_MIN_CHUNK_ANGLES 32768
 /* add_pe computes PE rows in chunks of about this many floats per thread. */
@@ -140,9 +141,9 @@ int sinpe_map(int func, const float *in, float *out, size_t n, const sinpe_opts 
     }
     /* sin or cos through the block sincos of the kernel path, so that tests
      * of this function exercise the path the tables use */
-    float other[SINPE_MKL_BLOCK];
-    for (size_t i0 = 0; i0 < n; i0 += SINPE_MKL_BLOCK) {
-        size_t m = n - i0 < SINPE_MKL_BLOCK ? n - i0 : SINPE_MKL_BLOCK;
+    float other[SINPE_BLOCK];
+    for (size_t i0 = 0; i0 < n; i0 += SINPE_BLOCK) {
+        size_t m = n - i0 < SINPE_BLOCK ? n - i0 : SINPE_BLOCK;
         float *s = func == 1 ? out + i0 : other, *c = func == 2 ? out + i0 : other;
 #ifdef SINPE_HAVE_AVX2_KERNEL
         if (o->kernel == SINPE_KERNEL_AVX2) {
@@ -162,9 +163,9 @@ static void fill_div(float *div, int64_t d_model, double base, sinpe_backend be)
 {
     float c = (float)(-log(base) / (double)d_model);
     int64_t half = d_model / 2;
-    float arg[SINPE_MKL_BLOCK];
-    for (int64_t i0 = 0; i0 < half; i0 += SINPE_MKL_BLOCK) {
-        size_t n = (size_t)(half - i0 < SINPE_MKL_BLOCK ? half - i0 : SINPE_MKL_BLOCK);
+    float arg[SINPE_BLOCK];
+    for (int64_t i0 = 0; i0 < half; i0 += SINPE_BLOCK) {
+        size_t n = (size_t)(half - i0 < SINPE_BLOCK ? half - i0 : SINPE_BLOCK);
         for (size_t i = 0; i < n; i++)
             arg[i] = (float)(2 * (i0 + (int64_t)i)) * c;
         if (be == SINPE_BACKEND_MKL) {
@@ -197,11 +198,11 @@ static void interleave(const float *s, const float *c, float *dst, size_t n, sin
 static void mkl_rows(float *out, const float *positions, int64_t first_row, int64_t nrows,
                      const float *div, int64_t half, sinpe_kernel k)
 {
-    float a[SINPE_MKL_BLOCK], s[SINPE_MKL_BLOCK], c[SINPE_MKL_BLOCK];
+    float a[SINPE_BLOCK], s[SINPE_BLOCK], c[SINPE_BLOCK];
     int64_t total = nrows * half;
     int64_t row = 0, col = 0;
-    for (int64_t e0 = 0; e0 < total; e0 += SINPE_MKL_BLOCK) {
-        size_t n = (size_t)(total - e0 < SINPE_MKL_BLOCK ? total - e0 : SINPE_MKL_BLOCK);
+    for (int64_t e0 = 0; e0 < total; e0 += SINPE_BLOCK) {
+        size_t n = (size_t)(total - e0 < SINPE_BLOCK ? total - e0 : SINPE_BLOCK);
         for (size_t i = 0; i < n;) { /* a run of one row at a time */
             size_t run = (size_t)(half - col) < n - i ? (size_t)(half - col) : n - i;
             float pos = positions ? positions[row] : (float)(first_row + row);
