@@ -11,6 +11,7 @@ SOURCES = [
     "src/sinpe_sincosf.c",   # correctly rounded sinf / cosf
     "src/sinpe_mkl.c",       # oneMKL backend, loaded at run time
     "src/sinpe_avx2.c",      # AVX2 + FMA path of sin/cos (target attributes)
+    "src/sinpe_neon.c",      # AArch64 NEON path of sin/cos (empty elsewhere)
     "src/sinpe_cpu.c",       # CPU feature probe
     "src/sinpe_threads.c",   # parallel-for on POSIX / Win32 threads
 ]

@@ -788,8 +788,8 @@ static PyObject *py_kernels(PyObject *self, PyObject *unused)
 PyDoc_STRVAR(set_kernel_doc,
 "set_kernel($module, name, /)\n"
 "--\n\n"
-"Force the built-in backend's code path: 'scalar' or 'avx2' (where the CPU\n"
-"has AVX2 and FMA).  Every path gives the same bits.\n");
+"Force the built-in backend's code path: 'scalar', 'avx2' (x86-64 with AVX2\n"
+"and FMA) or 'neon' (AArch64).  Every path gives the same bits.\n");
 
 static PyObject *py_set_kernel(PyObject *self, PyObject *arg)
 {
@@ -806,7 +806,7 @@ static PyObject *py_set_kernel(PyObject *self, PyObject *arg)
             Py_RETURN_NONE;
         }
     }
-    PyErr_Format(PyExc_ValueError, "unknown kernel %R: choose 'scalar' or 'avx2'", arg);
+    PyErr_Format(PyExc_ValueError, "unknown kernel %R: choose 'scalar', 'avx2' or 'neon'", arg);
     return NULL;
 }
 

@@ -46,12 +46,20 @@ int sinpe_kernel_available(sinpe_kernel k)
     if (k == SINPE_KERNEL_AVX2)
         return sinpe_cpu_has_avx2_fma();
 #endif
+#ifdef SINPE_HAVE_NEON_KERNEL
+    if (k == SINPE_KERNEL_NEON)
+        return 1;
+#endif
     return 0;
 }
 
 sinpe_kernel sinpe_kernel_best(void)
 {
-    return sinpe_kernel_available(SINPE_KERNEL_AVX2) ? SINPE_KERNEL_AVX2 : SINPE_KERNEL_SCALAR;
+    if (sinpe_kernel_available(SINPE_KERNEL_AVX2))
+        return SINPE_KERNEL_AVX2;
+    if (sinpe_kernel_available(SINPE_KERNEL_NEON))
+        return SINPE_KERNEL_NEON;
+    return SINPE_KERNEL_SCALAR;
 }
 
 const char *sinpe_kernel_name(sinpe_kernel k)
@@ -59,6 +67,7 @@ const char *sinpe_kernel_name(sinpe_kernel k)
     switch (k) {
     case SINPE_KERNEL_SCALAR: return "scalar";
     case SINPE_KERNEL_AVX2: return "avx2";
+    case SINPE_KERNEL_NEON: return "neon";
     default: return "unknown";
     }
 }
@@ -85,6 +94,10 @@ static sinpe_rows_fn rows_fn(sinpe_kernel k)
 #ifdef SINPE_HAVE_AVX2_KERNEL
     if (k == SINPE_KERNEL_AVX2)
         return sinpe_rows_avx2;
+#endif
+#ifdef SINPE_HAVE_NEON_KERNEL
+    if (k == SINPE_KERNEL_NEON)
+        return sinpe_rows_neon;
 #endif
     (void)k;
     return sinpe_rows_scalar;
@@ -148,6 +161,12 @@ int sinpe_map(int func, const float *in, float *out, size_t n, const sinpe_opts 
 #ifdef SINPE_HAVE_AVX2_KERNEL
         if (o->kernel == SINPE_KERNEL_AVX2) {
             sinpe_sincos_avx2(in + i0, s, c, m);
+            continue;
+        }
+#endif
+#ifdef SINPE_HAVE_NEON_KERNEL
+        if (o->kernel == SINPE_KERNEL_NEON) {
+            sinpe_sincos_neon(in + i0, s, c, m);
             continue;
         }
 #endif

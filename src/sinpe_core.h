@@ -42,7 +42,8 @@ typedef enum {
 typedef enum {
     SINPE_KERNEL_SCALAR = 0, /* portable C */
     SINPE_KERNEL_AVX2 = 1,   /* x86-64 AVX2 + FMA */
-    SINPE_KERNEL_COUNT = 2
+    SINPE_KERNEL_NEON = 2,   /* AArch64 Advanced SIMD */
+    SINPE_KERNEL_COUNT = 3
 } sinpe_kernel;
 
 /* Per-call options.  threads <= 1 runs on the calling thread only. */

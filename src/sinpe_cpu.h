@@ -27,6 +27,13 @@ void sinpe_interleave_avx2(const float *s, const float *c, float *dst, size_t n)
 void sinpe_add_avx2(float *x, const float *pe, int64_t n);
 #endif
 
+#if defined(__aarch64__)
+#define SINPE_HAVE_NEON_KERNEL 1 /* Advanced SIMD is part of every AArch64 CPU */
+void sinpe_rows_neon(float *out, const float *pos, int64_t first_row, int64_t nrows,
+                     const float *div, int64_t half);
+void sinpe_sincos_neon(const float *a, float *s, float *c, size_t n);
+#endif
+
 /* Elementwise sin/cos of n floats by the scalar kernel. */
 void sinpe_sincos_scalar(const float *a, float *s, float *c, size_t n);
 

@@ -89,3 +89,7 @@ def test_env_forces_each_path():
 def test_set_kernel_errors():
     with pytest.raises(ValueError, match="unknown kernel 'neon9'"):
         sinpe.set_kernel("neon9")
+    import platform
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        with pytest.raises(RuntimeError, match="kernel 'neon' is not available"):
+            sinpe.set_kernel("neon")

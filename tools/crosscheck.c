@@ -32,15 +32,38 @@ int main(int argc, char **argv)
         r[2] = sinpe_cosf(x);
         fwrite(r, 4, 3, f);
     }
-    sinpe_opts o = { SINPE_BACKEND_BUILTIN, SINPE_KERNEL_SCALAR, 1 };
+    /* tables on the scalar path, then the same on the best path (AVX2 or
+     * NEON): the file holds both, so equal files mean equal paths too */
     static float t[3000 * 512];
     const double bases[3] = { 10000.0, 1.0001, 500000.0 };
-    for (int b = 0; b < 3; b++) {
-        if (sinpe_table(t, 3000, 512, bases[b], &o) != SINPE_OK)
-            return 1;
-        fwrite(t, 4, 3000 * 512, f);
+    sinpe_kernel paths[2] = { SINPE_KERNEL_SCALAR, sinpe_kernel_best() };
+    for (int k = 0; k < 2; k++) {
+        sinpe_opts o = { SINPE_BACKEND_BUILTIN, paths[k], 2 };
+        for (int b = 0; b < 3; b++) {
+            if (sinpe_table(t, 3000, 512, bases[b], &o) != SINPE_OK)
+                return 1;
+            fwrite(t, 4, 3000 * 512, f);
+        }
+    }
+    /* elementwise sin and cos of the sampled inputs on the best path */
+    sinpe_opts best = { SINPE_BACKEND_BUILTIN, sinpe_kernel_best(), 1 };
+    enum { CH = 4096 };
+    static float xs[CH], rs[CH];
+    for (int func = 1; func <= 2; func++) {
+        unsigned long long u = 0;
+        while (u <= 0xffffffffull) {
+            int m = 0;
+            for (; m < CH && u <= 0xffffffffull; m++, u += step) {
+                unsigned v = (unsigned)u;
+                memcpy(&xs[m], &v, 4);
+            }
+            sinpe_map(func, xs, rs, (size_t)m, &best);
+            fwrite(rs, 4, (size_t)m, f);
+        }
     }
     fclose(f);
-    printf("%llu inputs x 3 functions and 3 tables of 3000 x 512 written to %s\n", n, argv[2]);
+    printf("%llu inputs x 3 functions, 3 tables of 3000 x 512 on the scalar and the %s path, "
+           "sin/cos on the %s path: written to %s\n", n, sinpe_kernel_name(sinpe_kernel_best()),
+           sinpe_kernel_name(sinpe_kernel_best()), argv[2]);
     return 0;
 }
