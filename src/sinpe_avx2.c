@@ -121,17 +121,11 @@ TARGET static inline void store4(float *dst, __m128 a, __m128 s, __m128 c, int m
 TARGET void sinpe_rows_avx2(float *out, const float *positions, int64_t first_row,
                             int64_t nrows, const float *div, int64_t half)
 {
-    /* The range test is needed only in rows whose angles can leave
-     * [2^-120, 2^20): pos * div[j] lies between pos*dmin and pos*dmax. */
-    float dmin = INFINITY, dmax = 0.0f;
-    for (int64_t j = 0; j < half; j++) {
-        dmin = div[j] < dmin ? div[j] : dmin;
-        dmax = div[j] > dmax ? div[j] : dmax;
-    }
+    float dmin, dmax;
+    sinpe_div_range(div, half, &dmin, &dmax);
     for (int64_t r = 0; r < nrows; r++) {
         float pos = positions ? positions[r] : (float)(first_row + r);
-        double apos = fabs((double)pos);
-        int checked = !(apos * dmax < 0x1p20 * (1 - 0x1p-20) && apos * dmin > 0x1p-119);
+        int checked = sinpe_row_needs_range_test(pos, dmin, dmax);
         __m128 vp = _mm_set1_ps(pos);
         float *dst = out + r * 2 * half;
         int64_t j = 0;

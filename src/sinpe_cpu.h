@@ -2,6 +2,7 @@
 #ifndef SINPE_CPU_H
 #define SINPE_CPU_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,6 +15,26 @@ typedef void (*sinpe_rows_fn)(float *out, const float *pos, int64_t first_row, i
 /* Portable scalar path (sinpe_core.c). */
 void sinpe_rows_scalar(float *out, const float *pos, int64_t first_row, int64_t nrows,
                        const float *div, int64_t half);
+
+/* The vector paths test the range of their lanes only in rows whose angles
+ * can leave [2^-120, 2^20): pos * div[j] lies between |pos|*dmin and
+ * |pos|*dmax.  div_range finds dmin and dmax once per call. */
+static inline void sinpe_div_range(const float *div, int64_t half, float *dmin, float *dmax)
+{
+    float lo = INFINITY, hi = 0.0f;
+    for (int64_t j = 0; j < half; j++) {
+        lo = div[j] < lo ? div[j] : lo;
+        hi = div[j] > hi ? div[j] : hi;
+    }
+    *dmin = lo;
+    *dmax = hi;
+}
+
+static inline int sinpe_row_needs_range_test(float pos, float dmin, float dmax)
+{
+    double apos = fabs((double)pos);
+    return !(apos * dmax < 0x1p20 * (1 - 0x1p-20) && apos * dmin > 0x1p-119);
+}
 
 /* 1 when the CPU and the OS support AVX2 and FMA (YMM state enabled). */
 int sinpe_cpu_has_avx2_fma(void);

@@ -92,15 +92,11 @@ static inline void redo(const float *a, float *s, float *c, unsigned mask, int i
 void sinpe_rows_neon(float *out, const float *positions, int64_t first_row, int64_t nrows,
                      const float *div, int64_t half)
 {
-    float dmin = INFINITY, dmax = 0.0f;
-    for (int64_t j = 0; j < half; j++) {
-        dmin = div[j] < dmin ? div[j] : dmin;
-        dmax = div[j] > dmax ? div[j] : dmax;
-    }
+    float dmin, dmax;
+    sinpe_div_range(div, half, &dmin, &dmax);
     for (int64_t r = 0; r < nrows; r++) {
         float pos = positions ? positions[r] : (float)(first_row + r);
-        double apos = fabs((double)pos);
-        int checked = !(apos * dmax < 0x1p20 * (1 - 0x1p-20) && apos * dmin > 0x1p-119);
+        int checked = sinpe_row_needs_range_test(pos, dmin, dmax);
         float32x4_t vp = vdupq_n_f32(pos);
         float *dst = out + r * 2 * half;
         int64_t j = 0;
