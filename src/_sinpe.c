@@ -368,6 +368,9 @@ static PyObject *py_positional_encoding(PyObject *self, PyObject *args, PyObject
         || get_int64(o_d, "d_model", &d_model) < 0 || get_base(o_base, &base) < 0)
         return NULL;
     PyArrayObject *pos = NULL;
+    PyObject *result = NULL;
+    Py_buffer view;
+    int have_view = 0;
     npy_intp shape[NPY_MAXDIMS + 1];
     int nd = 2;
     if (o_pos != Py_None) {
@@ -379,8 +382,7 @@ static PyObject *py_positional_encoding(PyObject *self, PyObject *args, PyObject
         nd = PyArray_NDIM(pos) + 1;
         if (nd > NPY_MAXDIMS) {
             PyErr_SetString(PyExc_ValueError, "positions has too many dimensions");
-            Py_DECREF(pos);
-            return NULL;
+            goto fail;
         }
         for (int i = 0; i < nd - 1; i++) /* (a 0-d array has no dims pointer) */
             shape[i] = PyArray_DIMS(pos)[i];
@@ -391,67 +393,55 @@ static PyObject *py_positional_encoding(PyObject *self, PyObject *args, PyObject
         shape[1] = (npy_intp)d_model;
     }
     if (check_sizes(max_len, "max_len", d_model, base) < 0
-        || get_opts(ms, o_be, o_thr, &opts) < 0) {
-        Py_XDECREF(pos);
-        return NULL;
-    }
-    PyObject *result;
-    Py_buffer view;
-    int have_view = 0;
+        || get_opts(ms, o_be, o_thr, &opts) < 0)
+        goto fail;
     float *data;
     if (o_out == Py_None) {
-        if (check_memory(max_len, d_model) < 0) {
-            Py_XDECREF(pos);
-            return NULL;
-        }
+        if (check_memory(max_len, d_model) < 0)
+            goto fail;
         result = PyArray_SimpleNew(nd, shape, NPY_FLOAT32);
-        if (!result) {
-            Py_XDECREF(pos);
-            return NULL;
-        }
+        if (!result)
+            goto fail;
         data = (float *)PyArray_DATA((PyArrayObject *)result);
     } else {
-        if (get_f32_buffer(o_out, "out", &view) < 0) {
-            Py_XDECREF(pos);
-            return NULL;
-        }
+        if (get_f32_buffer(o_out, "out", &view) < 0)
+            goto fail;
         have_view = 1;
-        if (check_out_shape(&view, nd, shape, pos == NULL) < 0) {
-            PyBuffer_Release(&view);
-            Py_XDECREF(pos);
-            return NULL;
-        }
+        if (check_out_shape(&view, nd, shape, pos == NULL) < 0)
+            goto fail;
         if (!PyBuffer_IsContiguous(&view, 'C')) {
             PyErr_SetString(PyExc_ValueError, "out must be C-contiguous");
-            PyBuffer_Release(&view);
-            Py_XDECREF(pos);
-            return NULL;
+            goto fail;
         }
         data = (float *)view.buf;
         Py_INCREF(o_out);
         result = o_out;
     }
     const float *p = pos ? (const float *)PyArray_DATA(pos) : NULL;
-    int st = SINPE_OK, interrupted = 0;
     int64_t piece = SINPE_PIECE_FLOATS / d_model > 0 ? SINPE_PIECE_FLOATS / d_model : 1;
-    for (int64_t r0 = 0; r0 < max_len && st == SINPE_OK; r0 += piece) {
+    for (int64_t r0 = 0; r0 < max_len; r0 += piece) {
         int64_t nr = max_len - r0 < piece ? max_len - r0 : piece;
+        int st;
         Py_BEGIN_ALLOW_THREADS
         st = sinpe_table_at(data + r0 * d_model, p ? p + r0 : NULL, r0, nr, d_model, base, &opts);
         Py_END_ALLOW_THREADS
-        if (st == SINPE_OK && r0 + nr < max_len && PyErr_CheckSignals() < 0) {
-            interrupted = 1; /* out, if given, holds rows 0 .. r0+nr-1 */
-            break;
+        if (st != SINPE_OK) {
+            raise_status(st);
+            goto fail;
         }
+        if (r0 + nr < max_len && PyErr_CheckSignals() < 0)
+            goto fail; /* interrupted: out, if given, holds rows 0 .. r0+nr-1 */
     }
     if (have_view)
         PyBuffer_Release(&view);
     Py_XDECREF(pos);
-    if (interrupted || st != SINPE_OK) {
-        Py_DECREF(result);
-        return interrupted ? NULL : raise_status(st);
-    }
     return result;
+fail:
+    if (have_view)
+        PyBuffer_Release(&view);
+    Py_XDECREF(pos);
+    Py_XDECREF(result);
+    return NULL;
 }
 
 /* ---- add_pe ------------------------------------------------------------ */

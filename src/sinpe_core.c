@@ -103,6 +103,20 @@ static sinpe_rows_fn rows_fn(sinpe_kernel k)
     return sinpe_rows_scalar;
 }
 
+static sinpe_sincos_fn sincos_fn(sinpe_kernel k)
+{
+#ifdef SINPE_HAVE_AVX2_KERNEL
+    if (k == SINPE_KERNEL_AVX2)
+        return sinpe_sincos_avx2;
+#endif
+#ifdef SINPE_HAVE_NEON_KERNEL
+    if (k == SINPE_KERNEL_NEON)
+        return sinpe_sincos_neon;
+#endif
+    (void)k;
+    return sinpe_sincos_scalar;
+}
+
 /* ---- argument checks ------------------------------------------------------ */
 
 int sinpe_check_args(int64_t rows, int64_t d_model, double base)
@@ -154,23 +168,12 @@ int sinpe_map(int func, const float *in, float *out, size_t n, const sinpe_opts 
     }
     /* sin or cos through the block sincos of the kernel path, so that tests
      * of this function exercise the path the tables use */
+    sinpe_sincos_fn sincos = sincos_fn(o->kernel);
     float other[SINPE_BLOCK];
     for (size_t i0 = 0; i0 < n; i0 += SINPE_BLOCK) {
         size_t m = n - i0 < SINPE_BLOCK ? n - i0 : SINPE_BLOCK;
         float *s = func == 1 ? out + i0 : other, *c = func == 2 ? out + i0 : other;
-#ifdef SINPE_HAVE_AVX2_KERNEL
-        if (o->kernel == SINPE_KERNEL_AVX2) {
-            sinpe_sincos_avx2(in + i0, s, c, m);
-            continue;
-        }
-#endif
-#ifdef SINPE_HAVE_NEON_KERNEL
-        if (o->kernel == SINPE_KERNEL_NEON) {
-            sinpe_sincos_neon(in + i0, s, c, m);
-            continue;
-        }
-#endif
-        sinpe_sincos_scalar(in + i0, s, c, m);
+        sincos(in + i0, s, c, m);
     }
     return SINPE_OK;
 }

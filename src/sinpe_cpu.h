@@ -12,6 +12,9 @@
 typedef void (*sinpe_rows_fn)(float *out, const float *pos, int64_t first_row, int64_t nrows,
                               const float *div, int64_t half);
 
+/* s[i] = sin(a[i]), c[i] = cos(a[i]) for i < n, correctly rounded. */
+typedef void (*sinpe_sincos_fn)(const float *a, float *s, float *c, size_t n);
+
 /* Portable scalar path (sinpe_core.c). */
 void sinpe_rows_scalar(float *out, const float *pos, int64_t first_row, int64_t nrows,
                        const float *div, int64_t half);
