@@ -1,20 +1,21 @@
 """Build of the C extension only; metadata lives in pyproject.toml."""
+import os
 import sys
 
 import numpy
 from setuptools import Extension, setup
 
-SOURCES = [
-    "src/_sinpe.c",          # CPython / NumPy binding (thin)
-    "src/sinpe_core.c",      # core entry point: tables, add
-    "src/sinpe_expf.c",      # correctly rounded expf
-    "src/sinpe_sincosf.c",   # correctly rounded sinf / cosf
-    "src/sinpe_mkl.c",       # oneMKL backend, loaded at run time
-    "src/sinpe_avx2.c",      # AVX2 + FMA path of sin/cos (target attributes)
-    "src/sinpe_neon.c",      # AArch64 NEON path of sin/cos (empty elsewhere)
-    "src/sinpe_cpu.c",       # CPU feature probe
-    "src/sinpe_threads.c",   # parallel-for on POSIX / Win32 threads
-]
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def core_sources():
+    """The core's sources, listed once in src/sources.txt (tools/Makefile and the tests read it)."""
+    with open(os.path.join(HERE, "src", "sources.txt")) as f:
+        names = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+    return ["src/" + n for n in names]
+
+
+SOURCES = ["src/_sinpe.c"] + core_sources()  # the CPython / NumPy binding, then the pure-C core
 
 if sys.platform == "win32":
     cflags = ["/O2", "/fp:precise"]

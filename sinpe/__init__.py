@@ -16,19 +16,21 @@ from typing import Any, Dict
 
 try:
     from . import _sinpe
-except ImportError as exc:  # pragma: no cover - a message for a common mistake
-    import glob
+except ImportError:  # a message for a common mistake
+    import importlib.machinery
 
-    if glob.glob(os.path.join(os.path.dirname(__file__), "_sinpe*")):
+    _here = os.path.dirname(os.path.abspath(__file__))
+    if any(os.path.exists(os.path.join(_here, "_sinpe" + suffix))
+           for suffix in importlib.machinery.EXTENSION_SUFFIXES):
         raise  # the extension is there but does not load: show why
     raise ImportError(
-        f"sinpe's C extension is missing under {os.path.dirname(__file__)}: this is the "
-        "source tree, not the installed package. Install it with `pip install .` and run "
-        "from elsewhere, or run the tests with the `pytest` command (not `python -m pytest`, "
-        "which puts the source tree first on sys.path)."
-    ) from exc
-from ._api import add_pe, positional_encoding
-from ._mkl import find_mkl, release_matches
+        f"sinpe's C extension is not built in {_here}: this is the source tree, not the "
+        "installed package. Either install it (`pip install .`) and run from another "
+        "directory, or install it in place (`pip install -e .`), which builds the "
+        "extension into this folder."
+    ) from None
+from ._sinpe import add_pe, positional_encoding
+from ._mkl import TORCH_MKL_RELEASE, find_mkl, release_matches
 from ._sinpe import (
     elementwise,
     get_backend,
@@ -53,6 +55,7 @@ __all__ = [
     "get_threads",
     "set_threads",
     "elementwise",
+    "reproduces",
 ]
 __version__ = "0.1.0"
 
@@ -94,6 +97,17 @@ def backends() -> Dict[str, bool]:
     return {"builtin": True, "mkl": bool(_sinpe.mkl_info()["loaded"])}
 
 
+def reproduces(backend: str) -> str:
+    """Whose bits a backend gives, for the library actually loaded."""
+    if backend == "mkl":
+        info = _sinpe.mkl_info()
+        version = str(info.get("version", ""))
+        if info["loaded"] and not release_matches(version):
+            return (f"oneMKL VML HA of the loaded library ({version}), which is not the release "
+                    f"torch's x86-64 wheels bundle ({TORCH_MKL_RELEASE}): not torch's bits")
+    return REPRODUCES[backend]
+
+
 def numerics() -> Dict[str, Any]:
     """The active default backend, whose bits it reproduces, and what is available."""
     name = get_backend()
@@ -104,7 +118,7 @@ def numerics() -> Dict[str, Any]:
         mkl["matches_torch"] = release_matches(info["version"])
     return {
         "backend": name,
-        "reproduces": REPRODUCES[name],
+        "reproduces": reproduces(name),
         "kernel": get_kernel(),
         "kernels": kernels(),
         "threads": get_threads(),
@@ -114,8 +128,15 @@ def numerics() -> Dict[str, Any]:
     }
 
 
+def _env(name: str) -> str:
+    return os.environ.get(name, "").strip().lower()
+
+
 def _choose_default() -> None:
-    want = os.environ.get("SINPE_BACKEND", "auto").strip().lower() or "auto"
+    want = _env("SINPE_BACKEND") or "auto"
+    if want not in ("auto", "builtin", "mkl"):
+        raise ValueError(f"SINPE_BACKEND={os.environ['SINPE_BACKEND']!r} is not valid: use "
+                         "auto, builtin or mkl (or leave it unset)")
     if want == "auto":
         # oneMKL is what torch uses on x86-64; elsewhere torch does not use it.  Another
         # oneMKL release than torch's gives other bits: then the builtin is the default
@@ -124,8 +145,11 @@ def _choose_default() -> None:
         info = _sinpe.mkl_info()
         good = bool(info["loaded"]) and release_matches(str(info.get("version", "")))
         set_backend("mkl" if x86 and good else "builtin")
-    else:
-        set_backend(want)  # raises a clear error for unknown / unavailable names
+        return
+    try:
+        set_backend(want)
+    except RuntimeError as exc:
+        raise RuntimeError(f"SINPE_BACKEND={want!r}: {exc}") from None
 
 
 def _usable_cpus() -> int:
@@ -136,11 +160,28 @@ def _usable_cpus() -> int:
 
 
 def _configure() -> None:
-    kernel = os.environ.get("SINPE_KERNEL", "").strip().lower()
+    kernel = _env("SINPE_KERNEL")
     if kernel and kernel != "auto":
-        set_kernel(kernel)  # raises for unknown or unsupported paths
-    threads = os.environ.get("SINPE_NUM_THREADS", "").strip()
-    set_threads(int(threads) if threads else min(_usable_cpus(), 256))
+        try:
+            set_kernel(kernel)
+        except ValueError:
+            raise ValueError(f"SINPE_KERNEL={os.environ['SINPE_KERNEL']!r} is not valid: unknown "
+                             f"kernel {kernel!r}; use auto, scalar, avx2 or neon (this CPU has "
+                             f"{', '.join(kernels())})") from None
+        except RuntimeError as exc:
+            raise RuntimeError(f"SINPE_KERNEL={kernel!r}: {exc}") from None
+    threads = _env("SINPE_NUM_THREADS")
+    if threads:
+        try:
+            n = int(threads)
+            if not 1 <= n <= 256:
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"SINPE_NUM_THREADS={os.environ['SINPE_NUM_THREADS']!r} is not "
+                             "valid: use an integer from 1 to 256 (or leave it unset)") from None
+        set_threads(n)
+    else:
+        set_threads(min(_usable_cpus(), 256))
 
 
 _load_mkl()

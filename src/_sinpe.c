@@ -1,29 +1,38 @@
 /* _sinpe: the CPython / NumPy binding of the sinpe core.
  *
- * Thin: argument parsing and validation with messages that name the bad
- * value, buffer checks, GIL release around the core, status -> exception
- * mapping.  All numerics live in the pure-C core (sinpe_core.c). */
+ * Thin: it turns Python arguments into a core job (sinpe_job), runs it with
+ * the GIL released in steps that check for signals, and maps a core status
+ * to an exception naming the bad value.  Every rule about sizes, offsets,
+ * layouts and overlaps lives in the core (sinpe_job_check); this file only
+ * knows how Python spells things:
+ *   - one parser for the shared parameters (base, offset, dtype, backend,
+ *     threads): parse_common;
+ *   - one way to see an array or buffer (ndarray, memoryview, ctypes, ...):
+ *     view_get;
+ *   - one loop that releases the GIL and checks signals: run_job;
+ *   - one status-to-exception mapper: raise_status.
+ */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 
+#include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
-#ifndef _WIN32
-#include <unistd.h>
-#endif
 
 #include "sinpe_core.h"
 
 static const char *BACKEND_NAMES[SINPE_BACKEND_COUNT] = { "builtin", "mkl" };
+static const char *TYPE_NAMES[4] = { "float32", "float64", "float16", "bfloat16" };
 
 /* Per-module state (multi-phase init: each interpreter, each module object,
  * has its own defaults).  The oneMKL library itself is process-wide. */
 typedef struct {
     sinpe_backend backend;
-    sinpe_kernel kernel; /* the best path at import (CPU probe) */
-    int threads;         /* set by the package at import */
+    sinpe_path path; /* the built-in backend's code path ("kernel" in Python) */
+    int threads;
 } module_state;
 
 static module_state *state_of(PyObject *module)
@@ -34,17 +43,128 @@ static module_state *state_of(PyObject *module)
 /* Why the oneMKL backend is unavailable; process-wide like the library. */
 static char g_mkl_reason[512] = "oneMKL was not looked for";
 
-/* Calls are run in pieces of about this many floats, with the GIL released
- * for each; between pieces pending signals are handled, so Ctrl-C stops a
- * huge table or add_pe within milliseconds (2M floats: about 20 ms on the
- * scalar path, 2 ms on the AVX2 path). */
-#define SINPE_PIECE_FLOATS ((int64_t)1 << 21)
+/* Jobs run in steps of about this many values per thread, with the GIL
+ * released; between steps pending signals are handled, so Ctrl-C stops any
+ * call within milliseconds (2M values: about 20 ms on the scalar path). */
+#define SINPE_STEP_VALUES ((int64_t)1 << 21)
 
-/* ---- argument helpers -------------------------------------------------- */
+/* ---- errors: one mapper ------------------------------------------------- */
+
+/* What a call was doing, for messages that name the bad value. */
+typedef struct {
+    const char *what;      /* "out" or "x": the destination's name */
+    const char *rows_name; /* "max_len" or "seq_len" */
+    const sinpe_job *job;
+    PyObject *base;        /* as the user gave it (NULL: the default) */
+    const char *backend;
+} call_ctx;
+
+static PyObject *shape_tuple(int n, const int64_t *shape)
+{
+    PyObject *t = PyTuple_New(n);
+    for (int i = 0; t && i < n; i++) {
+        PyObject *v = PyLong_FromLongLong(shape[i]);
+        if (!v) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, v);
+    }
+    return t;
+}
+
+static void raise_status(int st, const call_ctx *c)
+{
+    const sinpe_job *j = c->job;
+    int nd = j ? j->ndim : 0;
+    long long d = nd ? (long long)j->shape[nd - 1] : 0;
+    long long rows = nd >= 2 ? (long long)j->shape[nd - 2] : 0;
+    const char *tname = j && (int)j->type >= 0 && j->type <= SINPE_BF16 ? TYPE_NAMES[j->type] : "?";
+    PyObject *shape = NULL;
+    switch (st) {
+    case SINPE_E_DMODEL:
+        if (c->what[0] == 'x')
+            PyErr_Format(PyExc_ValueError, "d_model must be an even integer >= 2, got %lld "
+                         "(x.shape[-1])", d);
+        else
+            PyErr_Format(PyExc_ValueError, "d_model must be an even integer >= 2, got %lld", d);
+        break;
+    case SINPE_E_ROWS:
+        PyErr_Format(PyExc_ValueError, "%s must be >= 0, got %lld", c->rows_name, rows);
+        break;
+    case SINPE_E_BASE:
+        if (c->base)
+            PyErr_Format(PyExc_ValueError, "base must be finite and > 0, got %R", c->base);
+        else
+            PyErr_Format(PyExc_ValueError, "base must be finite and > 0, got %g", j->base);
+        break;
+    case SINPE_E_OFFSET:
+        PyErr_Format(PyExc_ValueError, "offset must be >= 0, got %lld", (long long)j->offset);
+        break;
+    case SINPE_E_LASTPOS:
+        PyErr_Format(PyExc_OverflowError,
+                     "offset=%lld is too large for %lld rows: the last position, offset + %lld, "
+                     "does not fit in int64", (long long)j->offset, rows, rows - 1);
+        break;
+    case SINPE_E_SIZE:
+        shape = shape_tuple(nd, j->shape);
+        if (!shape)
+            break;
+        if (d > ((int64_t)1 << 60) / sinpe_type_size(j->type))
+            PyErr_Format(PyExc_OverflowError, "d_model=%lld is too large: one row of that many "
+                         "%s values is larger than memory can address", d, tname);
+        else if (j->use_pos || c->what[0] == 'x')
+            PyErr_Format(PyExc_OverflowError, "%s (shape %R, %s) or its positions reach more "
+                         "bytes than memory can address", c->what, shape, tname);
+        else
+            PyErr_Format(PyExc_OverflowError, "a table of shape %R of %s values is larger than "
+                         "memory can address", shape, tname);
+        break;
+    case SINPE_E_OVERLAP:
+        PyErr_Format(PyExc_ValueError,
+                     "%s has elements that share memory (a zero or overlapping stride, as from "
+                     "np.broadcast_to or as_strided): writing it in place would be ill-defined; "
+                     "pass a copy (np.ascontiguousarray)", c->what);
+        break;
+    case SINPE_E_UNDECIDED:
+        PyErr_Format(PyExc_ValueError,
+                     "%s has strides for which sinpe could not decide within its search budget "
+                     "whether elements share memory; pass a copy (np.ascontiguousarray)", c->what);
+        break;
+    case SINPE_E_BACKEND:
+        PyErr_Format(PyExc_RuntimeError, "backend %s is not available: %s", c->backend,
+                     g_mkl_reason);
+        break;
+    case SINPE_E_PATH:
+        PyErr_SetString(PyExc_RuntimeError, "the selected kernel path is not available here");
+        break;
+    case SINPE_E_NOMEM:
+        PyErr_SetString(PyExc_MemoryError, "out of memory for sinpe's scratch space");
+        break;
+    case SINPE_E_THREADS:
+        PyErr_SetString(PyExc_ValueError, "threads must be between 1 and 256");
+        break;
+    case SINPE_E_NULL:
+        PyErr_Format(PyExc_ValueError, "%s: the buffer has no memory (a NULL pointer)", c->what);
+        break;
+    default:
+        PyErr_Format(PyExc_RuntimeError, "sinpe: %s", sinpe_strerror(st));
+        break;
+    }
+    Py_XDECREF(shape);
+}
+
+/* ---- the shared parameters ------------------------------------------------------------- */
+
+static int is_bool(PyObject *o)
+{
+    return PyBool_Check(o) || PyArray_IsScalar(o, Bool)
+           || (PyArray_Check(o) && PyArray_TYPE((PyArrayObject *)o) == NPY_BOOL);
+}
 
 static int get_int64(PyObject *o, const char *name, int64_t *v)
 {
-    if (PyBool_Check(o) || !PyIndex_Check(o)) {
+    if (is_bool(o) || !PyIndex_Check(o)) {
         PyErr_Format(PyExc_TypeError, "%s must be an integer, got %R (%s)", name, o,
                      Py_TYPE(o)->tp_name);
         return -1;
@@ -71,36 +191,39 @@ static int get_base(PyObject *o, double *base)
         *base = 10000.0;
         return 0;
     }
-    if (PyBool_Check(o) || PyComplex_Check(o) || !(PyFloat_Check(o) || PyLong_Check(o)
-                                                  || Py_TYPE(o)->tp_as_number != NULL)) {
+    int real = !is_bool(o) && !PyComplex_Check(o) && !PyArray_IsScalar(o, ComplexFloating)
+               && !PyUnicode_Check(o) && !PyBytes_Check(o)
+               && (PyFloat_Check(o) || PyLong_Check(o) || PyArray_IsScalar(o, Number)
+                   || (Py_TYPE(o)->tp_as_number && Py_TYPE(o)->tp_as_number->nb_float));
+    if (!real) {
         PyErr_Format(PyExc_TypeError, "base must be a real number, got %R (%s)", o,
                      Py_TYPE(o)->tp_name);
         return -1;
     }
     double b = PyFloat_AsDouble(o);
     if (b == -1.0 && PyErr_Occurred()) {
-        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+        if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_OverflowError, "base=%R is too large for a float64", o);
+        } else if (PyErr_ExceptionMatches(PyExc_TypeError)) {
             PyErr_Clear();
             PyErr_Format(PyExc_TypeError, "base must be a real number, got %R (%s)", o,
                          Py_TYPE(o)->tp_name);
         }
         return -1;
     }
-    if (!isfinite(b) || !(b > 0.0)) {
-        PyErr_Format(PyExc_ValueError, "base must be finite and > 0, got %R", o);
-        return -1;
-    }
-    *base = b;
+    *base = b; /* finite and > 0: the core's rule (SINPE_E_BASE) */
     return 0;
 }
 
-static int get_backend(module_state *ms, PyObject *o, sinpe_backend *be)
+static int get_backend(module_state *ms, PyObject *o, sinpe_backend *be, const char **name)
 {
     if (o == NULL || o == Py_None) {
         *be = ms->backend;
     } else {
         if (!PyUnicode_Check(o)) {
-            PyErr_Format(PyExc_TypeError, "backend must be a string or None, got %R", o);
+            PyErr_Format(PyExc_TypeError, "backend must be 'builtin', 'mkl' or None, got %R (%s)",
+                         o, Py_TYPE(o)->tp_name);
             return -1;
         }
         int found = -1;
@@ -113,6 +236,8 @@ static int get_backend(module_state *ms, PyObject *o, sinpe_backend *be)
         }
         *be = (sinpe_backend)found;
     }
+    if (name)
+        *name = *be == SINPE_BACKEND_MKL ? "'mkl'" : "'builtin'";
     if (*be == SINPE_BACKEND_MKL && !sinpe_mkl_loaded()) {
         PyErr_Format(PyExc_RuntimeError, "backend 'mkl' is not available: %s", g_mkl_reason);
         return -1;
@@ -129,7 +254,7 @@ static int get_threads(module_state *ms, PyObject *o, int *threads)
     int64_t t;
     if (get_int64(o, "threads", &t) < 0)
         return -1;
-    if (t < 1 || t > 256) {
+    if (t < 1 || t > SINPE_MAX_THREADS) {
         PyErr_Format(PyExc_ValueError, "threads must be between 1 and 256, got %lld",
                      (long long)t);
         return -1;
@@ -138,84 +263,145 @@ static int get_threads(module_state *ms, PyObject *o, int *threads)
     return 0;
 }
 
-static int get_opts(module_state *ms, PyObject *o_be, PyObject *o_threads, sinpe_opts *opts)
+/* The element type of a NumPy dtype: 0 and *t for the four table types,
+ * 1 for one of them in non-native byte order, -1 for anything else. */
+static int table_type(PyArray_Descr *d, sinpe_type *t)
 {
-    if (get_backend(ms, o_be, &opts->backend) < 0
-        || get_threads(ms, o_threads, &opts->threads) < 0)
-        return -1;
-    opts->kernel = ms->kernel;
-    return 0;
+    int n = d->type_num;
+    if (n == NPY_FLOAT || n == NPY_DOUBLE || n == NPY_HALF) {
+        *t = n == NPY_FLOAT ? SINPE_F32 : n == NPY_DOUBLE ? SINPE_F64 : SINPE_F16;
+        return PyArray_ISNBO(d->byteorder) ? 0 : 1;
+    }
+    const char *name = d->typeobj ? d->typeobj->tp_name : "";
+    const char *dot = strrchr(name, '.');
+    if (n >= NPY_USERDEF && PyDataType_ELSIZE(d) == 2 && !strcmp(dot ? dot + 1 : name, "bfloat16")) {
+        *t = SINPE_BF16;
+        return 0;
+    }
+    return -1;
 }
 
-/* Maps a core status to an exception (the core validated the same values
- * the binding already checked, so this is mostly a safety net). */
-static PyObject *raise_status(int st)
+static int dtype_error(PyObject *o)
 {
-    PyObject *type = PyExc_ValueError;
-    if (st == SINPE_E_SIZE)
-        type = PyExc_OverflowError;
-    else if (st == SINPE_E_NOMEM)
-        type = PyExc_MemoryError;
-    else if (st == SINPE_E_BACKEND || st == SINPE_E_LOAD || st == SINPE_E_KERNEL)
-        type = PyExc_RuntimeError;
-    PyErr_SetString(type, sinpe_strerror(st));
-    return NULL;
+    PyErr_Format(PyExc_TypeError, "dtype must be float32, float16, bfloat16 or float64, got %R",
+                 o);
+    return -1;
 }
 
-static int check_sizes(int64_t rows, const char *rows_name, int64_t d_model, double base)
+/* dtype= as NumPy spells it (every spelling np.dtype accepts: 'f4', '<f4',
+ * 'e', 'd', float and 'float' are float64, ...), 'bfloat16' (imports
+ * ml_dtypes) or a torch dtype; None is float32.  A new reference in *descr. */
+static int get_dtype(PyObject *o, PyArray_Descr **descr, sinpe_type *t)
 {
-    int st = sinpe_check_args(rows, d_model, base);
-    if (st == SINPE_E_DMODEL)
-        PyErr_Format(PyExc_ValueError, "d_model must be an even integer >= 2, got %lld",
-                     (long long)d_model);
-    else if (st == SINPE_E_MAXLEN)
-        PyErr_Format(PyExc_ValueError, "%s must be >= 0, got %lld", rows_name, (long long)rows);
-    else if (st == SINPE_E_SIZE)
-        PyErr_Format(PyExc_OverflowError,
-                     "a table of %lld x %lld float32 values is larger than memory can address",
-                     (long long)rows, (long long)d_model);
-    else if (st != SINPE_OK)
-        raise_status(st);
-    return st == SINPE_OK ? 0 : -1;
-}
-
-/* A table larger than the machine's physical memory is refused up front
- * (Linux would overcommit the allocation and kill the process later). */
-static int check_memory(int64_t rows, int64_t d_model)
-{
-#if !defined(_WIN32) && defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
-    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-    if (pages > 0 && psize > 0) {
-        double mem = (double)pages * (double)psize;
-        double need = (double)rows * (double)d_model * 4.0;
-        if (need > mem) {
-            PyErr_Format(PyExc_MemoryError,
-                         "a table of %lld x %lld float32 values needs %.1f GiB, more than "
-                         "this machine's %.1f GiB of memory",
-                         (long long)rows, (long long)d_model, need / 1073741824.0,
-                         mem / 1073741824.0);
+    *descr = NULL;
+    if (o == NULL || o == Py_None) {
+        *descr = PyArray_DescrFromType(NPY_FLOAT);
+        *t = SINPE_F32;
+        return *descr ? 0 : -1;
+    }
+    PyObject *spelled = NULL; /* a torch dtype: its name without "torch." */
+    PyTypeObject *tp = Py_TYPE(o);
+    if (!strcmp(tp->tp_name, "torch.dtype")) {
+        PyObject *s = PyObject_Str(o);
+        if (!s)
+            return -1;
+        const char *txt = PyUnicode_AsUTF8(s);
+        spelled = txt && !strncmp(txt, "torch.", 6) ? PyUnicode_FromString(txt + 6) : NULL;
+        Py_DECREF(s);
+        if (!spelled)
+            return dtype_error(o);
+    }
+    PyObject *key = spelled ? spelled : o;
+    if (PyUnicode_Check(key) && PyUnicode_CompareWithASCIIString(key, "bfloat16") == 0) {
+        PyObject *m = PyImport_ImportModule("ml_dtypes");
+        if (!m) {
+            Py_XDECREF(spelled);
+            PyErr_Clear();
+            PyErr_SetString(PyExc_TypeError, "dtype bfloat16 needs the ml_dtypes package "
+                                             "(pip install 'sinpe[bfloat16]')");
             return -1;
         }
+        Py_DECREF(m);
     }
-#else
-    (void)rows;
-    (void)d_model;
-#endif
+    int ok = PyArray_DescrConverter(key, descr);
+    Py_XDECREF(spelled);
+    if (!ok) {
+        PyErr_Clear();
+        return dtype_error(o);
+    }
+    int k = table_type(*descr, t);
+    if (k != 0) {
+        Py_CLEAR(*descr);
+        if (k > 0) {
+            PyErr_Format(PyExc_TypeError, "dtype %R is not in native byte order: sinpe writes "
+                                          "native float32, float16, bfloat16 or float64", o);
+            return -1;
+        }
+        return dtype_error(o);
+    }
     return 0;
 }
 
-static const char *format_name(const char *fmt)
+typedef struct {
+    double base;
+    int64_t offset;
+    int have_offset;
+    sinpe_opts opts;
+    const char *backend_name;
+} common_args;
+
+/* The parameters every call shares, parsed one way. */
+static int parse_common(module_state *ms, PyObject *o_base, PyObject *o_off, PyObject *o_be,
+                        PyObject *o_thr, common_args *c)
 {
+    c->offset = 0;
+    c->have_offset = o_off != NULL;
+    if (get_base(o_base, &c->base) < 0
+        || (o_off && get_int64(o_off, "offset", &c->offset) < 0)
+        || get_backend(ms, o_be, &c->opts.backend, &c->backend_name) < 0
+        || get_threads(ms, o_thr, &c->opts.threads) < 0)
+        return -1;
+    c->opts.path = ms->path;
+    return 0;
+}
+
+/* ---- views of arrays and buffers ------------------------------------------------------ */
+
+typedef struct {
+    Py_buffer buf;
+    int have_buf;
+    PyArray_Descr *descr; /* the ndarray's dtype (borrowed), NULL for other buffers */
+    char *data;
+    int ndim;
+    int64_t shape[SINPE_MAX_DIMS], strides[SINPE_MAX_DIMS];
+    sinpe_type type;
+} view;
+
+static void view_release(view *v)
+{
+    if (v->have_buf)
+        PyBuffer_Release(&v->buf);
+    v->have_buf = 0;
+}
+
+static const char *format_name(const char *fmt, int *swapped)
+{
+    *swapped = 0;
     if (!fmt)
         return "uint8 (no format)";
     const char *f = fmt;
+    if (*f == '>' || *f == '!')
+        *swapped = !PY_BIG_ENDIAN;
+    if (*f == '<')
+        *swapped = PY_BIG_ENDIAN;
     if (*f == '<' || *f == '=' || *f == '@' || *f == '>' || *f == '!')
         f++;
     static const struct { const char *c, *name; } names[] = {
         { "f", "float32" }, { "d", "float64" }, { "e", "float16" }, { "b", "int8" },
         { "B", "uint8" }, { "h", "int16" }, { "H", "uint16" }, { "i", "int32" },
         { "I", "uint32" }, { "l", "int64" }, { "L", "uint64" }, { "q", "int64" },
-        { "Q", "uint64" }, { "?", "bool" }, { "g", "float128" },
+        { "Q", "uint64" }, { "?", "bool" }, { "g", "float128" }, { "Zf", "complex64" },
+        { "Zd", "complex128" },
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(f, names[i].c) == 0)
@@ -223,366 +409,631 @@ static const char *format_name(const char *fmt)
     return fmt;
 }
 
-static int is_native_float32(const Py_buffer *v)
+static int not_an_array(PyObject *o, const char *what)
 {
-    if (v->itemsize != 4 || !v->format)
-        return 0;
-    const char *f = v->format;
-#if PY_BIG_ENDIAN
-    if (*f == '@' || *f == '=' || *f == '>' || *f == '!')
-#else
-    if (*f == '@' || *f == '=' || *f == '<')
-#endif
-        f++;
-    return strcmp(f, "f") == 0;
-}
-
-/* Gets a writable float32 buffer of `what` with strides; on error, raises. */
-static int get_f32_buffer(PyObject *o, const char *what, Py_buffer *v)
-{
-    if (PyObject_GetBuffer(o, v, PyBUF_RECORDS_RO) < 0) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_TypeError,
-                     "%s must be a writable float32 array (buffer protocol), got %s", what,
-                     Py_TYPE(o)->tp_name);
-        return -1;
-    }
-    if (!is_native_float32(v)) {
-        PyErr_Format(PyExc_TypeError, "%s must have dtype float32, got %s", what,
-                     format_name(v->format));
-        goto fail;
-    }
-    if (v->readonly) {
-        PyErr_Format(PyExc_ValueError, "%s is read-only", what);
-        goto fail;
-    }
-    return 0;
-fail:
-    PyBuffer_Release(v);
+    const char *hint = !strncmp(Py_TYPE(o)->tp_name, "torch.", 6) || !strcmp(Py_TYPE(o)->tp_name, "Tensor")
+                           ? "; for a torch CPU tensor pass t.numpy()" : "";
+    PyErr_Format(PyExc_TypeError, "%s must be a writable array of float32, float16, bfloat16 or "
+                 "float64 (a NumPy array or an object with the buffer protocol), got %s%s", what,
+                 Py_TYPE(o)->tp_name, hint);
     return -1;
 }
 
-static PyObject *shape_str(const Py_buffer *v)
+static int wrong_type(const char *what, const char *got, int swapped)
 {
-    PyObject *t = PyTuple_New(v->ndim);
-    if (!t)
-        return NULL;
-    for (int i = 0; i < v->ndim; i++)
-        PyTuple_SET_ITEM(t, i, PyLong_FromSsize_t(v->shape[i]));
-    return t;
+    if (swapped)
+        PyErr_Format(PyExc_TypeError, "%s must be in native byte order, got big-endian %s: "
+                     "sinpe writes native float32, float16, bfloat16 or float64", what, got);
+    else
+        PyErr_Format(PyExc_TypeError, "%s must have dtype float32, float16, bfloat16 or "
+                     "float64, got %s", what, got);
+    return -1;
 }
 
-/* ---- positional_encoding ---------------------------------------------- */
+/* A writable array of one of the four table types, as an ndarray or any
+ * exporter of the buffer protocol (NULL strides mean C-contiguous, NULL shape
+ * means one axis; indirect buffers are refused).  Nothing is copied. */
+static int view_get(PyObject *o, const char *what, view *v)
+{
+    memset(v, 0, sizeof *v);
+    if (PyArray_Check(o)) {
+        PyArrayObject *a = (PyArrayObject *)o;
+        PyArray_Descr *d = PyArray_DESCR(a);
+        int k = table_type(d, &v->type);
+        if (k != 0) {
+            PyObject *s = PyObject_Str((PyObject *)d);
+            const char *txt = s ? PyUnicode_AsUTF8(s) : NULL;
+            if (txt)
+                wrong_type(what, k > 0 ? TYPE_NAMES[v->type] : txt, k > 0);
+            Py_XDECREF(s);
+            return -1;
+        }
+        if (!PyArray_ISWRITEABLE(a)) {
+            PyErr_Format(PyExc_ValueError, "%s is read-only", what);
+            return -1;
+        }
+        if (PyArray_NDIM(a) > SINPE_MAX_DIMS) {
+            PyErr_Format(PyExc_ValueError, "%s has too many dimensions", what);
+            return -1;
+        }
+        v->descr = d;
+        v->data = PyArray_BYTES(a);
+        v->ndim = PyArray_NDIM(a);
+        for (int i = 0; i < v->ndim; i++) {
+            v->shape[i] = PyArray_DIMS(a)[i];
+            v->strides[i] = PyArray_STRIDES(a)[i];
+        }
+        return 0;
+    }
+    if (!PyObject_CheckBuffer(o) || PyObject_GetBuffer(o, &v->buf, PyBUF_RECORDS_RO) < 0) {
+        PyErr_Clear();
+        return not_an_array(o, what);
+    }
+    v->have_buf = 1;
+    Py_buffer *b = &v->buf;
+    int swapped;
+    const char *name = format_name(b->format, &swapped);
+    int fmt_ok = !swapped && b->format && (!strcmp(name, "float32") || !strcmp(name, "float64")
+                                            || !strcmp(name, "float16"));
+    if (!fmt_ok || b->itemsize != (name[5] == '3' ? 4 : name[5] == '6' ? 8 : 2)) {
+        wrong_type(what, name, swapped);
+        goto fail;
+    }
+    v->type = name[5] == '3' ? SINPE_F32 : name[5] == '6' ? SINPE_F64 : SINPE_F16;
+    if (b->readonly) {
+        PyErr_Format(PyExc_ValueError, "%s is read-only", what);
+        goto fail;
+    }
+    if (b->suboffsets) {
+        PyErr_Format(PyExc_ValueError, "%s is an indirect buffer (suboffsets), which sinpe does "
+                     "not write", what);
+        goto fail;
+    }
+    if (b->ndim > SINPE_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError, "%s has too many dimensions", what);
+        goto fail;
+    }
+    v->data = b->buf;
+    v->ndim = b->shape ? b->ndim : 1;
+    if (!b->shape)
+        v->shape[0] = b->len / b->itemsize;
+    for (int i = 0; b->shape && i < v->ndim; i++)
+        v->shape[i] = b->shape[i];
+    int64_t stride = b->itemsize; /* NULL strides: C-contiguous */
+    for (int i = v->ndim - 1; i >= 0; i--) {
+        v->strides[i] = b->strides ? b->strides[i] : stride;
+        stride *= v->shape[i];
+    }
+    return 0;
+fail:
+    view_release(v);
+    return -1;
+}
 
-PyDoc_STRVAR(pe_doc,
-"positional_encoding($module, /, max_len=None, d_model=None, base=10000.0, *, positions=None,\n"
-"                    out=None, backend=None, threads=None)\n"
-"--\n\n"
-"Sinusoidal positional-encoding table, float32, shape (max_len, d_model).\n\n"
-"pe[pos, 2i] = sin(pos * div[i]) and pe[pos, 2i+1] = cos(pos * div[i]) with\n"
-"div[i] = exp(2i * -log(base) / d_model), computed step by step as the\n"
-"reference PyTorch module does (bit for bit with torch on the 'mkl' backend).\n\n"
-"positions: instead of max_len, an array of positions of any shape (integers,\n"
-"     or reals rounded to float32 as torch's .float() does; negative and\n"
-"     fractional positions work); the result has shape positions.shape + (d_model,).\n"
-"out: a writable C-contiguous float32 buffer (NumPy array, memoryview, the\n"
-"     NumPy view of a torch CPU tensor) of shape (max_len, d_model) or\n"
-"     (1, max_len, d_model), or positions.shape + (d_model,), filled and returned.\n"
-"backend: 'builtin' (correctly rounded) or 'mkl' (oneMKL VML, torch's bits);\n"
-"     None uses sinpe.get_backend().\n"
-"threads: worker threads (None: sinpe.get_threads()); the bits do not depend on it.\n");
+/* ---- positions -------------------------------------------------------------------------- */
 
-/* positions -> a new C-contiguous float32 array (integers and reals rounded
- * to nearest float32, as torch's .float()); NULL with an exception on error. */
-static PyArrayObject *positions_array(PyObject *o)
+static int position_type(PyArray_Descr *d, sinpe_type *t)
+{
+    if (!PyArray_ISNBO(d->byteorder))
+        return -1;
+    int n = d->type_num, size = (int)PyDataType_ELSIZE(d);
+    if (PyTypeNum_ISSIGNED(n) && PyTypeNum_ISINTEGER(n)) {
+        *t = size == 1 ? SINPE_I8 : size == 2 ? SINPE_I16 : size == 4 ? SINPE_I32 : SINPE_I64;
+        return size == 1 || size == 2 || size == 4 || size == 8 ? 0 : -1;
+    }
+    if (PyTypeNum_ISUNSIGNED(n)) {
+        *t = size == 1 ? SINPE_U8 : size == 2 ? SINPE_U16 : size == 4 ? SINPE_U32 : SINPE_U64;
+        return size == 1 || size == 2 || size == 4 || size == 8 ? 0 : -1;
+    }
+    if (n == NPY_FLOAT || n == NPY_DOUBLE || n == NPY_HALF) {
+        *t = n == NPY_FLOAT ? SINPE_F32 : n == NPY_DOUBLE ? SINPE_F64 : SINPE_F16;
+        return 0;
+    }
+    sinpe_type tt;
+    if (table_type(d, &tt) == 0 && tt == SINPE_BF16) {
+        *t = SINPE_BF16;
+        return 0;
+    }
+    return -1;
+}
+
+/* An object array's elements: an int beyond int64/uint64 is an OverflowError
+ * (as torch.tensor says), anything but a real number a TypeError; reals with
+ * a float among them become float64. */
+static PyArrayObject *positions_from_objects(PyArrayObject *a)
+{
+    int has_float = 0;
+    npy_intp n = PyArray_SIZE(a);
+    PyArrayObject *flat = (PyArrayObject *)PyArray_Ravel(a, NPY_CORDER);
+    if (!flat)
+        return NULL;
+    PyObject **items = (PyObject **)PyArray_DATA(flat);
+    for (npy_intp i = 0; i < n; i++) {
+        PyObject *e = items[i];
+        if (PyFloat_Check(e) || PyArray_IsScalar(e, Floating)) {
+            has_float = 1;
+        } else if (!is_bool(e) && (PyLong_Check(e) || PyArray_IsScalar(e, Integer))) {
+            int overflow = 0;
+            PyLong_AsLongLongAndOverflow(e, &overflow);
+            if (overflow > 0) {
+                unsigned long long u = PyLong_AsUnsignedLongLong(e);
+                if (u == (unsigned long long)-1 && PyErr_Occurred()) {
+                    PyErr_Clear();
+                    overflow = 2;
+                } else {
+                    overflow = 0;
+                }
+            }
+            if (overflow) {
+                Py_DECREF(flat);
+                PyErr_Format(PyExc_OverflowError, "positions: the integer %R does not fit in "
+                             "int64 or uint64 (give such positions as floats)", e);
+                return NULL;
+            }
+        } else {
+            Py_DECREF(flat);
+            PyErr_Format(PyExc_TypeError, "positions must be integers or real numbers, got %R "
+                         "(%s)", e, Py_TYPE(e)->tp_name);
+            return NULL;
+        }
+    }
+    Py_DECREF(flat);
+    return (PyArrayObject *)PyArray_FROM_OTF((PyObject *)a, has_float ? NPY_DOUBLE : NPY_INT64,
+                                            NPY_ARRAY_FORCECAST);
+}
+
+/* positions= as an ndarray the core can read in place (a new reference):
+ * integers of 1 to 8 bytes, float16/32/64 and bfloat16 are read as they are;
+ * other real types (longdouble, other byte orders) are converted to float32
+ * by NumPy first. */
+static PyArrayObject *positions_get(PyObject *o, sinpe_type *t)
 {
     PyArrayObject *a = (PyArrayObject *)PyArray_FROM_O(o);
     if (!a)
         return NULL;
-    int t = PyArray_TYPE(a);
-    if (!(PyTypeNum_ISINTEGER(t) || PyTypeNum_ISFLOAT(t)) || PyTypeNum_ISBOOL(t)) {
+    if (PyArray_TYPE(a) == NPY_OBJECT) {
+        PyArrayObject *b = positions_from_objects(a);
+        Py_DECREF(a);
+        if (!b)
+            return NULL;
+        a = b;
+    }
+    if (position_type(PyArray_DESCR(a), t) == 0)
+        return a;
+    int n = PyArray_TYPE(a);
+    if (!(PyTypeNum_ISINTEGER(n) || PyTypeNum_ISFLOAT(n)) || PyTypeNum_ISBOOL(n)) {
         PyErr_Format(PyExc_TypeError, "positions must be integers or real numbers, got dtype %R",
                      (PyObject *)PyArray_DESCR(a));
         Py_DECREF(a);
         return NULL;
     }
     PyArrayObject *f = (PyArrayObject *)PyArray_FROM_OTF((PyObject *)a, NPY_FLOAT32,
-                                                        NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED
-                                                            | NPY_ARRAY_FORCECAST);
+                                                        NPY_ARRAY_FORCECAST);
     Py_DECREF(a);
+    *t = SINPE_F32;
     return f;
 }
 
-/* Checks that out (a buffer view) has shape `shape` (nd dims), or (1, ...)
- * of it when allow_lead1; raises ValueError naming both shapes. */
-static int check_out_shape(const Py_buffer *v, int nd, const npy_intp *shape, int allow_lead1)
+/* ---- running a job: the one loop that releases the GIL ------------------------------- */
+
+static int check_memory(int64_t new_bytes, const sinpe_job *j, const sinpe_opts *o)
 {
-    int ok = v->ndim == nd;
-    for (int i = 0; ok && i < nd; i++)
-        ok = v->shape[i] == shape[i];
-    if (!ok && allow_lead1 && v->ndim == nd + 1 && v->shape[0] == 1) {
-        ok = 1;
-        for (int i = 0; ok && i < nd; i++)
-            ok = v->shape[i + 1] == shape[i];
-    }
-    if (ok)
+    int64_t mem = sinpe_physical_memory();
+    int64_t scratch = sinpe_job_scratch_bytes(j, o);
+    double need = (double)new_bytes + (double)scratch;
+    if (mem <= 0 || need <= (double)mem)
         return 0;
-    PyObject *got = shape_str(v), *want = PyTuple_New(nd);
-    if (got && want) {
-        for (int i = 0; i < nd; i++)
-            PyTuple_SET_ITEM(want, i, PyLong_FromSsize_t(shape[i]));
-        if (allow_lead1)
-            PyErr_Format(PyExc_ValueError, "out has shape %R; expected %R or (1, %lld, %lld)", got,
-                         want, (long long)shape[0], (long long)shape[1]);
-        else
-            PyErr_Format(PyExc_ValueError, "out has shape %R; expected %R", got, want);
+    char msg[512];
+    PyObject *shape = shape_tuple(j->ndim, j->shape);
+    PyObject *s = shape ? PyObject_Repr(shape) : NULL;
+    const char *txt = s ? PyUnicode_AsUTF8(s) : NULL;
+    if (txt) {
+        snprintf(msg, sizeof msg, "%s of shape %s (%s) needs %.1f GiB (%.1f GiB of it scratch), "
+                 "more than this machine's %.1f GiB of memory",
+                 new_bytes ? "a table" : "adding to an array", txt, TYPE_NAMES[j->type],
+                 need / 1073741824.0, (double)scratch / 1073741824.0, (double)mem / 1073741824.0);
+        PyErr_SetString(PyExc_MemoryError, msg);
     }
-    Py_XDECREF(got);
-    Py_XDECREF(want);
+    Py_XDECREF(s);
+    Py_XDECREF(shape);
     return -1;
 }
 
-static PyObject *py_positional_encoding(PyObject *self, PyObject *args, PyObject *kw)
+/* Plans the job and runs it in steps with the GIL released, handling
+ * signals between steps (an interrupted job has done a prefix of its work:
+ * sinpe_core.h). */
+static int run_job(const sinpe_job *j, const sinpe_opts *o, const call_ctx *c)
+{
+    sinpe_plan *p = NULL;
+    int st, done = 0;
+    Py_BEGIN_ALLOW_THREADS
+    st = sinpe_plan_new(j, o, &p);
+    Py_END_ALLOW_THREADS
+    while (st == SINPE_OK) {
+        Py_BEGIN_ALLOW_THREADS
+        st = sinpe_plan_step(p, SINPE_STEP_VALUES * o->threads, &done);
+        Py_END_ALLOW_THREADS
+        if (st != SINPE_OK || done)
+            break;
+        if (PyErr_CheckSignals() < 0) {
+            sinpe_plan_free(p);
+            return -1;
+        }
+    }
+    sinpe_plan_free(p);
+    if (st != SINPE_OK) {
+        raise_status(st, c);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- tables ------------------------------------------------------------------------------ */
+
+typedef struct {
+    sinpe_job job;
+    common_args args;
+    call_ctx ctx;
+    PyArrayObject *pos;    /* positions= as an array (owned) */
+    PyArray_Descr *descr;  /* dtype= (owned) */
+    view out;
+    int have_out;
+    PyObject *result;      /* the array returned (owned) */
+} table_call;
+
+static void table_call_clear(table_call *t)
+{
+    Py_CLEAR(t->pos);
+    Py_CLEAR(t->descr);
+    if (t->have_out)
+        view_release(&t->out);
+    t->have_out = 0;
+}
+
+/* Parses and checks a table call; on success the job is complete but for
+ * its memory when out is None (t->result is then still NULL). */
+static int table_prepare(PyObject *self, PyObject *o_len, PyObject *o_d, PyObject *o_base,
+                         PyObject *o_pos, PyObject *o_off, PyObject *o_dtype, PyObject *o_out,
+                         PyObject *o_be, PyObject *o_thr, table_call *t)
 {
     module_state *ms = state_of(self);
-    static char *kwlist[] = { "max_len", "d_model", "base", "positions", "out", "backend",
-                              "threads", NULL };
-    PyObject *o_len = Py_None, *o_d = Py_None, *o_base = NULL, *o_pos = Py_None, *o_out = Py_None;
-    PyObject *o_be = NULL, *o_thr = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOO$OOOO:positional_encoding", kwlist, &o_len,
-                                     &o_d, &o_base, &o_pos, &o_out, &o_be, &o_thr))
-        return NULL;
+    sinpe_job *j = &t->job;
+    memset(j, 0, sizeof *j);
+    t->ctx.what = "out";
+    t->ctx.rows_name = "max_len";
+    t->ctx.job = j;
+    t->ctx.base = o_base ? o_base : NULL;
     if (o_d == Py_None) {
         PyErr_SetString(PyExc_TypeError, "positional_encoding() needs d_model");
-        return NULL;
+        return -1;
     }
     if ((o_len == Py_None) == (o_pos == Py_None)) {
         PyErr_SetString(PyExc_TypeError,
                         "positional_encoding() needs exactly one of max_len and positions");
-        return NULL;
+        return -1;
     }
     int64_t max_len = 0, d_model;
-    double base;
-    sinpe_opts opts;
     if ((o_len != Py_None && get_int64(o_len, "max_len", &max_len) < 0)
-        || get_int64(o_d, "d_model", &d_model) < 0 || get_base(o_base, &base) < 0)
-        return NULL;
-    PyArrayObject *pos = NULL;
-    PyObject *result = NULL;
-    Py_buffer view;
-    int have_view = 0;
-    npy_intp shape[NPY_MAXDIMS + 1];
-    int nd = 2;
+        || get_int64(o_d, "d_model", &d_model) < 0
+        || parse_common(ms, o_base, o_off, o_be, o_thr, &t->args) < 0)
+        return -1;
+    t->ctx.backend = t->args.backend_name;
+    if (o_pos != Py_None && t->args.offset != 0) {
+        PyErr_SetString(PyExc_ValueError, "offset and positions exclude each other");
+        return -1;
+    }
+    j->base = t->args.base;
+    j->offset = t->args.offset;
     if (o_pos != Py_None) {
-        if (check_sizes(0, "max_len", d_model, base) < 0) /* d_model before positions */
-            return NULL;
-        pos = positions_array(o_pos);
-        if (!pos)
-            return NULL;
-        nd = PyArray_NDIM(pos) + 1;
-        if (nd > NPY_MAXDIMS) {
-            PyErr_SetString(PyExc_ValueError, "positions has too many dimensions");
-            goto fail;
-        }
-        for (int i = 0; i < nd - 1; i++) /* (a 0-d array has no dims pointer) */
-            shape[i] = PyArray_DIMS(pos)[i];
-        shape[nd - 1] = (npy_intp)d_model;
-        max_len = (int64_t)PyArray_SIZE(pos);
-    } else {
-        shape[0] = (npy_intp)max_len;
-        shape[1] = (npy_intp)d_model;
-    }
-    if (check_sizes(max_len, "max_len", d_model, base) < 0
-        || get_opts(ms, o_be, o_thr, &opts) < 0)
-        goto fail;
-    float *data;
-    if (o_out == Py_None) {
-        if (check_memory(max_len, d_model) < 0)
-            goto fail;
-        result = PyArray_SimpleNew(nd, shape, NPY_FLOAT32);
-        if (!result)
-            goto fail;
-        data = (float *)PyArray_DATA((PyArrayObject *)result);
-    } else {
-        if (get_f32_buffer(o_out, "out", &view) < 0)
-            goto fail;
-        have_view = 1;
-        if (check_out_shape(&view, nd, shape, pos == NULL) < 0)
-            goto fail;
-        if (!PyBuffer_IsContiguous(&view, 'C')) {
-            PyErr_SetString(PyExc_ValueError, "out must be C-contiguous");
-            goto fail;
-        }
-        data = (float *)view.buf;
-        Py_INCREF(o_out);
-        result = o_out;
-    }
-    const float *p = pos ? (const float *)PyArray_DATA(pos) : NULL;
-    int64_t piece = SINPE_PIECE_FLOATS / d_model > 0 ? SINPE_PIECE_FLOATS / d_model : 1;
-    for (int64_t r0 = 0; r0 < max_len; r0 += piece) {
-        int64_t nr = max_len - r0 < piece ? max_len - r0 : piece;
-        int st;
-        Py_BEGIN_ALLOW_THREADS
-        st = sinpe_table_at(data + r0 * d_model, p ? p + r0 : NULL, r0, nr, d_model, base, &opts);
-        Py_END_ALLOW_THREADS
-        if (st != SINPE_OK) {
-            raise_status(st);
-            goto fail;
-        }
-        if (r0 + nr < max_len && PyErr_CheckSignals() < 0)
-            goto fail; /* interrupted: out, if given, holds rows 0 .. r0+nr-1 */
-    }
-    if (have_view)
-        PyBuffer_Release(&view);
-    Py_XDECREF(pos);
-    return result;
-fail:
-    if (have_view)
-        PyBuffer_Release(&view);
-    Py_XDECREF(pos);
-    Py_XDECREF(result);
-    return NULL;
-}
-
-/* ---- add_pe ------------------------------------------------------------ */
-
-/* Collapses the leading axes of x (all but the last two) into one batch axis
- * with a single stride; fails when they do not form one. */
-static int collapse_batch(const Py_buffer *v, int64_t *nbatch, Py_ssize_t *bstride)
-{
-    int64_t n = 1;
-    Py_ssize_t stride = 0;
-    int have = 0;
-    for (int i = v->ndim - 3; i >= 0; i--) {
-        if (v->shape[i] == 1)
-            continue;
-        if (!have) {
-            stride = v->strides[i];
-            have = 1;
-        } else if (v->strides[i] != stride * (Py_ssize_t)n) {
+        /* d_model first: a bad d_model is reported before positions are read */
+        int64_t one[1] = { d_model };
+        sinpe_job probe;
+        sinpe_job_init(&probe, NULL, 1, one, j->base);
+        probe.use_pos = 1;
+        int st = sinpe_job_check(&probe, &t->args.opts);
+        if (st == SINPE_E_DMODEL || st == SINPE_E_BASE || st == SINPE_E_SIZE) {
+            t->ctx.job = &probe;
+            raise_status(st, &t->ctx);
+            t->ctx.job = j;
             return -1;
         }
-        n *= v->shape[i];
+        t->pos = positions_get(o_pos, &j->pos_type);
+        if (!t->pos)
+            return -1;
+        int pn = PyArray_NDIM(t->pos);
+        if (pn + 1 > SINPE_MAX_DIMS) {
+            PyErr_SetString(PyExc_ValueError, "positions has too many dimensions");
+            return -1;
+        }
+        j->use_pos = 1;
+        j->pos = PyArray_BYTES(t->pos);
+        j->ndim = pn + 1;
+        for (int i = 0; i < pn; i++) {
+            j->shape[i] = PyArray_DIMS(t->pos)[i];
+            j->pos_strides[i] = PyArray_STRIDES(t->pos)[i];
+        }
+        j->shape[pn] = d_model;
+    } else {
+        j->ndim = 2;
+        j->shape[0] = max_len;
+        j->shape[1] = d_model;
     }
-    for (int i = 0; i < v->ndim - 2; i++)
-        if (v->shape[i] == 0)
-            n = 0;
-    *nbatch = n;
-    *bstride = stride;
+    sinpe_type want;
+    if (o_dtype != Py_None || o_out == Py_None) {
+        if (get_dtype(o_dtype, &t->descr, &want) < 0)
+            return -1;
+    }
+    if (o_out != Py_None) {
+        if (view_get(o_out, "out", &t->out) < 0)
+            return -1;
+        t->have_out = 1;
+        if (t->descr && want != t->out.type) {
+            PyErr_Format(PyExc_TypeError, "out has dtype %s but dtype=%R asks for %s",
+                         TYPE_NAMES[t->out.type], o_dtype, TYPE_NAMES[want]);
+            return -1;
+        }
+        /* the result's shape, or (1, max_len, d_model) (a torch pe buffer) */
+        view *v = &t->out;
+        int same = v->ndim == j->ndim, lead1 = 0;
+        for (int i = 0; same && i < j->ndim; i++)
+            same = v->shape[i] == j->shape[i];
+        if (!same && !j->use_pos && v->ndim == 3 && v->shape[0] == 1 && v->shape[1] == j->shape[0]
+            && v->shape[2] == j->shape[1])
+            lead1 = 1;
+        if (!same && !lead1) {
+            PyObject *got = shape_tuple(v->ndim, v->shape), *exp = shape_tuple(j->ndim, j->shape);
+            if (got && exp) {
+                if (j->use_pos)
+                    PyErr_Format(PyExc_ValueError, "out has shape %R; expected %R", got, exp);
+                else
+                    PyErr_Format(PyExc_ValueError, "out has shape %R; expected %R or (1, %lld, %lld)",
+                                 got, exp, (long long)j->shape[0], (long long)j->shape[1]);
+            }
+            Py_XDECREF(got);
+            Py_XDECREF(exp);
+            return -1;
+        }
+        j->ndim = v->ndim;
+        for (int i = 0; i < v->ndim; i++) {
+            j->shape[i] = v->shape[i];
+            j->strides[i] = v->strides[i];
+        }
+        j->type = v->type;
+        j->data = v->data;
+    } else {
+        j->type = want;
+        int64_t s = sinpe_type_size(want), cap = (int64_t)1 << 60;
+        for (int i = j->ndim - 1; i >= 0; i--) { /* C order (saturated: the check refuses) */
+            j->strides[i] = s;
+            int64_t n = j->shape[i] > 1 ? j->shape[i] : 1;
+            s = s > cap / n ? cap : s * n;
+        }
+    }
+    int st = sinpe_job_check(j, &t->args.opts);
+    if (st != SINPE_OK) {
+        raise_status(st, &t->ctx);
+        return -1;
+    }
+    int64_t new_bytes = 0;
+    if (!t->have_out) {
+        new_bytes = sinpe_type_size(j->type);
+        for (int i = 0; i < j->ndim; i++)
+            new_bytes *= j->shape[i]; /* bounded by the core's size check */
+    }
+    return check_memory(new_bytes, j, &t->args.opts);
+}
+
+/* The fresh result array of a prepared call (its job's memory). */
+static int table_allocate(table_call *t)
+{
+    sinpe_job *j = &t->job;
+    npy_intp dims[SINPE_MAX_DIMS];
+    for (int i = 0; i < j->ndim; i++)
+        dims[i] = (npy_intp)j->shape[i];
+    Py_INCREF(t->descr);
+    t->result = PyArray_NewFromDescr(&PyArray_Type, t->descr, j->ndim, dims, NULL, NULL, 0, NULL);
+    if (!t->result)
+        return -1;
+    PyArrayObject *r = (PyArrayObject *)t->result;
+    j->data = PyArray_BYTES(r);
+    for (int i = 0; i < j->ndim; i++)
+        j->strides[i] = PyArray_STRIDES(r)[i];
     return 0;
 }
 
-static Py_ssize_t abs_ss(Py_ssize_t a) { return a < 0 ? -a : a; }
+#define TABLE_KWLIST                                                                           \
+    { "max_len", "d_model", "base", "positions", "offset", "dtype", "out", "backend",          \
+      "threads", NULL }
 
-/* Rows (len of them, d floats each, stride rs) in nbatch blocks (stride bs)
- * are disjoint when, ordering the two strides by size, each is at least the
- * extent of everything inside it.  Strides in bytes. */
-static int rows_disjoint(int64_t nbatch, int64_t len, int64_t d, Py_ssize_t bs, Py_ssize_t rs)
+PyDoc_STRVAR(pe_doc,
+"positional_encoding($module, /, max_len=None, d_model=None, base=10000.0, *, positions=None,\n"
+"                    offset=0, dtype=None, out=None, backend=None, threads=None)\n"
+"--\n\n"
+"Sinusoidal positional-encoding table, shape (max_len, d_model).\n\n"
+"pe[pos, 2i] = sin(pos * div[i]) and pe[pos, 2i+1] = cos(pos * div[i]) with\n"
+"div[i] = exp(2i * -log(base) / d_model), computed step by step in float32 as\n"
+"the reference PyTorch module does (bit for bit with torch on the 'mkl' backend).\n\n"
+"offset: the first row's position (rows offset .. offset+max_len-1).\n"
+"positions: instead of max_len, an array of positions of any shape (integers,\n"
+"     or reals rounded to float32 as torch's .float() does; negative and\n"
+"     fractional positions work); the result has shape positions.shape + (d_model,).\n"
+"dtype: float32 (default), float16, bfloat16 (with ml_dtypes) or float64, in\n"
+"     any spelling np.dtype accepts (or a torch dtype); rounded from the float32\n"
+"     values as torch's .half(), .bfloat16() and .double() round them.\n"
+"out: a writable array or buffer (NumPy array, memoryview, ctypes array, the\n"
+"     NumPy view of a torch CPU tensor) of the result's shape, or of\n"
+"     (1, max_len, d_model), in any layout whose elements do not share memory;\n"
+"     filled and returned.  Its dtype is the result's (dtype= must agree).\n"
+"backend: 'builtin' (correctly rounded) or 'mkl' (oneMKL VML, torch's bits);\n"
+"     None uses sinpe.get_backend().\n"
+"threads: worker threads (None: sinpe.get_threads()); the bits do not depend on it.\n");
+
+static PyObject *py_positional_encoding(PyObject *self, PyObject *args, PyObject *kw)
 {
-    Py_ssize_t row = (Py_ssize_t)d * 4;
-    Py_ssize_t a = abs_ss(rs), b = abs_ss(bs);
-    int64_t na = len, nb = nbatch;
-    if (na <= 1) { a = 0; }
-    if (nb <= 1) { b = 0; }
-    if (a > b) { Py_ssize_t t = a; a = b; b = t; int64_t u = na; na = nb; nb = u; }
-    if (a == 0 && b == 0)
-        return 1;
-    if (a == 0) /* only one axis has more than one element */
-        return b >= row;
-    return a >= row && b >= (Py_ssize_t)(na - 1) * a + row;
+    static char *kwlist[] = TABLE_KWLIST;
+    PyObject *o_len = Py_None, *o_d = Py_None, *o_base = NULL, *o_pos = Py_None, *o_off = NULL;
+    PyObject *o_dtype = Py_None, *o_out = Py_None, *o_be = NULL, *o_thr = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOO$OOOOOO:positional_encoding", kwlist, &o_len,
+                                     &o_d, &o_base, &o_pos, &o_off, &o_dtype, &o_out, &o_be, &o_thr))
+        return NULL;
+    table_call t;
+    memset(&t, 0, sizeof t);
+    if (table_prepare(self, o_len, o_d, o_base, o_pos, o_off, o_dtype, o_out, o_be, o_thr, &t) < 0
+        || (!t.have_out && table_allocate(&t) < 0)
+        || run_job(&t.job, &t.args.opts, &t.ctx) < 0) {
+        table_call_clear(&t);
+        Py_XDECREF(t.result);
+        return NULL;
+    }
+    table_call_clear(&t);
+    if (!t.result) {
+        t.result = o_out;
+        Py_INCREF(o_out);
+    }
+    return t.result;
 }
 
+PyDoc_STRVAR(empty_table_doc,
+"empty_table($module, /, max_len, d_model, base=10000.0, *, dtype=None, backend=None,\n"
+"            threads=None)\n"
+"--\n\n"
+"An uninitialized array of the shape and dtype positional_encoding would\n"
+"return, after every check it makes (sizes, base, dtype, memory), for callers\n"
+"that fill a table in pieces with out= and offset= (the command line).\n");
+
+static PyObject *py_empty_table(PyObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = { "max_len", "d_model", "base", "dtype", "backend", "threads", NULL };
+    PyObject *o_len, *o_d, *o_base = NULL, *o_dtype = Py_None, *o_be = NULL, *o_thr = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O$OOO:empty_table", kwlist, &o_len, &o_d,
+                                     &o_base, &o_dtype, &o_be, &o_thr))
+        return NULL;
+    table_call t;
+    memset(&t, 0, sizeof t);
+    if (table_prepare(self, o_len, o_d, o_base, Py_None, NULL, o_dtype, Py_None, o_be, o_thr, &t) < 0
+        || table_allocate(&t) < 0) {
+        table_call_clear(&t);
+        Py_XDECREF(t.result);
+        return NULL;
+    }
+    table_call_clear(&t);
+    return t.result;
+}
+
+/* ---- add_pe ------------------------------------------------------------------------------ */
+
 PyDoc_STRVAR(add_doc,
-"add_pe($module, x, /, base=10000.0, *, offset=0, backend=None, threads=None)\n"
+"add_pe($module, x, /, base=10000.0, *, offset=0, positions=None, backend=None, threads=None)\n"
 "--\n\n"
 "Add the positional encoding to x in place and return x.\n\n"
-"x: a writable float32 array of shape (seq_len, d_model) or (..., seq_len,\n"
-"   d_model) whose last axis is contiguous.  Rows offset .. offset+seq_len-1\n"
-"   of the table are added to every batch element: x + pe[offset:offset+L],\n"
-"   bit for bit as the reference forward in eval mode.  Rows are computed,\n"
-"   so there is no max_len limit.\n");
+"x: a writable array of shape (seq_len, d_model) or (..., seq_len, d_model),\n"
+"   dtype float32, float16, bfloat16 or float64, in any layout whose elements\n"
+"   do not share memory (NumPy arrays and buffer-protocol objects).  Rows\n"
+"   offset .. offset+seq_len-1 of the table are added to every element of the\n"
+"   leading axes, bit for bit as the reference forward in eval mode (float32;\n"
+"   other dtypes as torch's in-place x.add_(pe)).  Rows are computed, so there\n"
+"   is no max_len limit.\n"
+"positions: instead of offset, positions broadcastable to x.shape[:-1] (for\n"
+"   packed sequences whose positions restart).\n");
+
+/* Strides (bytes) of positions broadcast to the n row axes of x; -1 when
+ * their shapes do not broadcast to exactly those axes. */
+static int broadcast_positions(PyArrayObject *pos, int n, const int64_t *shape, int64_t *strides)
+{
+    int pn = PyArray_NDIM(pos);
+    if (pn > n)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        int k = i - (n - pn);
+        if (k < 0) {
+            strides[i] = 0;
+        } else if (PyArray_DIMS(pos)[k] == shape[i]) {
+            strides[i] = shape[i] == 1 ? 0 : PyArray_STRIDES(pos)[k];
+        } else if (PyArray_DIMS(pos)[k] == 1) {
+            strides[i] = 0;
+        } else {
+            return -1;
+        }
+    }
+    return 0;
+}
 
 static PyObject *py_add_pe(PyObject *self, PyObject *args, PyObject *kw)
 {
     module_state *ms = state_of(self);
-    static char *kwlist[] = { "", "base", "offset", "backend", "threads", NULL };
-    PyObject *o_x, *o_base = NULL, *o_off = NULL, *o_be = NULL, *o_thr = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$OOO:add_pe", kwlist, &o_x, &o_base, &o_off,
-                                     &o_be, &o_thr))
+    static char *kwlist[] = { "", "base", "offset", "positions", "backend", "threads", NULL };
+    PyObject *o_x, *o_base = NULL, *o_off = NULL, *o_pos = Py_None, *o_be = NULL, *o_thr = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$OOOO:add_pe", kwlist, &o_x, &o_base, &o_off,
+                                     &o_pos, &o_be, &o_thr))
         return NULL;
-    double base;
-    int64_t offset = 0;
-    sinpe_opts opts;
-    if (get_base(o_base, &base) < 0 || (o_off && get_int64(o_off, "offset", &offset) < 0))
+    common_args a;
+    sinpe_job j;
+    memset(&j, 0, sizeof j);
+    call_ctx ctx = { "x", "seq_len", &j, o_base, NULL };
+    if (parse_common(ms, o_base, o_off, o_be, o_thr, &a) < 0)
         return NULL;
-    if (offset < 0) {
-        PyErr_Format(PyExc_ValueError, "offset must be >= 0, got %lld", (long long)offset);
+    ctx.backend = a.backend_name;
+    if (o_pos != Py_None && a.offset != 0) {
+        PyErr_SetString(PyExc_ValueError, "offset and positions exclude each other");
         return NULL;
     }
-    if (get_opts(ms, o_be, o_thr, &opts) < 0)
+    view v;
+    if (view_get(o_x, "x", &v) < 0)
         return NULL;
-    Py_buffer v;
-    if (get_f32_buffer(o_x, "x", &v) < 0)
-        return NULL;
-    PyObject *err_shape = NULL;
+    PyArrayObject *pos = NULL;
     if (v.ndim < 2) {
-        err_shape = shape_str(&v);
-        if (err_shape)
+        PyObject *s = shape_tuple(v.ndim, v.shape);
+        if (s)
             PyErr_Format(PyExc_ValueError,
-                         "x must have at least 2 dimensions (..., seq_len, d_model), got shape %R",
-                         err_shape);
+                         "x must have at least 2 dimensions (..., seq_len, d_model), got shape %R", s);
+        Py_XDECREF(s);
         goto fail;
     }
-    int64_t len = v.shape[v.ndim - 2], d = v.shape[v.ndim - 1];
-    if (check_sizes(len, "seq_len", d, base) < 0)
-        goto fail;
-    if (offset > INT64_MAX - len) {
-        PyErr_Format(PyExc_OverflowError, "offset + seq_len = %lld + %lld overflows int64",
-                     (long long)offset, (long long)len);
-        goto fail;
-    }
-    Py_ssize_t rs = v.strides[v.ndim - 2], cs = v.strides[v.ndim - 1], bs;
-    int64_t nbatch;
-    if (collapse_batch(&v, &nbatch, &bs) < 0 || (cs != 4 && d > 1) || rs % 4 || bs % 4) {
-        PyErr_SetString(PyExc_ValueError,
-                        "x has a layout add_pe cannot write in place: the last axis must be "
-                        "contiguous and the leading axes must form one strided batch axis; "
-                        "use np.ascontiguousarray(x) and assign the result back");
-        goto fail;
-    }
-    if (!rows_disjoint(nbatch, len, d, bs, rs)) {
-        PyErr_SetString(PyExc_ValueError, "x has overlapping rows (a stride-tricks view); "
-                                          "adding in place would be ill-defined");
-        goto fail;
-    }
-    int st = SINPE_OK, interrupted = 0;
-    int64_t per_row = (nbatch > 0 ? nbatch : 1) * d;
-    int64_t piece = SINPE_PIECE_FLOATS / per_row > 0 ? SINPE_PIECE_FLOATS / per_row : 1;
-    for (int64_t r0 = 0; r0 < len && nbatch > 0 && st == SINPE_OK; r0 += piece) {
-        int64_t nr = len - r0 < piece ? len - r0 : piece;
-        float *x0 = (float *)((char *)v.buf + (ptrdiff_t)r0 * rs);
-        Py_BEGIN_ALLOW_THREADS
-        st = sinpe_add(x0, nbatch, nr, d, bs / 4, rs / 4, offset + r0, base, &opts);
-        Py_END_ALLOW_THREADS
-        if (st == SINPE_OK && r0 + nr < len && PyErr_CheckSignals() < 0) {
-            interrupted = 1; /* rows 0 .. r0+nr-1 of every batch element are added */
-            break;
+    j.data = v.data;
+    j.type = v.type;
+    j.ndim = v.ndim;
+    memcpy(j.shape, v.shape, sizeof v.shape);
+    memcpy(j.strides, v.strides, sizeof v.strides);
+    j.add = 1;
+    j.base = a.base;
+    j.offset = a.offset;
+    if (o_pos != Py_None) {
+        if (!(pos = positions_get(o_pos, &j.pos_type)))
+            goto fail;
+        if (broadcast_positions(pos, v.ndim - 1, v.shape, j.pos_strides) < 0) {
+            int64_t pshape[SINPE_MAX_DIMS];
+            for (int i = 0; i < PyArray_NDIM(pos) && i < SINPE_MAX_DIMS; i++)
+                pshape[i] = PyArray_DIMS(pos)[i];
+            PyObject *p = shape_tuple(PyArray_NDIM(pos), pshape);
+            PyObject *xs = shape_tuple(v.ndim - 1, v.shape);
+            if (p && xs)
+                PyErr_Format(PyExc_ValueError, "positions of shape %R do not broadcast to "
+                             "x.shape[:-1] = %R", p, xs);
+            Py_XDECREF(p);
+            Py_XDECREF(xs);
+            goto fail;
         }
+        j.use_pos = 1;
+        j.pos = PyArray_BYTES(pos);
     }
-    PyBuffer_Release(&v);
-    if (interrupted)
-        return NULL;
-    if (st != SINPE_OK)
-        return raise_status(st);
+    int st = sinpe_job_check(&j, &a.opts);
+    if (st != SINPE_OK) {
+        raise_status(st, &ctx);
+        goto fail;
+    }
+    if (check_memory(0, &j, &a.opts) < 0 || run_job(&j, &a.opts, &ctx) < 0)
+        goto fail;
+    Py_XDECREF(pos);
+    view_release(&v);
     Py_INCREF(o_x);
     return o_x;
 fail:
-    Py_XDECREF(err_shape);
-    PyBuffer_Release(&v);
+    Py_XDECREF(pos);
+    view_release(&v);
     return NULL;
 }
 
-/* ---- elementwise kernels, backends ----------------------------------- */
+/* ---- elementwise kernels, rounding, backends --------------------------------------------- */
 
 PyDoc_STRVAR(elementwise_doc,
 "elementwise($module, func, x, /, *, backend=None)\n"
@@ -604,8 +1055,8 @@ static PyObject *py_elementwise(PyObject *self, PyObject *args, PyObject *kw)
                      PyTuple_GET_ITEM(args, 0));
         return NULL;
     }
-    sinpe_opts opts;
-    if (get_opts(ms, o_be, NULL, &opts) < 0)
+    common_args a;
+    if (parse_common(ms, NULL, NULL, o_be, NULL, &a) < 0)
         return NULL;
     if (!PyArray_Check(o_x) || PyArray_TYPE((PyArrayObject *)o_x) != NPY_FLOAT32) {
         PyErr_Format(PyExc_TypeError, "x must be a float32 ndarray, got %s", Py_TYPE(o_x)->tp_name);
@@ -619,17 +1070,64 @@ static PyObject *py_elementwise(PyObject *self, PyObject *args, PyObject *kw)
         Py_DECREF(in);
         return NULL;
     }
-    size_t n = (size_t)PyArray_SIZE(in);
-    int st;
-    Py_BEGIN_ALLOW_THREADS
-    st = sinpe_map(func, (const float *)PyArray_DATA(in),
-                   (float *)PyArray_DATA((PyArrayObject *)out), n, &opts);
-    Py_END_ALLOW_THREADS
+    const float *src = (const float *)PyArray_DATA(in);
+    float *dst = (float *)PyArray_DATA((PyArrayObject *)out);
+    size_t n = (size_t)PyArray_SIZE(in), piece = (size_t)SINPE_STEP_VALUES;
+    int st = SINPE_OK;
+    for (size_t i0 = 0; i0 < n && st == SINPE_OK; i0 += piece) {
+        size_t m = n - i0 < piece ? n - i0 : piece;
+        Py_BEGIN_ALLOW_THREADS
+        st = sinpe_map(func, src + i0, dst + i0, m, &a.opts);
+        Py_END_ALLOW_THREADS
+        if (st == SINPE_OK && i0 + m < n && PyErr_CheckSignals() < 0)
+            st = -1;
+    }
     Py_DECREF(in);
     if (st != SINPE_OK) {
         Py_DECREF(out);
-        return raise_status(st);
+        if (st > 0) {
+            call_ctx c = { "x", "n", NULL, NULL, a.backend_name };
+            raise_status(st, &c);
+        }
+        return NULL;
     }
+    return out;
+}
+
+PyDoc_STRVAR(round_doc,
+"_round($module, x, dtype, /)\n"
+"--\n\n"
+"The float32 array x rounded to dtype (float16, bfloat16 or float64) as the\n"
+"table and add_pe round it (for tests).\n");
+
+static PyObject *py_round(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *o_x, *o_dtype;
+    if (!PyArg_ParseTuple(args, "OO:_round", &o_x, &o_dtype))
+        return NULL;
+    if (!PyArray_Check(o_x) || PyArray_TYPE((PyArrayObject *)o_x) != NPY_FLOAT32
+        || PyArray_NDIM((PyArrayObject *)o_x) != 1) {
+        PyErr_SetString(PyExc_TypeError, "x must be a 1-d float32 ndarray");
+        return NULL;
+    }
+    PyArray_Descr *descr;
+    sinpe_type t;
+    if (get_dtype(o_dtype, &descr, &t) < 0)
+        return NULL;
+    PyArrayObject *in = (PyArrayObject *)PyArray_FROM_OTF(o_x, NPY_FLOAT32, NPY_ARRAY_IN_ARRAY);
+    if (!in) {
+        Py_DECREF(descr);
+        return NULL;
+    }
+    npy_intp n = PyArray_SIZE(in);
+    PyObject *out = PyArray_NewFromDescr(&PyArray_Type, descr, 1, &n, NULL, NULL, 0, NULL);
+    if (!out) {
+        Py_DECREF(in);
+        return NULL;
+    }
+    sinpe_round((const float *)PyArray_DATA(in), PyArray_DATA((PyArrayObject *)out), (int64_t)n, t);
+    Py_DECREF(in);
     return out;
 }
 
@@ -678,8 +1176,8 @@ static PyObject *py_set_unavailable(PyObject *self, PyObject *arg)
 PyDoc_STRVAR(mkl_info_doc,
 "mkl_info($module, /)\n"
 "--\n\n"
-"None when oneMKL is not loaded, else a dict with its version string and the\n"
-"threading layer it reported (1 = sequential).\n");
+"A dict: whether oneMKL is loaded, and its version string and the threading\n"
+"layer it reported (1 = sequential), or the reason it is not.\n");
 
 static PyObject *py_mkl_info(PyObject *self, PyObject *unused)
 {
@@ -701,10 +1199,10 @@ static PyObject *py_set_backend(PyObject *self, PyObject *arg)
     module_state *ms = state_of(self);
     sinpe_backend be;
     if (arg == Py_None) {
-        PyErr_SetString(PyExc_TypeError, "backend name must be 'builtin' or 'mkl', got None");
+        PyErr_SetString(PyExc_TypeError, "backend must be 'builtin' or 'mkl', got None");
         return NULL;
     }
-    if (get_backend(ms, arg, &be) < 0)
+    if (get_backend(ms, arg, &be, NULL) < 0)
         return NULL;
     ms->backend = be;
     Py_RETURN_NONE;
@@ -761,10 +1259,10 @@ static PyObject *py_kernels(PyObject *self, PyObject *unused)
     (void)self;
     (void)unused;
     PyObject *l = PyList_New(0);
-    for (int k = 0; l && k < SINPE_KERNEL_COUNT; k++) {
-        if (!sinpe_kernel_available((sinpe_kernel)k))
+    for (int k = 0; l && k < SINPE_PATH_COUNT; k++) {
+        if (!sinpe_path_available((sinpe_path)k))
             continue;
-        PyObject *n = PyUnicode_FromString(sinpe_kernel_name((sinpe_kernel)k));
+        PyObject *n = PyUnicode_FromString(sinpe_path_name((sinpe_path)k));
         if (!n || PyList_Append(l, n) < 0) {
             Py_XDECREF(n);
             Py_DECREF(l);
@@ -784,15 +1282,19 @@ PyDoc_STRVAR(set_kernel_doc,
 static PyObject *py_set_kernel(PyObject *self, PyObject *arg)
 {
     module_state *ms = state_of(self);
-    for (int k = 0; k < SINPE_KERNEL_COUNT; k++) {
-        if (PyUnicode_Check(arg)
-            && PyUnicode_CompareWithASCIIString(arg, sinpe_kernel_name((sinpe_kernel)k)) == 0) {
-            if (!sinpe_kernel_available((sinpe_kernel)k)) {
+    if (!PyUnicode_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "kernel must be 'scalar', 'avx2' or 'neon', got %R (%s)",
+                     arg, Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    for (int k = 0; k < SINPE_PATH_COUNT; k++) {
+        if (PyUnicode_CompareWithASCIIString(arg, sinpe_path_name((sinpe_path)k)) == 0) {
+            if (!sinpe_path_available((sinpe_path)k)) {
                 PyErr_Format(PyExc_RuntimeError,
                              "kernel %R is not available: this build or CPU lacks it", arg);
                 return NULL;
             }
-            ms->kernel = (sinpe_kernel)k;
+            ms->path = (sinpe_path)k;
             Py_RETURN_NONE;
         }
     }
@@ -808,7 +1310,7 @@ PyDoc_STRVAR(get_kernel_doc,
 static PyObject *py_get_kernel(PyObject *self, PyObject *unused)
 {
     (void)unused;
-    return PyUnicode_FromString(sinpe_kernel_name(state_of(self)->kernel));
+    return PyUnicode_FromString(sinpe_path_name(state_of(self)->path));
 }
 
 static PyMethodDef methods[] = {
@@ -819,9 +1321,12 @@ static PyMethodDef methods[] = {
     { "get_kernel", py_get_kernel, METH_NOARGS, get_kernel_doc },
     { "positional_encoding", (PyCFunction)(void (*)(void))py_positional_encoding,
       METH_VARARGS | METH_KEYWORDS, pe_doc },
+    { "empty_table", (PyCFunction)(void (*)(void))py_empty_table, METH_VARARGS | METH_KEYWORDS,
+      empty_table_doc },
     { "add_pe", (PyCFunction)(void (*)(void))py_add_pe, METH_VARARGS | METH_KEYWORDS, add_doc },
     { "elementwise", (PyCFunction)(void (*)(void))py_elementwise, METH_VARARGS | METH_KEYWORDS,
       elementwise_doc },
+    { "_round", py_round, METH_VARARGS, round_doc },
     { "load_mkl", py_load_mkl, METH_O, load_mkl_doc },
     { "_set_mkl_unavailable", py_set_unavailable, METH_O, set_unavailable_doc },
     { "mkl_info", py_mkl_info, METH_NOARGS, mkl_info_doc },
@@ -835,7 +1340,7 @@ static int module_exec(PyObject *m)
     import_array1(-1);
     module_state *ms = state_of(m);
     ms->backend = SINPE_BACKEND_BUILTIN;
-    ms->kernel = sinpe_kernel_best(); /* CPU probe, once per import */
+    ms->path = sinpe_path_best(); /* CPU probe, once per process */
     ms->threads = 1;
     return 0;
 }

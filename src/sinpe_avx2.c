@@ -21,14 +21,15 @@
  * rounded).  Measured: 0 differences from MPFR over all 2^32 inputs with
  * `tools/exhaustive sin --kernel avx2` (and cos); README.
  */
-#include "sinpe_cpu.h"
+#include "sinpe_paths.h"
 
-#ifdef SINPE_HAVE_AVX2_KERNEL
+#ifdef SINPE_HAVE_AVX2_PATH
 #include <immintrin.h>
 
 #include <math.h>
 
 #include "sinpe_constants.h"
+#include "sinpe_cpu.h"
 #include "sinpe_kernels.h"
 
 #define TARGET __attribute__((target("avx2,fma")))
@@ -118,16 +119,15 @@ TARGET static inline void store4(float *dst, __m128 a, __m128 s, __m128 c, int m
     }
 }
 
-TARGET void sinpe_rows_avx2(float *out, const float *positions, int64_t first_row,
-                            int64_t nrows, const float *div, int64_t half)
+TARGET static void avx2_rows(float *out, ptrdiff_t ostride, const float *positions,
+                             int64_t first_row, int64_t nrows, const float *div, int64_t half,
+                             float dmin, float dmax)
 {
-    float dmin, dmax;
-    sinpe_div_range(div, half, &dmin, &dmax);
     for (int64_t r = 0; r < nrows; r++) {
         float pos = positions ? positions[r] : (float)(first_row + r);
         int checked = sinpe_row_needs_range_test(pos, dmin, dmax);
         __m128 vp = _mm_set1_ps(pos);
-        float *dst = out + r * 2 * half;
+        float *dst = out + (ptrdiff_t)r * ostride;
         int64_t j = 0;
         for (; j + 8 <= half; j += 8) {
             __m128 a0 = _mm_mul_ps(vp, _mm_loadu_ps(div + j));
@@ -150,7 +150,7 @@ TARGET void sinpe_rows_avx2(float *out, const float *positions, int64_t first_ro
 }
 
 /* dst[2i] = s[i], dst[2i+1] = c[i] (the oneMKL path's store). */
-TARGET void sinpe_interleave_avx2(const float *s, const float *c, float *dst, size_t n)
+TARGET static void avx2_interleave(const float *s, const float *c, float *dst, size_t n)
 {
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -167,9 +167,9 @@ TARGET void sinpe_interleave_avx2(const float *s, const float *c, float *dst, si
 
 /* x[j] += pe[j] for j < n (add_pe's inner loop; IEEE float adds, the same
  * bits as the scalar loop). */
-TARGET void sinpe_add_avx2(float *x, const float *pe, int64_t n)
+TARGET static void avx2_add(float *x, const float *pe, size_t n)
 {
-    int64_t j = 0;
+    size_t j = 0;
     for (; j + 16 <= n; j += 16) {
         __m256 a = _mm256_add_ps(_mm256_loadu_ps(x + j), _mm256_loadu_ps(pe + j));
         __m256 b = _mm256_add_ps(_mm256_loadu_ps(x + j + 8), _mm256_loadu_ps(pe + j + 8));
@@ -181,7 +181,7 @@ TARGET void sinpe_add_avx2(float *x, const float *pe, int64_t n)
 }
 
 /* Elementwise sin/cos of n floats (for tests and tools). */
-TARGET void sinpe_sincos_avx2(const float *a, float *s, float *c, size_t n)
+TARGET static void avx2_sincos(const float *a, float *s, float *c, size_t n)
 {
     size_t i = 0;
     for (; i + 4 <= n; i += 4) {
@@ -196,4 +196,8 @@ TARGET void sinpe_sincos_avx2(const float *a, float *s, float *c, size_t n)
     for (; i < n; i++)
         sinpe_sincosf(a[i], &s[i], &c[i]);
 }
+
+const sinpe_path_ops sinpe_path_avx2 = {
+    "avx2", sinpe_cpu_has_avx2_fma, avx2_rows, avx2_sincos, avx2_interleave, avx2_add,
+};
 #endif

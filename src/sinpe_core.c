@@ -1,236 +1,151 @@
-/* sinpe core: table fill and in-place add over a selectable backend, kernel
- * path and thread count.  Entry point of the pure-C core (sinpe_core.h). */
+/* sinpe core: validation of jobs, divisors, threads, the choice of backend
+ * and code path, and the tiled runner.  Entry point of the pure-C core
+ * (sinpe_core.h).
+ *
+ * A job runs in three stages, each cut into items that threads share:
+ *   0. positions that share memory with the destination are copied first
+ *      (blocks of rows; NumPy's rule for outputs aliasing inputs);
+ *   1. the divisors div[i] = exp((float)(2i) * c), one item per column block;
+ *   2. tiles: a block of rows x a block of columns x a block of the leading
+ *      axes.  A tile computes its table rows once (into the destination
+ *      when that is a plain float32 table, else into per-thread scratch,
+ *      kept while the next tile of the same thread needs the same rows)
+ *      and stores or adds them to each element of its leading-axes block.
+ * sinpe_plan_step runs one stage's next items, up to a budget of values,
+ * so a caller can check for interrupts between steps.
+ */
 #include "sinpe_core.h"
-#include "sinpe_cpu.h"
-#include "sinpe_kernels.h"
-#include "sinpe_mkl.h"
-#include "sinpe_threads.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
-/* Angles are processed in blocks of this many (oneMKL calls, divisors,
- * elementwise): at most three float arrays on the stack (24 KiB), no
- * allocation. */
+#ifdef _WIN32
+#include <windows.h>
+#else
+#include <unistd.h>
+#endif
+
+#include "sinpe_kernels.h"
+#include "sinpe_layout.h"
+#include "sinpe_mkl.h"
+#include "sinpe_paths.h"
+#include "sinpe_store.h"
+#include "sinpe_threads.h"
+
+/* Columns per tile (pairs): 4096 pairs = 8192 floats = 32 KiB of scratch. */
+#define SINPE_TILE_PAIRS 4096
+/* Values per tile, about, counting the leading-axes block. */
+#define SINPE_TILE_VALUES 65536
+/* Work is counted in units of about one table value computed (storing or
+ * adding a value costs about 1/8 of one); a thread gets at least this much,
+ * so that small calls stay on the calling thread (starting a thread costs
+ * about as much as 20000 values). */
+#define SINPE_MIN_THREAD_WORK 65536
+#define SINPE_STORE_SHARE 8
+/* Rows per position-copy item; angles per oneMKL call. */
+#define SINPE_POS_BLOCK 16384
 #define SINPE_BLOCK 2048
-/* Work per thread at least this many angles, so small calls stay serial. */
-#define SINPE_MIN_CHUNK_ANGLES 32768
-/* add_pe computes PE rows in chunks of about this many floats per thread. */
-#define SINPE_ADD_CHUNK_FLOATS 8192
 
 const char *sinpe_strerror(int status)
 {
     switch (status) {
     case SINPE_OK: return "ok";
     case SINPE_E_DMODEL: return "d_model must be an even integer >= 2";
-    case SINPE_E_MAXLEN: return "the number of rows must be >= 0";
+    case SINPE_E_ROWS: return "the number of rows must be >= 0";
     case SINPE_E_BASE: return "base must be finite and > 0";
-    case SINPE_E_OFFSET: return "offset must be >= 0 and offset + seq_len must fit in int64";
-    case SINPE_E_SIZE: return "the table has more elements than memory can address";
+    case SINPE_E_OFFSET: return "offset must be >= 0";
+    case SINPE_E_LASTPOS: return "the last position (offset + rows - 1) does not fit in int64";
+    case SINPE_E_SIZE: return "more bytes than memory can address";
     case SINPE_E_NOMEM: return "out of memory for scratch space";
     case SINPE_E_BACKEND: return "backend unknown or not loaded";
-    case SINPE_E_NULL: return "NULL buffer";
-    case SINPE_E_LOAD: return "the oneMKL library could not be loaded";
-    case SINPE_E_KERNEL: return "kernel path unknown or not supported on this CPU";
+    case SINPE_E_NULL: return "NULL pointer where memory is needed";
+    case SINPE_E_LOAD: return "the backend library could not be loaded";
+    case SINPE_E_PATH: return "code path unknown or not supported on this build or CPU";
+    case SINPE_E_TYPE: return "element type not supported there";
+    case SINPE_E_DIMS: return "too few or too many axes";
+    case SINPE_E_OVERLAP: return "two elements of the destination share memory";
+    case SINPE_E_UNDECIDED: return "could not decide whether the destination's elements overlap";
+    case SINPE_E_FUNC: return "unknown elementwise function";
+    case SINPE_E_THREADS: return "threads must be between 1 and 256";
     default: return "unknown sinpe status";
     }
 }
 
-/* ---- kernel paths ------------------------------------------------------- */
+/* ---- code paths: the one place that picks a table ------------------------- */
 
-int sinpe_kernel_available(sinpe_kernel k)
-{
-    if (k == SINPE_KERNEL_SCALAR)
-        return 1;
-#ifdef SINPE_HAVE_AVX2_KERNEL
-    if (k == SINPE_KERNEL_AVX2)
-        return sinpe_cpu_has_avx2_fma();
+static const sinpe_path_ops *const PATHS[SINPE_PATH_COUNT] = {
+    &sinpe_path_scalar,
+#ifdef SINPE_HAVE_AVX2_PATH
+    &sinpe_path_avx2,
+#else
+    NULL,
 #endif
-#ifdef SINPE_HAVE_NEON_KERNEL
-    if (k == SINPE_KERNEL_NEON)
-        return 1;
+#ifdef SINPE_HAVE_NEON_PATH
+    &sinpe_path_neon,
+#else
+    NULL,
 #endif
-    return 0;
+};
+
+const sinpe_path_ops *sinpe_path_ops_get(sinpe_path p)
+{
+    /* probed once per process; a race only repeats the same answer */
+    static int probed[SINPE_PATH_COUNT]; /* 0 unknown, 1 yes, 2 no */
+    if ((int)p < 0 || p >= SINPE_PATH_COUNT || !PATHS[p])
+        return NULL;
+    if (!probed[p])
+        probed[p] = PATHS[p]->supported() ? 1 : 2;
+    return probed[p] == 1 ? PATHS[p] : NULL;
 }
 
-sinpe_kernel sinpe_kernel_best(void)
+int sinpe_path_available(sinpe_path p)
 {
-    if (sinpe_kernel_available(SINPE_KERNEL_AVX2))
-        return SINPE_KERNEL_AVX2;
-    if (sinpe_kernel_available(SINPE_KERNEL_NEON))
-        return SINPE_KERNEL_NEON;
-    return SINPE_KERNEL_SCALAR;
+    return sinpe_path_ops_get(p) != NULL;
 }
 
-const char *sinpe_kernel_name(sinpe_kernel k)
+sinpe_path sinpe_path_best(void)
 {
-    switch (k) {
-    case SINPE_KERNEL_SCALAR: return "scalar";
-    case SINPE_KERNEL_AVX2: return "avx2";
-    case SINPE_KERNEL_NEON: return "neon";
-    default: return "unknown";
-    }
+    for (int p = SINPE_PATH_COUNT - 1; p > 0; p--)
+        if (sinpe_path_available((sinpe_path)p))
+            return (sinpe_path)p;
+    return SINPE_PATH_SCALAR;
 }
 
-void sinpe_rows_scalar(float *out, const float *positions, int64_t first_row, int64_t nrows,
-                       const float *div, int64_t half)
+const char *sinpe_path_name(sinpe_path p)
 {
-    for (int64_t r = 0; r < nrows; r++) {
-        float pos = positions ? positions[r] : (float)(first_row + r);
-        float *dst = out + r * 2 * half;
-        for (int64_t j = 0; j < half; j++)
-            sinpe_sincosf(pos * div[j], &dst[2 * j], &dst[2 * j + 1]);
-    }
+    static const char *names[SINPE_PATH_COUNT] = { "scalar", "avx2", "neon" };
+    return (int)p >= 0 && p < SINPE_PATH_COUNT ? names[p] : "unknown";
 }
 
-void sinpe_sincos_scalar(const float *a, float *s, float *c, size_t n)
+/* ---- backends: exp blocks and table rows ----------------------------------- */
+
+static void exp_block(sinpe_backend be, const float *in, float *out, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        sinpe_sincosf(a[i], &s[i], &c[i]);
-}
-
-static sinpe_rows_fn rows_fn(sinpe_kernel k)
-{
-#ifdef SINPE_HAVE_AVX2_KERNEL
-    if (k == SINPE_KERNEL_AVX2)
-        return sinpe_rows_avx2;
-#endif
-#ifdef SINPE_HAVE_NEON_KERNEL
-    if (k == SINPE_KERNEL_NEON)
-        return sinpe_rows_neon;
-#endif
-    (void)k;
-    return sinpe_rows_scalar;
-}
-
-static sinpe_sincos_fn sincos_fn(sinpe_kernel k)
-{
-#ifdef SINPE_HAVE_AVX2_KERNEL
-    if (k == SINPE_KERNEL_AVX2)
-        return sinpe_sincos_avx2;
-#endif
-#ifdef SINPE_HAVE_NEON_KERNEL
-    if (k == SINPE_KERNEL_NEON)
-        return sinpe_sincos_neon;
-#endif
-    (void)k;
-    return sinpe_sincos_scalar;
-}
-
-/* ---- argument checks ------------------------------------------------------ */
-
-int sinpe_check_args(int64_t rows, int64_t d_model, double base)
-{
-    if (d_model < 2 || d_model % 2 != 0)
-        return SINPE_E_DMODEL;
-    if (rows < 0)
-        return SINPE_E_MAXLEN;
-    if (!isfinite(base) || !(base > 0.0))
-        return SINPE_E_BASE;
-    /* rows * d_model floats must be addressable (and indexable by ptrdiff_t). */
-    int64_t limit = (int64_t)((PTRDIFF_MAX < SIZE_MAX ? (uint64_t)PTRDIFF_MAX : (uint64_t)SIZE_MAX)
-                              / sizeof(float));
-    if (rows > limit / d_model)
-        return SINPE_E_SIZE;
-    return SINPE_OK;
-}
-
-static int check_opts(const sinpe_opts *o)
-{
-    if (!o)
-        return SINPE_E_NULL;
-    if (o->backend == SINPE_BACKEND_MKL)
-        return sinpe_mkl_loaded() ? SINPE_OK : SINPE_E_BACKEND;
-    if (o->backend != SINPE_BACKEND_BUILTIN)
-        return SINPE_E_BACKEND;
-    return (o->kernel >= 0 && o->kernel < SINPE_KERNEL_COUNT && sinpe_kernel_available(o->kernel))
-               ? SINPE_OK
-               : SINPE_E_KERNEL;
-}
-
-/* ---- elementwise ------------------------------------------------------------ */
-
-int sinpe_map(int func, const float *in, float *out, size_t n, const sinpe_opts *o)
-{
-    int st = check_opts(o);
-    if (st != SINPE_OK)
-        return st;
-    if (func < 0 || func > 2)
-        return SINPE_E_BACKEND;
-    if (n && (!in || !out))
-        return SINPE_E_NULL;
-    if (o->backend == SINPE_BACKEND_MKL)
-        return sinpe_mkl_map(func, in, out, n);
-    if (func == 0) {
-        for (size_t i = 0; i < n; i++)
-            out[i] = sinpe_expf(in[i]);
-        return SINPE_OK;
-    }
-    /* sin or cos through the block sincos of the kernel path, so that tests
-     * of this function exercise the path the tables use */
-    sinpe_sincos_fn sincos = sincos_fn(o->kernel);
-    float other[SINPE_BLOCK];
-    for (size_t i0 = 0; i0 < n; i0 += SINPE_BLOCK) {
-        size_t m = n - i0 < SINPE_BLOCK ? n - i0 : SINPE_BLOCK;
-        float *s = func == 1 ? out + i0 : other, *c = func == 2 ? out + i0 : other;
-        sincos(in + i0, s, c, m);
-    }
-    return SINPE_OK;
-}
-
-/* ---- tables ------------------------------------------------------------------ */
-
-/* div[i] = exp((float)(2i) * (float)(-log(base) / d_model)), i < d_model/2. */
-static void fill_div(float *div, int64_t d_model, double base, sinpe_backend be)
-{
-    float c = (float)(-log(base) / (double)d_model);
-    int64_t half = d_model / 2;
-    float arg[SINPE_BLOCK];
-    for (int64_t i0 = 0; i0 < half; i0 += SINPE_BLOCK) {
-        size_t n = (size_t)(half - i0 < SINPE_BLOCK ? half - i0 : SINPE_BLOCK);
-        for (size_t i = 0; i < n; i++)
-            arg[i] = (float)(2 * (i0 + (int64_t)i)) * c;
-        if (be == SINPE_BACKEND_MKL) {
-            sinpe_mkl_map(0, arg, div + i0, n);
-        } else {
-            for (size_t i = 0; i < n; i++)
-                div[i0 + (int64_t)i] = sinpe_expf(arg[i]);
-        }
-    }
-}
-
-/* dst[2i] = s[i], dst[2i+1] = c[i] for i < n. */
-static void interleave(const float *s, const float *c, float *dst, size_t n, sinpe_kernel k)
-{
-#ifdef SINPE_HAVE_AVX2_KERNEL
-    if (k == SINPE_KERNEL_AVX2) {
-        sinpe_interleave_avx2(s, c, dst, n);
+    if (be == SINPE_BACKEND_MKL) {
+        sinpe_mkl_map(0, in, out, n);
         return;
     }
-#endif
-    (void)k;
-    for (size_t i = 0; i < n; i++) {
-        dst[2 * i] = s[i];
-        dst[2 * i + 1] = c[i];
-    }
+    for (size_t i = 0; i < n; i++)
+        out[i] = sinpe_expf(in[i]);
 }
 
 /* oneMKL rows: the (row, column) pairs are walked as one flat sequence in
- * blocks, so narrow tables still make full calls. */
-static void mkl_rows(float *out, const float *positions, int64_t first_row, int64_t nrows,
-                     const float *div, int64_t half, sinpe_kernel k)
+ * blocks of SINPE_BLOCK angles, so narrow tables still make full calls
+ * (oneMKL's results do not depend on how an array is cut: README). */
+static void mkl_rows(const sinpe_path_ops *path, float *out, ptrdiff_t ostride, const float *pos,
+                     int64_t first_row, int64_t nrows, const float *div, int64_t half)
 {
     float a[SINPE_BLOCK], s[SINPE_BLOCK], c[SINPE_BLOCK];
-    int64_t total = nrows * half;
-    int64_t row = 0, col = 0;
+    int64_t total = nrows * half, row = 0, col = 0;
     for (int64_t e0 = 0; e0 < total; e0 += SINPE_BLOCK) {
         size_t n = (size_t)(total - e0 < SINPE_BLOCK ? total - e0 : SINPE_BLOCK);
-        for (size_t i = 0; i < n;) { /* a run of one row at a time */
+        int64_t row0 = row, col0 = col;
+        for (size_t i = 0; i < n;) {
             size_t run = (size_t)(half - col) < n - i ? (size_t)(half - col) : n - i;
-            float pos = positions ? positions[row] : (float)(first_row + row);
-            const float *dv = div + col;
+            float p = pos ? pos[row] : (float)(first_row + row);
             for (size_t r = 0; r < run; r++)
-                a[i + r] = pos * dv[r];
+                a[i + r] = p * div[col + (int64_t)r];
             i += run;
             col += (int64_t)run;
             if (col == half) {
@@ -240,147 +155,593 @@ static void mkl_rows(float *out, const float *positions, int64_t first_row, int6
         }
         sinpe_mkl_map(1, a, s, n);
         sinpe_mkl_map(2, a, c, n);
-        interleave(s, c, out + 2 * e0, n, k);
+        row = row0;
+        col = col0;
+        for (size_t i = 0; i < n;) {
+            size_t run = (size_t)(half - col) < n - i ? (size_t)(half - col) : n - i;
+            path->interleave(s + i, c + i, out + (ptrdiff_t)row * ostride + 2 * col, run);
+            i += run;
+            col += (int64_t)run;
+            if (col == half) {
+                col = 0;
+                row++;
+            }
+        }
     }
 }
 
-static void fill_rows(const sinpe_opts *o, float *out, const float *pos, int64_t first_row,
-                      int64_t nrows, const float *div, int64_t half)
+/* ---- jobs: every rule in one place ---------------------------------------------- */
+
+int sinpe_type_size(sinpe_type t)
 {
-    if (o->backend == SINPE_BACKEND_MKL)
-        mkl_rows(out, pos, first_row, nrows, div, half, o->kernel);
-    else
-        rows_fn(o->kernel)(out, pos, first_row, nrows, div, half);
+    static const int size[SINPE_TYPE_COUNT] = { 4, 8, 2, 2, 1, 2, 4, 8, 1, 2, 4, 8 };
+    return (int)t >= 0 && t < SINPE_TYPE_COUNT ? size[t] : 0;
 }
 
-static int64_t min_rows_per_thread(int64_t half)
+void sinpe_job_init(sinpe_job *j, void *data, int ndim, const int64_t *shape, double base)
 {
-    int64_t r = SINPE_MIN_CHUNK_ANGLES / half;
-    return r > 0 ? r : 1;
+    memset(j, 0, sizeof *j);
+    j->data = data;
+    j->type = SINPE_F32;
+    j->ndim = ndim < 0 ? 0 : ndim > SINPE_MAX_DIMS ? SINPE_MAX_DIMS : ndim;
+    int64_t stride = 4; /* C order, saturated (sinpe_job_check refuses such sizes) */
+    for (int k = j->ndim - 1; k >= 0; k--) {
+        int64_t n = shape[k] > 1 ? shape[k] : 1;
+        j->shape[k] = shape[k];
+        j->strides[k] = stride;
+        stride = stride > SINPE_MAX_SPAN / n ? SINPE_MAX_SPAN : stride * n;
+    }
+    j->base = base;
+}
+
+static int check_opts(const sinpe_opts *o)
+{
+    if (!o)
+        return SINPE_E_NULL;
+    if (o->threads < 1 || o->threads > SINPE_MAX_THREADS)
+        return SINPE_E_THREADS;
+    if (o->backend == SINPE_BACKEND_MKL)
+        return sinpe_mkl_loaded() ? SINPE_OK : SINPE_E_BACKEND;
+    if (o->backend != SINPE_BACKEND_BUILTIN)
+        return SINPE_E_BACKEND;
+    return sinpe_path_available(o->path) ? SINPE_OK : SINPE_E_PATH;
+}
+
+/* Number of elements of the row axes (all but the last), 0 if any is 0. */
+static int64_t row_count(const sinpe_job *j)
+{
+    int64_t n = 1;
+    for (int k = 0; k < j->ndim - 1; k++)
+        n = j->shape[k] == 0 ? 0 : n * j->shape[k]; /* bounded: checked sizes */
+    return n;
+}
+
+int sinpe_job_check(const sinpe_job *j, const sinpe_opts *o)
+{
+    if (!j)
+        return SINPE_E_NULL;
+    if ((int)j->type < 0 || j->type > SINPE_BF16)
+        return SINPE_E_TYPE;
+    int nd = j->ndim;
+    if (nd < (j->use_pos ? 1 : 2) || nd > SINPE_MAX_DIMS)
+        return SINPE_E_DIMS;
+    int64_t d = j->shape[nd - 1], w = sinpe_type_size(j->type);
+    if (d < 2 || d % 2 != 0)
+        return SINPE_E_DMODEL;
+    for (int k = 0; k < nd - 1; k++)
+        if (j->shape[k] < 0)
+            return SINPE_E_ROWS;
+    if (!isfinite(j->base) || !(j->base > 0.0))
+        return SINPE_E_BASE;
+    /* a row must be addressable even in an empty table; then the whole */
+    if (d > SINPE_MAX_SPAN / w)
+        return SINPE_E_SIZE;
+    int64_t bytes = d * w;
+    for (int k = 0; k < nd - 1; k++) {
+        if (j->shape[k] == 0) {
+            bytes = 0;
+            break;
+        }
+        if (j->shape[k] > SINPE_MAX_SPAN / bytes)
+            return SINPE_E_SIZE;
+        bytes *= j->shape[k];
+    }
+    if (!j->use_pos) {
+        int64_t len = j->shape[nd - 2];
+        if (j->offset < 0)
+            return SINPE_E_OFFSET;
+        if (len > 0 && j->offset > INT64_MAX - (len - 1))
+            return SINPE_E_LASTPOS;
+    } else {
+        if ((int)j->pos_type < 0 || j->pos_type >= SINPE_TYPE_COUNT)
+            return SINPE_E_TYPE;
+        int64_t lo, hi;
+        int st = sinpe_extent(nd - 1, j->shape, j->pos_strides, sinpe_type_size(j->pos_type),
+                              &lo, &hi);
+        if (st != SINPE_OK)
+            return st;
+    }
+    int st = sinpe_overlap_check(nd, j->shape, j->strides, w);
+    if (st != SINPE_OK)
+        return st;
+    return check_opts(o);
+}
+
+/* 1 when the positions' bytes and the destination's bytes intersect. */
+static int positions_alias(const sinpe_job *j)
+{
+    if (!j->use_pos || !j->pos || !j->data)
+        return 0;
+    int64_t dlo, dhi, plo, phi;
+    if (sinpe_extent(j->ndim, j->shape, j->strides, sinpe_type_size(j->type), &dlo, &dhi)
+            != SINPE_OK
+        || sinpe_extent(j->ndim - 1, j->shape, j->pos_strides, sinpe_type_size(j->pos_type), &plo,
+                        &phi) != SINPE_OK)
+        return 1;
+    if (dlo == dhi || plo == phi)
+        return 0;
+    uintptr_t d0 = (uintptr_t)j->data, p0 = (uintptr_t)j->pos;
+    uintptr_t da = d0 + (uintptr_t)dlo, db = d0 + (uintptr_t)dhi;
+    uintptr_t pa = p0 + (uintptr_t)plo, pb = p0 + (uintptr_t)phi;
+    return pa < db && da < pb;
+}
+
+/* ---- plans ---------------------------------------------------------------------------- */
+
+typedef struct {
+    float *pe;   /* rows x 2*cols of table values (NULL when written directly) */
+    float *posf; /* positions of a tile's rows */
+    int64_t key; /* the tile rows in pe: row block * ncb + column block; -1 none */
+} slot;
+
+struct sinpe_plan {
+    sinpe_job j;
+    sinpe_opts o;
+    const sinpe_path_ops *path;
+    sinpe_emitter em;
+    float c; /* (float)(-log(base) / d_model) */
+    /* geometry */
+    int64_t half, J, ncb, C, nrows, nrc, B, nb, nbt, ntiles;
+    int direct;
+    int64_t rstride; /* by offset: the rows' axis */
+    int bn;          /* by offset: leading axes */
+    int64_t bshape[SINPE_MAX_DIMS], bs[SINPE_MAX_DIMS];
+    int rn; /* by positions: the row axes, destination and position strides */
+    int64_t rshape[SINPE_MAX_DIMS], rs[SINPE_MAX_DIMS], ps[SINPE_MAX_DIMS];
+    const char *pos;
+    sinpe_type pos_type;
+    float *poscopy; /* positions copied first (they share memory with the destination) */
+    int64_t npos;   /* rows of poscopy; 0: positions read in place */
+    /* scratch */
+    float *div, *dmin, *dmax;
+    int nslots;
+    slot slots[SINPE_MAX_THREADS];
+    void *mem;
+    /* progress */
+    int stage;
+    int64_t next;
+};
+
+static int64_t ceil_div64(int64_t a, int64_t b)
+{
+    return a / b + (a % b != 0);
+}
+
+static int aligned_f32(const sinpe_job *j)
+{
+    if ((uintptr_t)j->data % 4)
+        return 0;
+    for (int k = 0; k < j->ndim; k++)
+        if (j->shape[k] > 1 && j->strides[k] % 4)
+            return 0;
+    return 1;
+}
+
+static void geometry(sinpe_plan *p)
+{
+    const sinpe_job *j = &p->j;
+    int nd = j->ndim;
+    int64_t d = j->shape[nd - 1];
+    p->half = d / 2;
+    p->J = p->half < SINPE_TILE_PAIRS ? p->half : SINPE_TILE_PAIRS;
+    p->ncb = ceil_div64(p->half, p->J);
+    p->C = SINPE_TILE_PAIRS / p->J;
+    p->em.type = j->type;
+    p->em.add = j->add;
+    p->em.cstride = j->strides[nd - 1];
+    p->em.path = p->path;
+    p->em.fast = j->type == SINPE_F32 && p->em.cstride == 4 && aligned_f32(j);
+    if (!j->use_pos) {
+        p->nrows = j->shape[nd - 2];
+        p->rstride = j->strides[nd - 2];
+        p->bn = nd - 2;
+        p->B = 1;
+        for (int k = 0; k < p->bn; k++) {
+            p->bshape[k] = j->shape[k];
+            p->bs[k] = j->strides[k];
+            p->B *= j->shape[k]; /* bounded: checked sizes (0 stays 0) */
+        }
+        if (p->B > 0)
+            p->bn = sinpe_collapse(p->bn, p->bshape, p->bs, NULL);
+        p->direct = !j->add && p->em.fast && p->B == 1;
+    } else {
+        p->rn = nd - 1;
+        p->nrows = row_count(j);
+        int64_t contiguous = 4;
+        for (int k = p->rn - 1; k >= 0; k--) {
+            p->rshape[k] = j->shape[k];
+            p->rs[k] = j->strides[k];
+            p->ps[k] = p->npos ? contiguous : j->pos_strides[k];
+            contiguous *= j->shape[k] > 0 ? j->shape[k] : 1;
+        }
+        if (p->nrows > 0)
+            p->rn = sinpe_collapse(p->rn, p->rshape, p->rs, p->ps);
+        p->B = 1;
+        p->direct = !j->add && p->em.fast && p->rn <= 1;
+        if (p->rn == 0) { /* a single row */
+            p->rn = 1;
+            p->rshape[0] = 1;
+            p->rs[0] = p->ps[0] = 0;
+        }
+        p->rstride = p->rs[p->rn - 1];
+    }
+    if (p->C > p->nrows)
+        p->C = p->nrows > 0 ? p->nrows : 1;
+    p->nrc = ceil_div64(p->nrows, p->C);
+    int64_t per = 2 * p->C * p->J;
+    p->nb = SINPE_TILE_VALUES / per > 0 ? SINPE_TILE_VALUES / per : 1;
+    if (p->nb > p->B)
+        p->nb = p->B > 0 ? p->B : 1;
+    p->nbt = ceil_div64(p->B, p->nb);
+    p->ntiles = p->nrows && p->B ? p->nrc * p->ncb * p->nbt : 0;
+}
+
+static int64_t total_values(const sinpe_job *j)
+{
+    int64_t n = j->shape[j->ndim - 1] * row_count(j);
+    return n;
+}
+
+/* Work of one tile (sinpe_plan_step's units): its table values, computed
+ * once per run of tiles with the same rows, and the values it stores. */
+static int64_t tile_work(const sinpe_plan *p)
+{
+    int64_t per = 2 * p->C * p->J;
+    if (p->direct)
+        return per;
+    int64_t w = per / p->nbt + per * p->nb / SINPE_STORE_SHARE;
+    return w > 0 ? w : 1;
+}
+
+static int threads_for(const sinpe_plan *p)
+{
+    if (p->ntiles == 0)
+        return 1;
+    int64_t work = p->ntiles * tile_work(p) / SINPE_MIN_THREAD_WORK;
+    int t = p->o.threads;
+    return work < 1 ? 1 : work < t ? (int)work : t;
+}
+
+/* The scratch of a plan, in floats: divisors and their column blocks'
+ * ranges, per-slot rows and positions, copied positions. */
+static int64_t scratch_floats(const sinpe_plan *p)
+{
+    if (p->ntiles == 0 || p->nslots == 0)
+        return 0;
+    int64_t per_slot = p->C + (p->direct ? 0 : 2 * p->C * p->J);
+    return p->half + 2 * p->ncb + (int64_t)p->nslots * per_slot + p->npos;
+}
+
+int64_t sinpe_job_scratch_bytes(const sinpe_job *j, const sinpe_opts *o)
+{
+    if (sinpe_job_check(j, o) != SINPE_OK)
+        return 0;
+    sinpe_plan *p = calloc(1, sizeof *p);
+    if (!p)
+        return 0;
+    p->j = *j;
+    p->o = *o;
+    p->path = &sinpe_path_scalar;
+    p->npos = positions_alias(j) ? row_count(j) : 0;
+    geometry(p);
+    p->nslots = threads_for(p);
+    int64_t f = scratch_floats(p);
+    free(p);
+    return f * (int64_t)sizeof(float) + (int64_t)sizeof(sinpe_plan);
+}
+
+int sinpe_plan_new(const sinpe_job *j, const sinpe_opts *o, sinpe_plan **out)
+{
+    if (!out)
+        return SINPE_E_NULL;
+    *out = NULL;
+    int st = sinpe_job_check(j, o);
+    if (st != SINPE_OK)
+        return st;
+    int64_t values = total_values(j);
+    if (values > 0 && (!j->data || (j->use_pos && !j->pos)))
+        return SINPE_E_NULL;
+    sinpe_plan *p = calloc(1, sizeof *p);
+    if (!p)
+        return SINPE_E_NOMEM;
+    p->j = *j;
+    p->o = *o;
+    p->path = sinpe_path_ops_get(o->backend == SINPE_BACKEND_BUILTIN ? o->path : sinpe_path_best());
+    p->c = (float)(-log(j->base) / (double)j->shape[j->ndim - 1]);
+    p->pos = j->pos;
+    p->pos_type = j->pos_type;
+    p->npos = positions_alias(j) ? row_count(j) : 0;
+    geometry(p);
+    p->nslots = threads_for(p);
+    int64_t nf = scratch_floats(p);
+    if (nf > 0) {
+        if ((uint64_t)nf > SIZE_MAX / sizeof(float) || !(p->mem = malloc((size_t)nf * sizeof(float)))) {
+            free(p);
+            return SINPE_E_NOMEM;
+        }
+        float *m = p->mem;
+        p->div = m;
+        m += p->half;
+        p->dmin = m;
+        m += p->ncb;
+        p->dmax = m;
+        m += p->ncb;
+        for (int t = 0; t < p->nslots; t++) {
+            p->slots[t].posf = m;
+            m += p->C;
+            if (!p->direct) {
+                p->slots[t].pe = m;
+                m += 2 * p->C * p->J;
+            }
+            p->slots[t].key = -1;
+        }
+        p->poscopy = p->npos ? m : NULL;
+    }
+    *out = p;
+    return SINPE_OK;
+}
+
+void sinpe_plan_free(sinpe_plan *p)
+{
+    if (p) {
+        free(p->mem);
+        free(p);
+    }
+}
+
+/* Position of row r (flat index over the row axes) at byte offset off. */
+static float position_at(const sinpe_plan *p, int64_t r, int64_t off)
+{
+    if (p->npos)
+        return p->poscopy[r];
+    return sinpe_load_position(p->pos + off, p->pos_type);
+}
+
+static void rows_out(const sinpe_plan *p, float *out, ptrdiff_t ostride, const float *pos,
+                     int64_t first_row, int64_t nrows, int64_t cb)
+{
+    int64_t j0 = cb * p->J, nj = p->half - j0 < p->J ? p->half - j0 : p->J;
+    const float *div = p->div + j0;
+    if (p->o.backend == SINPE_BACKEND_MKL)
+        mkl_rows(p->path, out, ostride, pos, first_row, nrows, div, nj);
+    else
+        p->path->rows(out, ostride, pos, first_row, nrows, div, nj, p->dmin[cb], p->dmax[cb]);
+}
+
+static void run_tile(sinpe_plan *p, slot *sl, int64_t t)
+{
+    int64_t per_rc = p->ncb * p->nbt;
+    int64_t rc = t / per_rc, cb = (t % per_rc) / p->nbt, bb = t % p->nbt;
+    int64_t r0 = rc * p->C, nr = p->nrows - r0 < p->C ? p->nrows - r0 : p->C;
+    int64_t j0 = cb * p->J, nj = p->half - j0 < p->J ? p->half - j0 : p->J;
+    char *base = (char *)p->j.data + 2 * j0 * p->em.cstride;
+    if (!p->j.use_pos) {
+        int64_t first = p->j.offset + r0;
+        if (p->direct) {
+            rows_out(p, (float *)(void *)(base + r0 * p->rstride), p->rstride / 4, NULL, first, nr, cb);
+            return;
+        }
+        int64_t key = rc * p->ncb + cb;
+        if (sl->key != key) {
+            rows_out(p, sl->pe, 2 * nj, NULL, first, nr, cb);
+            sl->key = key;
+        }
+        int64_t b0 = bb * p->nb, nbk = p->B - b0 < p->nb ? p->B - b0 : p->nb;
+        sinpe_walker w;
+        sinpe_walker_init(&w, p->bn, p->bshape, p->bs, NULL, b0);
+        for (int64_t b = 0; b < nbk; b++, sinpe_walker_next(&w)) {
+            char *x = base + w.o1 + r0 * p->rstride;
+            for (int64_t r = 0; r < nr; r++)
+                sinpe_emit(&p->em, x + r * p->rstride, sl->pe + r * 2 * nj, 2 * nj);
+        }
+        return;
+    }
+    sinpe_walker w;
+    sinpe_walker_init(&w, p->rn, p->rshape, p->rs, p->ps, r0);
+    char *first = base + w.o1;
+    for (int64_t r = 0; r < nr; r++, sinpe_walker_next(&w))
+        sl->posf[r] = position_at(p, r0 + r, w.o2);
+    if (p->direct) {
+        rows_out(p, (float *)(void *)first, p->rstride / 4, sl->posf, 0, nr, cb);
+        return;
+    }
+    rows_out(p, sl->pe, 2 * nj, sl->posf, 0, nr, cb);
+    sinpe_walker_init(&w, p->rn, p->rshape, p->rs, p->ps, r0);
+    for (int64_t r = 0; r < nr; r++, sinpe_walker_next(&w))
+        sinpe_emit(&p->em, base + w.o1, sl->pe + r * 2 * nj, 2 * nj);
+    sl->key = -1;
+}
+
+static void run_divisors(sinpe_plan *p, int64_t cb)
+{
+    int64_t j0 = cb * p->J, nj = p->half - j0 < p->J ? p->half - j0 : p->J;
+    float arg[SINPE_BLOCK];
+    for (int64_t i0 = 0; i0 < nj; i0 += SINPE_BLOCK) {
+        size_t n = (size_t)(nj - i0 < SINPE_BLOCK ? nj - i0 : SINPE_BLOCK);
+        for (size_t i = 0; i < n; i++)
+            arg[i] = (float)(2 * (j0 + i0 + (int64_t)i)) * p->c;
+        exp_block(p->o.backend, arg, p->div + j0 + i0, n);
+    }
+    float lo = INFINITY, hi = 0.0f;
+    for (int64_t i = j0; i < j0 + nj; i++) {
+        lo = p->div[i] < lo ? p->div[i] : lo;
+        hi = p->div[i] > hi ? p->div[i] : hi;
+    }
+    p->dmin[cb] = lo;
+    p->dmax[cb] = hi;
+}
+
+static void run_poscopy(sinpe_plan *p, int64_t item)
+{
+    int64_t r0 = item * SINPE_POS_BLOCK, n = p->npos - r0 < SINPE_POS_BLOCK ? p->npos - r0 : SINPE_POS_BLOCK;
+    sinpe_walker w;
+    sinpe_walker_init(&w, p->j.ndim - 1, p->j.shape, p->j.pos_strides, NULL, r0);
+    for (int64_t r = 0; r < n; r++, sinpe_walker_next(&w))
+        p->poscopy[r0 + r] = sinpe_load_position(p->pos + w.o1, p->pos_type);
+}
+
+enum { STAGE_POSCOPY, STAGE_DIVISORS, STAGE_TILES, STAGE_DONE };
+
+static int64_t stage_items(const sinpe_plan *p, int stage)
+{
+    if (p->ntiles == 0)
+        return 0;
+    switch (stage) {
+    case STAGE_POSCOPY: return p->npos ? ceil_div64(p->npos, SINPE_POS_BLOCK) : 0;
+    case STAGE_DIVISORS: return p->ncb;
+    case STAGE_TILES: return p->ntiles;
+    default: return 0;
+    }
+}
+
+/* Work per item, about (for budgets and thread counts). */
+static int64_t item_work(const sinpe_plan *p, int stage)
+{
+    switch (stage) {
+    case STAGE_POSCOPY: return SINPE_POS_BLOCK / SINPE_STORE_SHARE;
+    case STAGE_DIVISORS: return p->J;
+    default: return tile_work(p);
+    }
 }
 
 typedef struct {
-    const sinpe_opts *o;
-    float *out;
-    const float *pos; /* NULL: rows first_row, first_row + 1, ... */
-    const float *div;
-    int64_t half, first_row;
-} table_job;
+    sinpe_plan *p;
+    int stage;
+    int64_t first;
+} step_ctx;
 
-static void table_task(void *ctx, int64_t begin, int64_t end, int tid)
+static void step_task(void *ctx, int64_t begin, int64_t end, int tid)
 {
-    (void)tid;
-    table_job *j = ctx;
-    fill_rows(j->o, j->out + begin * 2 * j->half, j->pos ? j->pos + begin : NULL,
-              j->first_row + begin, end - begin, j->div, j->half);
+    step_ctx *s = ctx;
+    for (int64_t i = s->first + begin; i < s->first + end; i++) {
+        if (s->stage == STAGE_POSCOPY)
+            run_poscopy(s->p, i);
+        else if (s->stage == STAGE_DIVISORS)
+            run_divisors(s->p, i);
+        else
+            run_tile(s->p, &s->p->slots[tid], i);
+    }
 }
+
+int sinpe_plan_step(sinpe_plan *p, int64_t budget, int *done)
+{
+    if (!p || !done)
+        return SINPE_E_NULL;
+    while (p->stage < STAGE_DONE && p->next >= stage_items(p, p->stage)) {
+        p->stage++;
+        p->next = 0;
+    }
+    if (p->stage < STAGE_DONE) {
+        int64_t n = stage_items(p, p->stage), per = item_work(p, p->stage);
+        int64_t k = budget / per > 0 ? budget / per : 1;
+        if (k > n - p->next)
+            k = n - p->next;
+        int64_t min_items = SINPE_MIN_THREAD_WORK / per > 0 ? SINPE_MIN_THREAD_WORK / per : 1;
+        step_ctx s = { p, p->stage, p->next };
+        sinpe_parallel_for(k, min_items, p->nslots, step_task, &s);
+        p->next += k;
+        while (p->stage < STAGE_DONE && p->next >= stage_items(p, p->stage)) {
+            p->stage++;
+            p->next = 0;
+        }
+    }
+    *done = p->stage == STAGE_DONE;
+    return SINPE_OK;
+}
+
+int sinpe_run(const sinpe_job *j, const sinpe_opts *o)
+{
+    sinpe_plan *p;
+    int st = sinpe_plan_new(j, o, &p);
+    if (st != SINPE_OK)
+        return st;
+    int done = 0;
+    while (st == SINPE_OK && !done)
+        st = sinpe_plan_step(p, INT64_MAX, &done);
+    sinpe_plan_free(p);
+    return st;
+}
+
+/* ---- conveniences --------------------------------------------------------------------- */
 
 int sinpe_table(float *out, int64_t max_len, int64_t d_model, double base, const sinpe_opts *o)
 {
-    return sinpe_table_at(out, NULL, 0, max_len, d_model, base, o);
+    sinpe_job j;
+    int64_t shape[2] = { max_len, d_model };
+    sinpe_job_init(&j, out, 2, shape, base);
+    return sinpe_run(&j, o);
 }
 
-int sinpe_table_at(float *out, const float *positions, int64_t first_row, int64_t max_len,
-                   int64_t d_model, double base, const sinpe_opts *o)
+int sinpe_add(float *x, int64_t nbatch, int64_t len, int64_t d_model, ptrdiff_t batch_stride,
+              ptrdiff_t row_stride, int64_t offset, double base, const sinpe_opts *o)
 {
-    int st = sinpe_check_args(max_len, d_model, base);
-    if (st == SINPE_OK)
-        st = check_opts(o);
+    sinpe_job j;
+    int64_t shape[3] = { nbatch, len, d_model };
+    sinpe_job_init(&j, x, 3, shape, base);
+    j.strides[0] = (int64_t)batch_stride * 4;
+    j.strides[1] = (int64_t)row_stride * 4;
+    j.add = 1;
+    j.offset = offset;
+    return sinpe_run(&j, o);
+}
+
+int sinpe_map(int func, const float *in, float *out, size_t n, const sinpe_opts *o)
+{
+    int st = check_opts(o);
     if (st != SINPE_OK)
         return st;
-    if (first_row < 0 || first_row > INT64_MAX - max_len)
-        return SINPE_E_OFFSET;
-    if (max_len == 0)
-        return SINPE_OK;
-    if (!out)
+    if (func < 0 || func > 2)
+        return SINPE_E_FUNC;
+    if (n && (!in || !out))
         return SINPE_E_NULL;
-    int64_t half = d_model / 2;
-    float *div = malloc((size_t)half * sizeof(float));
-    if (!div)
-        return SINPE_E_NOMEM;
-    fill_div(div, d_model, base, o->backend);
-    table_job job = { o, out, positions, div, half, first_row };
-    sinpe_parallel_for(max_len, min_rows_per_thread(half), o->threads, table_task, &job);
-    free(div);
+    if (o->backend == SINPE_BACKEND_MKL)
+        return sinpe_mkl_map(func, in, out, n);
+    if (func == 0) {
+        exp_block(SINPE_BACKEND_BUILTIN, in, out, n);
+        return SINPE_OK;
+    }
+    /* sin or cos through the path's block sin/cos, so that tests of this
+     * function exercise the path the tables use */
+    const sinpe_path_ops *path = sinpe_path_ops_get(o->path);
+    float other[SINPE_BLOCK];
+    for (size_t i0 = 0; i0 < n; i0 += SINPE_BLOCK) {
+        size_t m = n - i0 < SINPE_BLOCK ? n - i0 : SINPE_BLOCK;
+        float *s = func == 1 ? out + i0 : other, *c = func == 2 ? out + i0 : other;
+        path->sincos(in + i0, s, c, m);
+    }
     return SINPE_OK;
 }
 
-/* ---- add ------------------------------------------------------------------------ */
-
-typedef struct {
-    const sinpe_opts *o;
-    float *x;
-    int64_t nbatch, d_model, offset, chunk;
-    ptrdiff_t batch_stride, row_stride;
-    const float *div;
-    float *scratch; /* chunk * d_model floats per thread */
-} add_job;
-
-static void add_rows(float *restrict xr, const float *restrict pr, int64_t d, sinpe_kernel k)
+int64_t sinpe_physical_memory(void)
 {
-#ifdef SINPE_HAVE_AVX2_KERNEL
-    if (k == SINPE_KERNEL_AVX2) {
-        sinpe_add_avx2(xr, pr, d);
-        return;
-    }
+#if defined(_WIN32)
+    MEMORYSTATUSEX m;
+    m.dwLength = sizeof m;
+    return GlobalMemoryStatusEx(&m) ? (int64_t)m.ullTotalPhys : 0;
+#elif defined(_SC_PHYS_PAGES) && defined(_SC_PAGESIZE)
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (int64_t)pages * (int64_t)size : 0;
+#else
+    return 0;
 #endif
-    (void)k;
-    for (int64_t j = 0; j < d; j++)
-        xr[j] += pr[j];
-}
-
-/* Rows [begin, end) of x: each PE row is computed once, in chunks, and added
- * to every batch element. */
-static void add_task(void *ctx, int64_t begin, int64_t end, int tid)
-{
-    add_job *j = ctx;
-    int64_t d = j->d_model;
-    float *pe = j->scratch + (ptrdiff_t)tid * j->chunk * d;
-    for (int64_t r0 = begin; r0 < end; r0 += j->chunk) {
-        int64_t nr = end - r0 < j->chunk ? end - r0 : j->chunk;
-        fill_rows(j->o, pe, NULL, j->offset + r0, nr, j->div, d / 2);
-        for (int64_t b = 0; b < j->nbatch; b++)
-            for (int64_t r = 0; r < nr; r++)
-                add_rows(j->x + (ptrdiff_t)b * j->batch_stride + (ptrdiff_t)(r0 + r) * j->row_stride,
-                         pe + r * d, d, j->o->kernel);
-    }
-}
-
-int sinpe_add(float *x, int64_t nbatch, int64_t len, int64_t d_model,
-              ptrdiff_t batch_stride, ptrdiff_t row_stride, int64_t offset,
-              double base, const sinpe_opts *o)
-{
-    int st = sinpe_check_args(len, d_model, base);
-    if (st == SINPE_OK)
-        st = check_opts(o);
-    if (st != SINPE_OK)
-        return st;
-    if (nbatch < 0)
-        return SINPE_E_MAXLEN;
-    if (offset < 0 || offset > INT64_MAX - len)
-        return SINPE_E_OFFSET;
-    if (len == 0 || nbatch == 0)
-        return SINPE_OK;
-    if (!x)
-        return SINPE_E_NULL;
-    add_job job = { o, x, nbatch, d_model, offset, 0, batch_stride, row_stride, NULL, NULL };
-    job.chunk = SINPE_ADD_CHUNK_FLOATS / d_model > 0 ? SINPE_ADD_CHUNK_FLOATS / d_model : 1;
-    if (job.chunk > len)
-        job.chunk = len;
-    int64_t per_thread = min_rows_per_thread(d_model / 2) / nbatch;
-    if (per_thread < job.chunk)
-        per_thread = job.chunk;
-    int t = sinpe_parallel_count(len, per_thread, o->threads);
-    /* All scratch is taken before anything is written: on failure x is
-     * untouched.  O(threads x chunk) floats, plus the d_model/2 divisors. */
-    size_t half = (size_t)(d_model / 2);
-    float *mem = malloc((half + (size_t)t * (size_t)(job.chunk * d_model)) * sizeof(float));
-    if (!mem)
-        return SINPE_E_NOMEM;
-    job.div = mem;
-    job.scratch = mem + half;
-    fill_div(mem, d_model, base, o->backend);
-    sinpe_parallel_for(len, per_thread, o->threads, add_task, &job);
-    free(mem);
-    return SINPE_OK;
 }

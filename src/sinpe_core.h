@@ -1,13 +1,20 @@
-/* sinpe core: sinusoidal positional-encoding tables in float32.
+/* sinpe core: sinusoidal positional-encoding tables.
  *
- * Pure C (no Python headers).  Every function fills caller-owned buffers and
- * returns a status code; nothing aborts.  The numerics follow the reference
- * PyTorch module step by step (see README "Numerics"):
+ * Pure C (no Python headers).  Every function fills or updates caller-owned
+ * memory and returns a status code; nothing aborts.  The numerics follow the
+ * reference PyTorch module step by step (see README "Numerics"):
  *   c        = (float)(-log(base) / d_model)         (double log, then float)
  *   div[i]   = exp((float)(2i) * c)                  (float multiply, float exp)
  *   angle    = (float)pos * div[i]                   (float multiply)
  *   pe[pos, 2i] = sin(angle), pe[pos, 2i+1] = cos(angle)
- * with exp/sin/cos from the selected backend.
+ * with exp/sin/cos from the selected backend, in float32; other element
+ * types are rounded from the float32 values as torch rounds them.
+ *
+ * The general entry is a job (sinpe_job): a strided destination of any
+ * layout and element type, written (the table) or updated in place
+ * (x.add_(pe)), with positions either offset + row index or read from a
+ * strided array of integers or reals.  A plan runs a job in steps of bounded
+ * work, so that a caller can stop between steps (Ctrl-C).
  */
 #ifndef SINPE_CORE_H
 #define SINPE_CORE_H
@@ -21,16 +28,23 @@ extern "C" {
 
 typedef enum {
     SINPE_OK = 0,
-    SINPE_E_DMODEL = 1,   /* d_model odd or < 2 */
-    SINPE_E_MAXLEN = 2,   /* max_len / seq_len < 0 */
-    SINPE_E_BASE = 3,     /* base not finite or <= 0 */
-    SINPE_E_OFFSET = 4,   /* offset < 0, or offset + len overflows */
-    SINPE_E_SIZE = 5,     /* element count overflows size_t */
-    SINPE_E_NOMEM = 6,    /* a scratch allocation failed */
-    SINPE_E_BACKEND = 7,  /* backend unknown or not loaded */
-    SINPE_E_NULL = 8,     /* NULL buffer with a nonzero size */
-    SINPE_E_LOAD = 9,     /* the oneMKL library could not be loaded */
-    SINPE_E_KERNEL = 10   /* kernel path unknown or not supported here */
+    SINPE_E_DMODEL = 1,    /* d_model (the last axis) odd or < 2 */
+    SINPE_E_ROWS = 2,      /* a negative number of rows or a negative axis length */
+    SINPE_E_BASE = 3,      /* base not finite or <= 0 */
+    SINPE_E_OFFSET = 4,    /* offset < 0 */
+    SINPE_E_LASTPOS = 5,   /* offset + rows - 1 does not fit in int64 */
+    SINPE_E_SIZE = 6,      /* more bytes than memory can address */
+    SINPE_E_NOMEM = 7,     /* a scratch allocation failed */
+    SINPE_E_BACKEND = 8,   /* backend unknown or not loaded */
+    SINPE_E_NULL = 9,      /* NULL pointer where memory is needed */
+    SINPE_E_LOAD = 10,     /* a backend library could not be loaded */
+    SINPE_E_PATH = 11,     /* code path unknown or not supported by this build or CPU */
+    SINPE_E_TYPE = 12,     /* element type not supported there */
+    SINPE_E_DIMS = 13,     /* too few or too many axes */
+    SINPE_E_OVERLAP = 14,  /* two elements of the destination share memory */
+    SINPE_E_UNDECIDED = 15,/* the overlap search gave up (pathological strides) */
+    SINPE_E_FUNC = 16,     /* elementwise function unknown */
+    SINPE_E_THREADS = 17   /* threads < 1 or > SINPE_MAX_THREADS */
 } sinpe_status;
 
 typedef enum {
@@ -39,53 +53,115 @@ typedef enum {
     SINPE_BACKEND_COUNT = 2
 } sinpe_backend;
 
+/* Code paths of the built-in backend (the same bits on every path). */
 typedef enum {
-    SINPE_KERNEL_SCALAR = 0, /* portable C */
-    SINPE_KERNEL_AVX2 = 1,   /* x86-64 AVX2 + FMA */
-    SINPE_KERNEL_NEON = 2,   /* AArch64 Advanced SIMD */
-    SINPE_KERNEL_COUNT = 3
-} sinpe_kernel;
+    SINPE_PATH_SCALAR = 0, /* portable C */
+    SINPE_PATH_AVX2 = 1,   /* x86-64 AVX2 + FMA */
+    SINPE_PATH_NEON = 2,   /* AArch64 Advanced SIMD */
+    SINPE_PATH_COUNT = 3
+} sinpe_path;
 
-/* Per-call options.  threads <= 1 runs on the calling thread only. */
+/* Element types: the first four can be written; all can hold positions. */
+typedef enum {
+    SINPE_F32 = 0, SINPE_F64, SINPE_F16, SINPE_BF16,
+    SINPE_I8, SINPE_I16, SINPE_I32, SINPE_I64,
+    SINPE_U8, SINPE_U16, SINPE_U32, SINPE_U64,
+    SINPE_TYPE_COUNT
+} sinpe_type;
+
+#define SINPE_MAX_DIMS 64
+#define SINPE_MAX_THREADS 256
+
+/* Per-call options.  threads = 1 runs on the calling thread only. */
 typedef struct {
     sinpe_backend backend;
-    sinpe_kernel kernel; /* built-in backend's code path */
+    sinpe_path path; /* the built-in backend's code path */
     int threads;
 } sinpe_opts;
 
-/* 1 when this build and this CPU can run the kernel path. */
-int sinpe_kernel_available(sinpe_kernel k);
-/* The fastest available path (probed once per call of this function). */
-sinpe_kernel sinpe_kernel_best(void);
-const char *sinpe_kernel_name(sinpe_kernel k);
+/* A job.  The destination has ndim axes (..., d_model); element (i0, ...)
+ * is at data + sum(i_k * strides[k]) bytes (any sign, any layout; elements
+ * must not share memory).
+ *   use_pos = 0: the row at index r of axis ndim-2 has position offset + r
+ *     (rounded to float32), in every element of the leading axes (ndim >= 2).
+ *   use_pos = 1: the row at index (i0, ..., i_{ndim-2}) has position
+ *     pos + sum(i_k * pos_strides[k]) bytes, of type pos_type (0 strides
+ *     broadcast), rounded to float32 as torch's .float() does (ndim >= 1).
+ * add = 0 writes the table; add = 1 adds it in place, as torch's
+ * x.add_(pe) for x of the destination's type and a float32 pe.  When the
+ * positions share memory with the destination they are copied first. */
+typedef struct {
+    void *data;
+    sinpe_type type;
+    int ndim;
+    int64_t shape[SINPE_MAX_DIMS];
+    int64_t strides[SINPE_MAX_DIMS];
+    int add;
+    double base;
+    int64_t offset;
+    int use_pos;
+    const void *pos;
+    sinpe_type pos_type;
+    int64_t pos_strides[SINPE_MAX_DIMS];
+} sinpe_job;
+
+/* Sets a job for a C-contiguous float32 destination of the given shape. */
+void sinpe_job_init(sinpe_job *j, void *data, int ndim, const int64_t *shape, double base);
+
+/* Checks every rule of a job that does not need its memory (types, axes,
+ * d_model, base, offset, sizes, that no two destination elements share
+ * memory) and the options.  SINPE_OK when the job can run. */
+int sinpe_job_check(const sinpe_job *j, const sinpe_opts *o);
+
+/* Bytes of scratch memory a plan of this job takes (divisors, per-thread
+ * buffers, a copy of positions that share memory with the destination). */
+int64_t sinpe_job_scratch_bytes(const sinpe_job *j, const sinpe_opts *o);
+
+/* The bytes of one element of a type (0 for an unknown type). */
+int sinpe_type_size(sinpe_type t);
+
+/* Physical memory of this machine in bytes, 0 when unknown. */
+int64_t sinpe_physical_memory(void);
+
+/* Plans run a checked job in steps.  sinpe_plan_new checks the job,
+ * allocates all scratch memory and writes nothing; each sinpe_plan_step does
+ * about `budget` units of work (one unit: about one table value computed;
+ * storing or adding a value counts 1/8), spread over the threads, and sets
+ * *done when the job is finished.  The work is ordered: rows in blocks of rows,
+ * then column blocks (d_model > 8192), then blocks of the leading axes; a
+ * job stopped between steps has done a prefix of that order. */
+typedef struct sinpe_plan sinpe_plan;
+int sinpe_plan_new(const sinpe_job *j, const sinpe_opts *o, sinpe_plan **plan);
+int sinpe_plan_step(sinpe_plan *p, int64_t budget, int *done);
+void sinpe_plan_free(sinpe_plan *p);
+
+/* A whole job at once: check, plan, steps, free. */
+int sinpe_run(const sinpe_job *j, const sinpe_opts *o);
+
+/* Convenience for C callers: a C-contiguous float32 table (max_len,
+ * d_model), and the in-place add of rows offset .. offset+len-1 to nbatch
+ * blocks of len rows of d_model contiguous floats (strides in floats). */
+int sinpe_table(float *out, int64_t max_len, int64_t d_model, double base, const sinpe_opts *o);
+int sinpe_add(float *x, int64_t nbatch, int64_t len, int64_t d_model, ptrdiff_t batch_stride,
+              ptrdiff_t row_stride, int64_t offset, double base, const sinpe_opts *o);
+
+/* out[k] = in[k] rounded to type t (float32, float64, float16 or bfloat16)
+ * as tables are rounded (for tests). */
+void sinpe_round(const float *in, void *out, int64_t n, sinpe_type t);
+
+/* Elementwise functions of a backend (for tests and tools): func 0 exp,
+ * 1 sin, 2 cos; n elements from in to out (through the path's block sin/cos
+ * for the built-in backend). */
+int sinpe_map(int func, const float *in, float *out, size_t n, const sinpe_opts *o);
+
+/* Code paths: availability on this build and CPU (probed once), the
+ * fastest available, names. */
+int sinpe_path_available(sinpe_path p);
+sinpe_path sinpe_path_best(void);
+const char *sinpe_path_name(sinpe_path p);
 
 /* Human-readable text of a status code (static storage). */
 const char *sinpe_strerror(int status);
-
-/* Checks the common arguments; SINPE_OK when they are valid. */
-int sinpe_check_args(int64_t rows, int64_t d_model, double base);
-
-/* out[0 .. max_len*d_model): the table, row-major (max_len, d_model). */
-int sinpe_table(float *out, int64_t max_len, int64_t d_model, double base,
-                const sinpe_opts *opts);
-
-/* out[0 .. n*d_model): row r is the encoding of position positions[r] (any
- * float: negative, fractional), or of first_row + r when positions is NULL
- * (first_row >= 0; used to fill a table in pieces). */
-int sinpe_table_at(float *out, const float *positions, int64_t first_row, int64_t n,
-                   int64_t d_model, double base, const sinpe_opts *opts);
-
-/* Adds rows offset .. offset+len-1 of the table to x in place.  x holds
- * nbatch blocks of len rows of d_model contiguous floats; row r of block b
- * starts at x + b*batch_stride + r*row_stride (strides in floats, any sign).
- * The caller guarantees the rows do not overlap. */
-int sinpe_add(float *x, int64_t nbatch, int64_t len, int64_t d_model,
-              ptrdiff_t batch_stride, ptrdiff_t row_stride, int64_t offset,
-              double base, const sinpe_opts *opts);
-
-/* Elementwise kernels of a backend (for tests and tools): func 0 exp, 1 sin,
- * 2 cos; n elements from in to out. */
-int sinpe_map(int func, const float *in, float *out, size_t n, const sinpe_opts *opts);
 
 /* oneMKL backend (sinpe_mkl.c).  Loads the oneMKL runtime library at path
  * (dlopen / LoadLibrary), selects its sequential threading layer and LP64

@@ -3,6 +3,9 @@
  * before using VEX-encoded instructions. */
 #include "sinpe_cpu.h"
 
+#include <stddef.h>
+#include <stdint.h>
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
 

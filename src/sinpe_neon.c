@@ -12,9 +12,9 @@
  * Measured: tools/crosscheck, built for aarch64 and run under qemu-aarch64,
  * writes the same file as on x86-64 (README).
  */
-#include "sinpe_cpu.h"
+#include "sinpe_paths.h"
 
-#ifdef SINPE_HAVE_NEON_KERNEL
+#ifdef SINPE_HAVE_NEON_PATH
 #include <arm_neon.h>
 #include <math.h>
 
@@ -89,16 +89,14 @@ static inline void redo(const float *a, float *s, float *c, unsigned mask, int i
         }
 }
 
-void sinpe_rows_neon(float *out, const float *positions, int64_t first_row, int64_t nrows,
-                     const float *div, int64_t half)
+static void neon_rows(float *out, ptrdiff_t ostride, const float *positions, int64_t first_row,
+                      int64_t nrows, const float *div, int64_t half, float dmin, float dmax)
 {
-    float dmin, dmax;
-    sinpe_div_range(div, half, &dmin, &dmax);
     for (int64_t r = 0; r < nrows; r++) {
         float pos = positions ? positions[r] : (float)(first_row + r);
         int checked = sinpe_row_needs_range_test(pos, dmin, dmax);
         float32x4_t vp = vdupq_n_f32(pos);
-        float *dst = out + r * 2 * half;
+        float *dst = out + (ptrdiff_t)r * ostride;
         int64_t j = 0;
         for (; j + 4 <= half; j += 4) {
             float32x4_t a = vmulq_f32(vp, vld1q_f32(div + j)), s, c;
@@ -116,7 +114,7 @@ void sinpe_rows_neon(float *out, const float *positions, int64_t first_row, int6
     }
 }
 
-void sinpe_sincos_neon(const float *a, float *s, float *c, size_t n)
+static void neon_sincos(const float *a, float *s, float *c, size_t n)
 {
     size_t i = 0;
     for (; i + 4 <= n; i += 4) {
@@ -130,4 +128,41 @@ void sinpe_sincos_neon(const float *a, float *s, float *c, size_t n)
     for (; i < n; i++)
         sinpe_sincosf(a[i], &s[i], &c[i]);
 }
+
+/* dst[2i] = s[i], dst[2i+1] = c[i] (the oneMKL path's store). */
+static void neon_interleave(const float *s, const float *c, float *dst, size_t n)
+{
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        float32x4x2_t sc = { { vld1q_f32(s + i), vld1q_f32(c + i) } };
+        vst2q_f32(dst + 2 * i, sc);
+    }
+    for (; i < n; i++) {
+        dst[2 * i] = s[i];
+        dst[2 * i + 1] = c[i];
+    }
+}
+
+/* x[j] += pe[j] (IEEE float adds, the same bits as the scalar loop). */
+static void neon_add(float *x, const float *pe, size_t n)
+{
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        float32x4_t a = vaddq_f32(vld1q_f32(x + j), vld1q_f32(pe + j));
+        float32x4_t b = vaddq_f32(vld1q_f32(x + j + 4), vld1q_f32(pe + j + 4));
+        vst1q_f32(x + j, a);
+        vst1q_f32(x + j + 4, b);
+    }
+    for (; j < n; j++)
+        x[j] += pe[j];
+}
+
+static int neon_supported(void)
+{
+    return 1; /* Advanced SIMD is part of every AArch64 CPU */
+}
+
+const sinpe_path_ops sinpe_path_neon = {
+    "neon", neon_supported, neon_rows, neon_sincos, neon_interleave, neon_add,
+};
 #endif

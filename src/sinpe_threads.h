@@ -4,15 +4,15 @@
 
 #include <stdint.h>
 
-#define SINPE_MAX_THREADS 256
+#include "sinpe_core.h" /* SINPE_MAX_THREADS */
+
+/* The number of chunks sinpe_parallel_for uses for these arguments. */
+int sinpe_parallel_count(int64_t n, int64_t min_chunk, int threads);
 
 /* fn(ctx, begin, end, tid) on contiguous chunks, tid < threads.  Runs on up
  * to `threads` threads (the caller's among them), fewer when n / min_chunk
  * is smaller; a thread that cannot be started has its chunk run by the
  * caller.  Returns the number of chunks used. */
-/* The number of chunks sinpe_parallel_for uses for these arguments. */
-int sinpe_parallel_count(int64_t n, int64_t min_chunk, int threads);
-
 typedef void (*sinpe_task_fn)(void *ctx, int64_t begin, int64_t end, int tid);
 int sinpe_parallel_for(int64_t n, int64_t min_chunk, int threads, sinpe_task_fn fn, void *ctx);
 

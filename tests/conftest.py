@@ -84,3 +84,29 @@ def torch_formula(pos, d, base=10000.0):
     pe[..., 0::2] = torch.sin(ang)
     pe[..., 1::2] = torch.cos(ang)
     return pe.numpy()
+
+
+def sanitizer_free_env(**extra):
+    """The environment without a sanitizer runtime preloaded (CI's sanitizer run of the
+    suite sets LD_PRELOAD; programs the tests build bring their own runtime or none)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS")}
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="session")
+def odd_buffers(tmp_path_factory):
+    """tests/c/odd_buffers.c built as an extension: exporters with NULL strides, NULL
+    shape, or suboffsets (gcc and the Python headers are required, as for sinpe)."""
+    import importlib.util
+    import sysconfig
+    out = tmp_path_factory.mktemp("odd") / ("odd_buffers" + sysconfig.get_config_var("EXT_SUFFIX"))
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c", "odd_buffers.c")
+    r = subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-Wall", "-I" + sysconfig.get_paths()["include"],
+                        src, "-o", str(out)], capture_output=True, text=True, timeout=120,
+                       env=sanitizer_free_env())
+    assert r.returncode == 0, r.stderr
+    spec = importlib.util.spec_from_file_location("odd_buffers", out)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

@@ -85,10 +85,21 @@ def _sentinel(shape, dtype=np.float32):
 
 
 def test_out_wrong_dtype():
-    out = _sentinel((4, 8), np.float64)
-    with pytest.raises(TypeError, match="out must have dtype float32, got float64"):
+    out = _sentinel((4, 8), np.int32)
+    with pytest.raises(TypeError, match="out must have dtype float32, float16, bfloat16 or "
+                                        "float64, got int32"):
         PE(4, 8, out=out)
     assert (out == 7).all()
+    out = _sentinel((4, 8), np.float16)
+    with pytest.raises(TypeError, match="out has dtype float16 but dtype='float64' asks for float64"):
+        PE(4, 8, out=out, dtype="float64")
+    assert (out == 7).all()
+
+
+def test_out_dtype_is_the_result_dtype():
+    out = _sentinel((4, 8), np.float64)
+    assert PE(4, 8, out=out) is out
+    assert (out.view(np.uint64) == PE(4, 8, dtype="float64").view(np.uint64)).all()
 
 
 @pytest.mark.parametrize("shape", [(4, 10), (5, 8), (2, 4, 8), (32,), (1, 1, 4, 8)])
@@ -99,13 +110,14 @@ def test_out_wrong_shape(shape):
     assert (out == 7).all()
 
 
-def test_out_not_contiguous():
+def test_out_strided_is_filled():
     big = _sentinel((4, 16))
-    with pytest.raises(ValueError, match="C-contiguous"):
-        PE(4, 8, out=big[:, ::2])
-    with pytest.raises(ValueError, match="C-contiguous"):
-        PE(8, 4, out=_sentinel((4, 8)).T)
-    assert (big == 7).all()
+    PE(4, 8, out=big[:, ::2])
+    assert (big[:, ::2].view(np.uint32) == PE(4, 8).view(np.uint32)).all()
+    assert (big[:, 1::2] == 7).all()  # nothing else written
+    t = _sentinel((4, 8)).T
+    PE(8, 4, out=t)
+    assert (t.view(np.uint32) == PE(8, 4).view(np.uint32)).all()
 
 
 def test_out_read_only():
@@ -119,7 +131,8 @@ def test_out_read_only():
 
 
 def test_out_not_a_buffer():
-    with pytest.raises(TypeError, match="out must be a writable float32 array"):
+    with pytest.raises(TypeError, match="out must be a writable array of float32, float16, "
+                                        "bfloat16 or float64.*got list"):
         PE(4, 8, out=[[0.0] * 8] * 4)
 
 
@@ -129,7 +142,7 @@ def test_x_wrong_dtype():
         with pytest.raises(TypeError, match="x must have dtype float32, float16, bfloat16 or float64"):
             sinpe.add_pe(x)
         assert (x == 7).all()
-    with pytest.raises(TypeError, match="x must be a writable float32 array"):
+    with pytest.raises(TypeError, match="x must be a writable array of float32"):
         sinpe.add_pe([[1.0, 2.0]])
 
 
@@ -164,25 +177,15 @@ def test_offset_negative_or_not_int():
         sinpe.add_pe(x, offset=-3)
     with pytest.raises(TypeError, match="offset must be an integer"):
         sinpe.add_pe(x, offset=1.5)
-    with pytest.raises(OverflowError, match="overflows"):
+    with pytest.raises(OverflowError, match="does not fit in int64"):
         sinpe.add_pe(x, offset=2**63 - 2)
     assert (x == 7).all()
-
-
-def test_x_layouts_rejected():
-    big = _sentinel((4, 16))
-    with pytest.raises(ValueError, match="last axis must be contiguous"):
-        sinpe.add_pe(big[:, ::2])  # strided last axis
-    base = _sentinel((3, 4, 5, 8))
-    with pytest.raises(ValueError, match="one strided batch axis"):
-        sinpe.add_pe(base[:, :, ::2].transpose(1, 0, 2, 3)[:, :, :2])
-    assert (big == 7).all() and (base == 7).all()
 
 
 def test_x_overlapping_rows_rejected():
     buf = _sentinel(64)
     x = np.lib.stride_tricks.as_strided(buf, shape=(8, 8), strides=(16, 4), writeable=True)
-    with pytest.raises(ValueError, match="overlapping rows"):
+    with pytest.raises(ValueError, match="share memory"):
         sinpe.add_pe(x)
     assert (buf == 7).all()
 
@@ -192,7 +195,7 @@ def test_backend_unknown():
         PE(4, 8, backend="fast")
     with pytest.raises(ValueError, match="unknown backend"):
         sinpe.set_backend("torch")
-    with pytest.raises(TypeError, match="backend must be a string"):
+    with pytest.raises(TypeError, match="backend must be 'builtin', 'mkl' or None, got 1"):
         PE(4, 8, backend=1)
 
 

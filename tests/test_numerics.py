@@ -52,13 +52,14 @@ def test_unavailable_mkl_is_a_clear_error():
 
 def test_text_signatures():
     s = inspect.signature(sinpe.positional_encoding)
-    assert list(s.parameters) == ["max_len", "d_model", "base", "positions", "dtype", "out",
-                                  "backend", "threads"]
+    assert list(s.parameters) == ["max_len", "d_model", "base", "positions", "offset", "dtype",
+                                  "out", "backend", "threads"]
     assert list(inspect.signature(sinpe.add_pe).parameters) == [
         "x", "base", "offset", "positions", "backend", "threads"]
     # every C function carries a text signature ("name($module, ...)\n--\n\n")
     from sinpe import _sinpe
-    for name in ("positional_encoding", "add_pe", "elementwise", "load_mkl", "mkl_info",
+    for name in ("positional_encoding", "empty_table", "add_pe", "elementwise", "_round",
+                 "load_mkl", "mkl_info",
                  "set_backend", "get_backend", "set_threads", "get_threads", "kernels",
                  "set_kernel", "get_kernel"):
         f = getattr(_sinpe, name)

@@ -5,6 +5,7 @@
  *   cc -O2 -ffp-contract=off -I../src crosscheck.c ../src/sinpe_*.c -lm -ldl -lpthread
  *   aarch64-linux-gnu-gcc ... ; qemu-aarch64 -L /usr/aarch64-linux-gnu ./crosscheck 251 arm.bin
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,7 @@ int main(int argc, char **argv)
      * NEON): the file holds both, so equal files mean equal paths too */
     static float t[3000 * 512];
     const double bases[3] = { 10000.0, 1.0001, 500000.0 };
-    sinpe_kernel paths[2] = { SINPE_KERNEL_SCALAR, sinpe_kernel_best() };
+    sinpe_path paths[2] = { SINPE_PATH_SCALAR, sinpe_path_best() };
     for (int k = 0; k < 2; k++) {
         sinpe_opts o = { SINPE_BACKEND_BUILTIN, paths[k], 2 };
         for (int b = 0; b < 3; b++) {
@@ -45,8 +46,31 @@ int main(int argc, char **argv)
             fwrite(t, 4, 3000 * 512, f);
         }
     }
+    /* in-place adds (the path's add) and float16 / bfloat16 tables (the
+     * stores' rounding), on both paths */
+    static float x[3 * 100 * 512];
+    static uint16_t h[3000 * 512];
+    for (int k = 0; k < 2; k++) {
+        sinpe_opts o = { SINPE_BACKEND_BUILTIN, paths[k], 2 };
+        for (int i = 0; i < 3 * 100 * 512; i++)
+            x[i] = (float)((i * 2654435761u) >> 8) * 0x1p-20f - 8.0f;
+        if (sinpe_add(x, 3, 100, 512, 100 * 512, 512, 12345, 10000.0, &o) != SINPE_OK)
+            return 1;
+        fwrite(x, 4, 3 * 100 * 512, f);
+        for (int t = 0; t < 2; t++) {
+            sinpe_job j;
+            int64_t shape[2] = { 3000, 512 };
+            sinpe_job_init(&j, h, 2, shape, 10000.0);
+            j.type = t ? SINPE_BF16 : SINPE_F16;
+            j.strides[0] = 512 * 2;
+            j.strides[1] = 2;
+            if (sinpe_run(&j, &o) != SINPE_OK)
+                return 1;
+            fwrite(h, 2, 3000 * 512, f);
+        }
+    }
     /* elementwise sin and cos of the sampled inputs on the best path */
-    sinpe_opts best = { SINPE_BACKEND_BUILTIN, sinpe_kernel_best(), 1 };
+    sinpe_opts best = { SINPE_BACKEND_BUILTIN, sinpe_path_best(), 1 };
     enum { CH = 4096 };
     static float xs[CH], rs[CH];
     for (int func = 1; func <= 2; func++) {
@@ -62,8 +86,9 @@ int main(int argc, char **argv)
         }
     }
     fclose(f);
-    printf("%llu inputs x 3 functions, 3 tables of 3000 x 512 on the scalar and the %s path, "
-           "sin/cos on the %s path: written to %s\n", n, sinpe_kernel_name(sinpe_kernel_best()),
-           sinpe_kernel_name(sinpe_kernel_best()), argv[2]);
+    printf("%llu inputs x 3 functions, 3 tables of 3000 x 512, an add to 3 x 100 x 512, float16 "
+           "and bfloat16 tables on the scalar and the %s path, sin/cos on the %s path: written "
+           "to %s\n", n, sinpe_path_name(sinpe_path_best()),
+           sinpe_path_name(sinpe_path_best()), argv[2]);
     return 0;
 }

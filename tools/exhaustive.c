@@ -8,10 +8,11 @@
  * precision 24 with the float exponent range and subnormalization.
  * NaN results match when both are NaN.  Specials are checked first.
  *
- * Usage: exhaustive FUNC [--kernel scalar|avx2] [--threads N] [--lo HEX] [--hi HEX] [--hard FILE]
+ * Usage: exhaustive FUNC [--kernel NAME] [--threads N] [--lo HEX] [--hi HEX] [--hard FILE]
  *   FUNC: exp, sin, cos; default range: all 2^32 patterns.
- *   --kernel avx2: check the AVX2 + FMA path of sin/cos (blocks of inputs,
- *   as the tables use it) instead of the scalar functions.
+ *   --kernel NAME: check the block sin/cos of that code path (avx2, neon, ...:
+ *   the path's table in sinpe_paths.h, on blocks of inputs as the tables use
+ *   it) instead of the scalar functions.
  *   --hard FILE: append the inputs that needed MPFR (hard cases) to FILE.
  * Exit status 0 when nothing differs.
  */
@@ -25,8 +26,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../src/sinpe_cpu.h"
 #include "../src/sinpe_kernels.h"
+#include "../src/sinpe_paths.h"
 
 typedef float (*kfun)(float);
 typedef double (*dfun)(double);
@@ -37,7 +38,8 @@ static dfun D;
 static mfun MF;
 static uint64_t LO, HI;
 static int NTHREADS = 2;
-static int AVX2;      /* check the AVX2 block path */
+static const sinpe_path_ops *PATH; /* a vector path's block sin/cos, or NULL */
+static const char *PATH_NAME = "scalar";
 static int IS_SIN;
 static FILE *HARD;
 static pthread_mutex_t LOCK = PTHREAD_MUTEX_INITIALIZER;
@@ -81,11 +83,9 @@ static void *worker(void *arg)
         size_t n = (size_t)(end - b + 1);
         for (size_t i = 0; i < n; i++)
             xs[i] = asfloat((uint32_t)(b + i));
-#ifdef SINPE_HAVE_AVX2_KERNEL
-        if (AVX2)
-            sinpe_sincos_avx2(xs, IS_SIN ? got : other, IS_SIN ? other : got, n);
+        if (PATH)
+            PATH->sincos(xs, IS_SIN ? got : other, IS_SIN ? other : got, n);
         else
-#endif
             for (size_t i = 0; i < n; i++)
                 got[i] = K(xs[i]);
         for (size_t i = 0; i < n; i++) {
@@ -156,8 +156,18 @@ int main(int argc, char **argv)
     for (int i = 2; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--threads")) NTHREADS = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--kernel")) {
-            if (!strcmp(argv[i + 1], "avx2")) AVX2 = 1;
-            else if (strcmp(argv[i + 1], "scalar")) { fprintf(stderr, "unknown kernel\n"); return 2; }
+            PATH_NAME = argv[i + 1];
+            int found = 0;
+            for (int p = 0; p < SINPE_PATH_COUNT; p++)
+                if (!strcmp(PATH_NAME, sinpe_path_name((sinpe_path)p))) {
+                    found = 1;
+                    PATH = p == SINPE_PATH_SCALAR ? NULL : sinpe_path_ops_get((sinpe_path)p);
+                    if (p != SINPE_PATH_SCALAR && !PATH) {
+                        fprintf(stderr, "--kernel %s: not built in or not supported by this CPU\n", PATH_NAME);
+                        return 2;
+                    }
+                }
+            if (!found) { fprintf(stderr, "unknown kernel %s\n", PATH_NAME); return 2; }
         }
         else if (!strcmp(argv[i], "--lo")) LO = strtoull(argv[i + 1], NULL, 16);
         else if (!strcmp(argv[i], "--hi")) HI = strtoull(argv[i + 1], NULL, 16);
@@ -165,8 +175,8 @@ int main(int argc, char **argv)
         else { fprintf(stderr, "unknown option %s\n", argv[i]); return 2; }
     }
     IS_SIN = K == sinpe_sinf;
-    if (AVX2 && (K == sinpe_expf || !sinpe_cpu_has_avx2_fma())) {
-        fprintf(stderr, "--kernel avx2: sin or cos only, on a CPU with AVX2 and FMA\n");
+    if (PATH && K == sinpe_expf) {
+        fprintf(stderr, "--kernel %s: sin or cos only (exp has one path)\n", PATH_NAME);
         return 2;
     }
     if (NTHREADS < 1 || NTHREADS > 64 || LO > HI || HI > 0xffffffffu) {
@@ -201,7 +211,7 @@ int main(int argc, char **argv)
     double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     printf("%s [%s]: range 0x%08llx..0x%08llx: %llu inputs checked, %llu wrong, "
            "%llu sent to MPFR, %llu sinpe slow paths, specials wrong %d, %.1f s, %d threads\n",
-           argv[1], AVX2 ? "avx2" : "scalar", (unsigned long long)LO, (unsigned long long)HI, (unsigned long long)checked,
+           argv[1], PATH_NAME, (unsigned long long)LO, (unsigned long long)HI, (unsigned long long)checked,
            (unsigned long long)wrong, (unsigned long long)mp, (unsigned long long)slow, bad, secs,
            NTHREADS);
     if (HARD)

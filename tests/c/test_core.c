@@ -1,7 +1,9 @@
-/* C-level test driver of sinpe_core (no Python): good calls, every error
+/* C-level test driver of the sinpe core (no Python): good calls on every
+ * path, jobs of every element type and odd layouts (strided, unaligned,
+ * aliasing positions), the overlap decision, plans in steps, every error
  * path, and the oneMKL loader's failure paths.  Run under valgrind and the
  * sanitizers by tests/test_sanitizers.py:
- *   cc -O1 -g -ffp-contract=off -Isrc tests/c/test_core.c src/sinpe_*.c -lm -ldl -lpthread
+ *   cc -O1 -g -ffp-contract=off -Isrc tests/c/test_core.c $(core sources) -lm -ldl -lpthread
  */
 #include <math.h>
 #include <stdio.h>
@@ -10,40 +12,55 @@
 
 #include "sinpe_core.h"
 
-static int failures;
-#define CHECK(cond)                                                         \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                     \
-        }                                                                   \
+static int failures, checks;
+#define CHECK(cond)                                                                        \
+    do {                                                                                   \
+        checks++;                                                                          \
+        if (!(cond)) {                                                                     \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);       \
+            failures++;                                                                    \
+        }                                                                                  \
     } while (0)
 
-static int same_bits(const float *a, const float *b, size_t n)
+static int same_bits(const void *a, const void *b, size_t n)
 {
-    return memcmp(a, b, n * sizeof(float)) == 0;
+    return memcmp(a, b, n) == 0;
 }
 
-int main(void)
+enum { L = 37, D = 24 };
+static const sinpe_opts SCALAR = { SINPE_BACKEND_BUILTIN, SINPE_PATH_SCALAR, 1 };
+
+static void good_calls(const float *t)
 {
-    sinpe_opts o = { SINPE_BACKEND_BUILTIN, SINPE_KERNEL_SCALAR, 1 };
-    enum { L = 37, D = 24 };
-    float *t = malloc(sizeof(float) * L * D), *u = malloc(sizeof(float) * L * D);
-    CHECK(t && u);
-
-    /* good calls: scalar, and the best path with threads, give the same bits */
-    CHECK(sinpe_table(t, L, D, 10000.0, &o) == SINPE_OK);
-    CHECK(t[0] == 0.0f && t[1] == 1.0f);
-    sinpe_opts fast = { SINPE_BACKEND_BUILTIN, sinpe_kernel_best(), 3 };
+    static float u[L * D];
+    sinpe_opts fast = { SINPE_BACKEND_BUILTIN, sinpe_path_best(), 3 };
     CHECK(sinpe_table(u, L, D, 10000.0, &fast) == SINPE_OK);
-    CHECK(same_bits(t, u, (size_t)L * D));
+    CHECK(same_bits(t, u, sizeof u));
+    CHECK(t[0] == 0.0f && t[1] == 1.0f);
 
-    /* positions and pieces: rows 5.. of the table */
-    float pos[4] = { 5, 6, 7, 8 };
-    CHECK(sinpe_table_at(u, pos, 0, 4, D, 10000.0, &o) == SINPE_OK);
-    CHECK(same_bits(u, t + 5 * D, 4 * D));
-    CHECK(sinpe_table_at(u, NULL, 5, 4, D, 10000.0, &o) == SINPE_OK);
-    CHECK(same_bits(u, t + 5 * D, 4 * D));
+    /* positions of several types, and offsets: rows 5..8 */
+    sinpe_job j;
+    int64_t shape[2] = { 4, D };
+    float pf[4] = { 5, 6, 7, 8 };
+    int64_t pi[4] = { 5, 6, 7, 8 };
+    uint8_t pu[4] = { 5, 6, 7, 8 };
+    const void *pos[3] = { pf, pi, pu };
+    sinpe_type pt[3] = { SINPE_F32, SINPE_I64, SINPE_U8 };
+    int64_t ps[3] = { 4, 8, 1 };
+    for (int k = 0; k < 3; k++) {
+        memset(u, 0, sizeof u);
+        sinpe_job_init(&j, u, 2, shape, 10000.0);
+        j.use_pos = 1;
+        j.pos = pos[k];
+        j.pos_type = pt[k];
+        j.pos_strides[0] = ps[k];
+        CHECK(sinpe_run(&j, &fast) == SINPE_OK);
+        CHECK(same_bits(u, t + 5 * D, 4 * D * sizeof(float)));
+    }
+    sinpe_job_init(&j, u, 2, shape, 10000.0);
+    j.offset = 5;
+    CHECK(sinpe_run(&j, &SCALAR) == SINPE_OK);
+    CHECK(same_bits(u, t + 5 * D, 4 * D * sizeof(float)));
 
     /* add: 2 batch elements of rows 3..5 */
     float x[2 * 3 * D];
@@ -56,37 +73,168 @@ int main(void)
 
     /* elementwise */
     float in[5] = { 0.0f, 1.0f, -2.5f, 1e30f, NAN }, out[5];
-    CHECK(sinpe_map(1, in, out, 5, &o) == SINPE_OK);
+    CHECK(sinpe_map(1, in, out, 5, &SCALAR) == SINPE_OK);
     CHECK(out[0] == 0.0f && isnan(out[4]));
     CHECK(sinpe_map(0, in, out, 5, &fast) == SINPE_OK && out[0] == 1.0f);
+}
 
-    /* error paths: nothing written */
+/* Every element type, a transposed and an unaligned destination. */
+static void types_and_layouts(const float *t)
+{
+    static const sinpe_type types[4] = { SINPE_F32, SINPE_F64, SINPE_F16, SINPE_BF16 };
+    static unsigned char want[L * D * 8], got[L * D * 8 + 16];
+    for (int k = 0; k < 4; k++) {
+        int w = sinpe_type_size(types[k]);
+        sinpe_round(t, want, L * D, types[k]);
+        /* unaligned by 1 byte, contiguous */
+        sinpe_job j;
+        int64_t shape[2] = { L, D };
+        sinpe_job_init(&j, got + 1, 2, shape, 10000.0);
+        j.type = types[k];
+        j.strides[0] = D * w;
+        j.strides[1] = w;
+        CHECK(sinpe_run(&j, &SCALAR) == SINPE_OK);
+        CHECK(same_bits(got + 1, want, (size_t)(L * D * w)));
+        /* transposed: element (r, c) at (c * L + r) * w */
+        memset(got, 0, sizeof got);
+        j.data = got;
+        j.strides[0] = w;
+        j.strides[1] = (int64_t)L * w;
+        CHECK(sinpe_run(&j, &SCALAR) == SINPE_OK);
+        int ok = 1;
+        for (int r = 0; r < L; r++)
+            for (int c = 0; c < D; c++)
+                ok &= same_bits(got + ((size_t)c * L + r) * w, want + ((size_t)r * D + c) * w, (size_t)w);
+        CHECK(ok);
+    }
+}
+
+/* Positions stored inside the destination are read before it is written. */
+static void aliasing_positions(const float *t)
+{
+    static float buf[4 * D];
+    sinpe_job j;
+    int64_t shape[2] = { 4, D };
+    sinpe_job_init(&j, buf, 2, shape, 10000.0);
+    j.use_pos = 1;
+    j.pos = buf + 2 * D; /* rows 2 and 3 hold the positions */
+    j.pos_type = SINPE_F32;
+    j.pos_strides[0] = 4;
+    for (int i = 0; i < 4; i++)
+        buf[2 * D + i] = (float)(9 - i); /* positions 9, 8, 7, 6 */
+    CHECK(sinpe_run(&j, &SCALAR) == SINPE_OK);
+    for (int i = 0; i < 4; i++)
+        CHECK(same_bits(buf + i * D, t + (9 - i) * D, D * sizeof(float)));
+}
+
+static int overlap(int n, const int64_t *shape, const int64_t *strides)
+{
+    sinpe_job j;
+    static float mem[4096];
+    int64_t full[3] = { 0, 0, 2 };
+    sinpe_job_init(&j, mem, n + 1, full, 10000.0);
+    for (int k = 0; k < n; k++) {
+        j.shape[k] = shape[k];
+        j.strides[k] = strides[k];
+    }
+    j.shape[n] = 2;
+    j.strides[n] = 4;
+    return sinpe_job_check(&j, &SCALAR);
+}
+
+static void overlaps(void)
+{
+    /* rows of 2 floats (8 bytes); (shape, byte strides) of the leading axes */
+    CHECK(overlap(2, (int64_t[]){ 3, 4 }, (int64_t[]){ 0, 8 }) == SINPE_E_OVERLAP);    /* zero stride */
+    CHECK(overlap(2, (int64_t[]){ 3, 4 }, (int64_t[]){ 8, 4 }) == SINPE_E_OVERLAP);    /* rows overlap */
+    CHECK(overlap(2, (int64_t[]){ 3, 2 }, (int64_t[]){ 16, 24 }) == SINPE_OK);         /* interleaved */
+    CHECK(overlap(2, (int64_t[]){ 3, 3 }, (int64_t[]){ 16, 24 }) == SINPE_OK);
+    CHECK(overlap(2, (int64_t[]){ 4, 3 }, (int64_t[]){ 16, 24 }) == SINPE_E_OVERLAP);  /* 3*16 = 2*24 */
+    CHECK(overlap(2, (int64_t[]){ 4, 3 }, (int64_t[]){ -8, 32 }) == SINPE_OK);
+    CHECK(overlap(1, (int64_t[]){ 1 }, (int64_t[]){ 0 }) == SINPE_OK);                 /* one row */
+    CHECK(overlap(2, (int64_t[]){ (int64_t)1 << 40, 1 }, (int64_t[]){ 0, 8 }) == SINPE_E_OVERLAP);
+    CHECK(overlap(2, (int64_t[]){ 1000, 1000 }, (int64_t[]){ 8 * 1001, 8 * 999 }) == SINPE_OK);
+    CHECK(overlap(2, (int64_t[]){ 1001, 1002 }, (int64_t[]){ 8 * 1001, 8 * 999 }) == SINPE_E_OVERLAP);
+    CHECK(overlap(1, (int64_t[]){ 2 }, (int64_t[]){ 6 }) == SINPE_E_OVERLAP);          /* partial */
+    CHECK(overlap(1, (int64_t[]){ (int64_t)1 << 62 }, (int64_t[]){ 8 }) == SINPE_E_SIZE);
+}
+
+/* A plan run in small steps gives the same bits as one run. */
+static void steps(void)
+{
+    enum { SL = 3000, SD = 64 };
+    float *u = malloc(sizeof(float) * SL * SD), *v = malloc(sizeof(float) * SL * SD);
+    CHECK(u && v && sinpe_table(v, SL, SD, 10000.0, &SCALAR) == SINPE_OK);
+    sinpe_job j;
+    int64_t shape[2] = { SL, SD };
+    sinpe_job_init(&j, u, 2, shape, 10000.0);
+    sinpe_opts o = { SINPE_BACKEND_BUILTIN, sinpe_path_best(), 2 };
+    sinpe_plan *p;
+    CHECK(sinpe_plan_new(&j, &o, &p) == SINPE_OK);
+    int done = 0, n = 0;
+    while (!done && n < 10000) {
+        CHECK(sinpe_plan_step(p, 1, &done) == SINPE_OK);
+        n++;
+    }
+    sinpe_plan_free(p);
+    CHECK(done && n > 10);
+    CHECK(same_bits(u, v, sizeof(float) * SL * SD));
+    CHECK(sinpe_job_scratch_bytes(&j, &o) > 0);
+    free(u);
+    free(v);
+}
+
+static void errors(void)
+{
+    float x[2 * 3 * D];
     for (int i = 0; i < 2 * 3 * D; i++)
         x[i] = 7.0f;
-    CHECK(sinpe_table(x, 3, 7, 10000.0, &o) == SINPE_E_DMODEL);
-    CHECK(sinpe_table(x, 3, 0, 10000.0, &o) == SINPE_E_DMODEL);
-    CHECK(sinpe_table(x, -1, 8, 10000.0, &o) == SINPE_E_MAXLEN);
-    CHECK(sinpe_table(x, 3, 8, NAN, &o) == SINPE_E_BASE);
-    CHECK(sinpe_table(x, 3, 8, -1.0, &o) == SINPE_E_BASE);
-    CHECK(sinpe_table(x, 3, 8, INFINITY, &o) == SINPE_E_BASE);
-    CHECK(sinpe_table(x, (int64_t)1 << 62, 1024, 10000.0, &o) == SINPE_E_SIZE);
-    CHECK(sinpe_table(NULL, 3, 8, 10000.0, &o) == SINPE_E_NULL);
+    const sinpe_opts *o = &SCALAR;
+    CHECK(sinpe_table(x, 3, 7, 10000.0, o) == SINPE_E_DMODEL);
+    CHECK(sinpe_table(x, 3, 0, 10000.0, o) == SINPE_E_DMODEL);
+    CHECK(sinpe_table(x, -1, 8, 10000.0, o) == SINPE_E_ROWS);
+    CHECK(sinpe_table(x, 3, 8, NAN, o) == SINPE_E_BASE);
+    CHECK(sinpe_table(x, 3, 8, -1.0, o) == SINPE_E_BASE);
+    CHECK(sinpe_table(x, 3, 8, INFINITY, o) == SINPE_E_BASE);
+    CHECK(sinpe_table(x, (int64_t)1 << 62, 1024, 10000.0, o) == SINPE_E_SIZE);
+    CHECK(sinpe_table(x, 0, (int64_t)1 << 62, 10000.0, o) == SINPE_E_SIZE);
+    CHECK(sinpe_table(NULL, 3, 8, 10000.0, o) == SINPE_E_NULL);
     CHECK(sinpe_table(x, 3, 8, 10000.0, NULL) == SINPE_E_NULL);
-    CHECK(sinpe_table_at(x, NULL, -1, 3, 8, 10000.0, &o) == SINPE_E_OFFSET);
-    CHECK(sinpe_add(x, 1, 3, 8, 24, 8, -1, 10000.0, &o) == SINPE_E_OFFSET);
-    CHECK(sinpe_add(x, 1, 3, 8, 24, 8, INT64_MAX - 1, 10000.0, &o) == SINPE_E_OFFSET);
-    CHECK(sinpe_add(x, -1, 3, 8, 24, 8, 0, 10000.0, &o) == SINPE_E_MAXLEN);
-    sinpe_opts bad_kernel = { SINPE_BACKEND_BUILTIN, (sinpe_kernel)99, 1 };
-    CHECK(sinpe_table(x, 3, 8, 10000.0, &bad_kernel) == SINPE_E_KERNEL);
-    sinpe_opts bad_backend = { (sinpe_backend)5, SINPE_KERNEL_SCALAR, 1 };
+    CHECK(sinpe_add(x, 1, 3, 8, 24, 8, -1, 10000.0, o) == SINPE_E_OFFSET);
+    CHECK(sinpe_add(x, 1, 3, 8, 24, 8, INT64_MAX - 1, 10000.0, o) == SINPE_E_LASTPOS);
+    CHECK(sinpe_add(x, -1, 3, 8, 24, 8, 0, 10000.0, o) == SINPE_E_ROWS);
+    sinpe_opts bad_path = { SINPE_BACKEND_BUILTIN, (sinpe_path)99, 1 };
+    CHECK(sinpe_table(x, 3, 8, 10000.0, &bad_path) == SINPE_E_PATH);
+    sinpe_opts bad_backend = { (sinpe_backend)5, SINPE_PATH_SCALAR, 1 };
     CHECK(sinpe_table(x, 3, 8, 10000.0, &bad_backend) == SINPE_E_BACKEND);
-    CHECK(sinpe_map(7, in, out, 5, &o) == SINPE_E_BACKEND);
+    sinpe_opts bad_threads = { SINPE_BACKEND_BUILTIN, SINPE_PATH_SCALAR, 0 };
+    CHECK(sinpe_table(x, 3, 8, 10000.0, &bad_threads) == SINPE_E_THREADS);
+    float in[1] = { 0 }, out[1];
+    CHECK(sinpe_map(7, in, out, 1, o) == SINPE_E_FUNC);
+    sinpe_job j;
+    int64_t shape[2] = { 3, 8 };
+    sinpe_job_init(&j, x, 2, shape, 10000.0);
+    j.type = SINPE_I32;
+    CHECK(sinpe_run(&j, o) == SINPE_E_TYPE);
+    j.type = SINPE_F32;
+    j.ndim = 1;
+    CHECK(sinpe_run(&j, o) == SINPE_E_DIMS);
+    j.ndim = 2;
+    j.strides[0] = 0; /* three rows on one */
+    CHECK(sinpe_run(&j, o) == SINPE_E_OVERLAP);
+    j.strides[0] = 32;
+    j.use_pos = 1;
+    j.pos = NULL;
+    CHECK(sinpe_run(&j, o) == SINPE_E_NULL);
+    j.pos = in;
+    j.pos_type = (sinpe_type)77;
+    CHECK(sinpe_run(&j, o) == SINPE_E_TYPE);
     for (int i = 0; i < 2 * 3 * D; i++)
         CHECK(x[i] == 7.0f);
 
     /* oneMKL backend: not loaded, and load failures */
     if (!sinpe_mkl_loaded()) {
-        sinpe_opts mkl = { SINPE_BACKEND_MKL, SINPE_KERNEL_SCALAR, 1 };
+        sinpe_opts mkl = { SINPE_BACKEND_MKL, SINPE_PATH_SCALAR, 1 };
         CHECK(sinpe_table(x, 3, 8, 10000.0, &mkl) == SINPE_E_BACKEND);
         char msg[256];
         CHECK(sinpe_mkl_load("/nonexistent/libmkl_rt.so.2", msg, sizeof msg) == SINPE_E_LOAD);
@@ -95,11 +243,20 @@ int main(void)
         CHECK(sinpe_mkl_load("libm.so.6", msg, sizeof msg) == SINPE_E_LOAD);
         CHECK(!sinpe_mkl_loaded());
     }
-    for (int s = 0; s <= 11; s++)
+    for (int s = 0; s <= 20; s++)
         CHECK(sinpe_strerror(s) != NULL);
+}
 
-    free(t);
-    free(u);
-    printf("%d failed, %d passed\n", failures, failures ? 0 : 1);
+int main(void)
+{
+    static float t[L * D];
+    CHECK(sinpe_table(t, L, D, 10000.0, &SCALAR) == SINPE_OK);
+    good_calls(t);
+    types_and_layouts(t);
+    aliasing_positions(t);
+    overlaps();
+    steps();
+    errors();
+    printf("%d failed, %d passed\n", failures, checks - failures);
     return failures ? 1 : 0;
 }
