@@ -3,7 +3,8 @@
     python -m sinpe --max-len 5000 --d-model 512 -o pe.npy
     python -m sinpe --max-len 2048 --d-model 256 --dtype float16 -o pe.npz --plot pe.png
 
-Exit status: 0 on success, 2 for bad arguments, 1 when writing fails.
+Exit status: 0 on success (also when the reader of stdout stops early, as `| head` does),
+2 for bad arguments, 1 when the file or the report cannot be written, 130 on Ctrl-C.
 """
 from __future__ import annotations
 
@@ -39,8 +40,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _fill(sinpe: Any, table: Any, args: argparse.Namespace, backend: Optional[str]) -> None:
-    """Fills the float32 table in row blocks, with a progress bar on stderr when the
-    whole job is predicted to take more than a second."""
+    """Fills the table in row blocks (offset=, out=), with a progress bar on stderr when
+    the whole job is predicted to take more than a second."""
     n, d = args.max_len, args.d_model
     block = max(1, (1 << 20) // d)
     after = float(os.environ.get("SINPE_PROGRESS_AFTER", "1.0"))  # seconds; tests set 0
@@ -48,8 +49,8 @@ def _fill(sinpe: Any, table: Any, args: argparse.Namespace, backend: Optional[st
     shown = False
     for start in range(0, n, block):
         stop = min(n, start + block)
-        sinpe.positional_encoding(d_model=d, positions=np.arange(start, stop), base=args.base,
-                                  out=table[start:stop], backend=backend, threads=args.threads)
+        sinpe.positional_encoding(stop - start, d, args.base, offset=start, out=table[start:stop],
+                                  backend=backend, threads=args.threads)
         elapsed = time.perf_counter() - t0
         if shown or (stop < n and elapsed * n / stop > after):
             shown = True
@@ -59,6 +60,26 @@ def _fill(sinpe: Any, table: Any, args: argparse.Namespace, backend: Optional[st
             sys.stderr.flush()
     if shown:
         sys.stderr.write("\n")
+
+
+def _report(sinpe: Any, args: argparse.Namespace, backend: Optional[str], shape: Any) -> None:
+    info = sinpe.numerics()
+    used = backend or info["backend"]
+    threads = args.threads if args.threads is not None else info["threads"]
+    print(f"wrote {args.out}: {args.dtype} table of shape {shape}, base {args.base:g}")
+    if args.dtype == "bfloat16":
+        key = "np.load(path)" if args.out.endswith(".npy") else "np.load(path)['pe']"
+        print(f"note: NumPy stores bfloat16 as raw 2-byte values ('|V2'); load it with "
+              f"{key}.view(ml_dtypes.bfloat16)")
+    print(f"numerics: backend {used!r} ({info['kernel']} kernel, {threads} "
+          f"thread{'s' if threads != 1 else ''}): {sinpe.reproduces(used)}")
+    if used == "mkl":
+        print(f"oneMKL: {info['mkl']['version']} ({info['mkl']['path']})")
+    elif not info["available"]["mkl"]:
+        print(f"(oneMKL not used: {info['mkl']['reason']})")
+    if args.plot:
+        print(f"plot: {args.plot}")
+    sys.stdout.flush()
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -74,15 +95,10 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     backend = None if args.numerics == "auto" else args.numerics
     try:
-        # validate everything before the (possibly long) fill
-        sinpe.positional_encoding(0, args.d_model, args.base, dtype=args.dtype, backend=backend,
-                                  threads=args.threads)
-        if args.max_len < 0:
-            raise ValueError(f"max_len must be >= 0, got {args.max_len}")
-        table = np.empty((args.max_len, args.d_model), np.float32)
+        # every check (sizes, base, dtype, memory) before the (possibly long) fill
+        table = sinpe._sinpe.empty_table(args.max_len, args.d_model, args.base, dtype=args.dtype,
+                                         backend=backend, threads=args.threads)
         _fill(sinpe, table, args, backend)
-        dt = sinpe._api.resolve_dtype(args.dtype)
-        result = table if dt == np.float32 else table.astype(dt)
     except (TypeError, ValueError, OverflowError, MemoryError, RuntimeError) as exc:
         print(f"sinpe: error: {exc}", file=sys.stderr)
         return 2
@@ -91,13 +107,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 130
     try:
         if args.out.endswith(".npz"):
-            np.savez_compressed(args.out, pe=result)
+            np.savez_compressed(args.out, pe=table)
         else:
-            np.save(args.out, result)
+            np.save(args.out, table)
         if args.plot:
             from sinpe import plot
 
-            plot.heatmap(table).savefig(args.plot, dpi=100)
+            plot.heatmap(table.astype(np.float32)).savefig(args.plot, dpi=100)
     except ImportError as exc:
         print(f"sinpe: error: --plot needs matplotlib (pip install 'sinpe[plot]'): {exc}",
               file=sys.stderr)
@@ -105,17 +121,23 @@ def main(argv: Optional[List[str]] = None) -> int:
     except OSError as exc:
         print(f"sinpe: error: cannot write: {exc}", file=sys.stderr)
         return 1
-    info = sinpe.numerics()
-    used = backend or info["backend"]
-    print(f"wrote {args.out}: {args.dtype} table of shape {result.shape}, base {args.base:g}")
-    print(f"numerics: backend {used!r} ({info['kernel']} kernel, {info['threads']} threads): "
-          f"{sinpe.REPRODUCES[used]}")
-    if used == "mkl":
-        print(f"oneMKL: {info['mkl']['version']} ({info['mkl']['path']})")
-    elif not info["available"]["mkl"]:
-        print(f"(oneMKL not used: {info['mkl']['reason']})")
-    if args.plot:
-        print(f"plot: {args.plot}")
+    try:
+        _report(sinpe, args, backend, table.shape)
+    except BrokenPipeError:
+        # the reader of stdout went away (`sinpe ... | head -1`): the table is written, so
+        # this is not an error; keep Python from reporting it again at exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except OSError as exc:  # stdout itself cannot be written (e.g. /dev/full)
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except OSError:
+            pass
+        print(f"sinpe: error: the table was written to {args.out}, but the report could not "
+              f"be printed: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

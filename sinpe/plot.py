@@ -14,7 +14,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ._api import positional_encoding
+from ._sinpe import positional_encoding
 
 
 def _figure(figsize: Any) -> Any:
@@ -25,9 +25,15 @@ def _figure(figsize: Any) -> Any:
 
 def heatmap(table: Any = None, *, max_len: int = 256, d_model: int = 128,
             base: float = 10000.0, figsize: Any = (8, 4.5)) -> Any:
-    """The table as an image: position down, dimension across."""
-    pe = np.asarray(table if table is not None else positional_encoding(max_len, d_model, base),
-                    np.float32)
+    """The table as an image: position down, dimension across.  table: any array of shape
+    (max_len, d_model), or with leading axes of length 1 (a torch module's (1, L, d) pe)."""
+    pe = np.asarray(table if table is not None else positional_encoding(max_len, d_model, base))
+    while pe.ndim > 2 and pe.shape[0] == 1:
+        pe = pe[0]
+    if pe.ndim != 2:
+        raise ValueError(f"table must have shape (max_len, d_model) (leading axes of length 1 "
+                         f"are dropped), got shape {pe.shape}")
+    pe = pe.astype(np.float32)
     fig = _figure(figsize)
     ax = fig.add_subplot()
     im = ax.imshow(pe, aspect="auto", cmap="RdBu", vmin=-1, vmax=1, interpolation="nearest")
@@ -45,12 +51,14 @@ def waves(max_len: int = 200, d_model: int = 128, dims: Optional[Sequence[int]] 
     if dims is None:
         dims = sorted({min(d_model - 2, 2 * max(1, round(d_model * f / 2)))
                        for f in (0.02, 0.1, 0.25, 0.5)})
+    for d in dims:
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)) \
+                or not 0 <= d < d_model:
+            raise ValueError(f"dims must be integers in [0, {d_model}), got {d!r}")
     fig = _figure(figsize)
     ax = fig.add_subplot()
     pos = np.arange(max_len)
     for d in dims:
-        if not 0 <= d < d_model:
-            raise ValueError(f"dims must lie in [0, {d_model}), got {d}")
         ax.plot(pos, pe[:, d], label=f"dim {d} ({'sin' if d % 2 == 0 else 'cos'})", lw=1.2)
     ax.set_xlabel("position")
     ax.set_ylabel("PE(position, dim)")

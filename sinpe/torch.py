@@ -10,15 +10,42 @@ state_dicts load both ways and outputs are bit for bit equal (with the 'mkl'
 backend on x86-64; see sinpe.numerics()).  The table is built by sinpe, which
 is where the time goes in the reference.  torch is imported only by this
 module.  Works with .to(dtype)/.half(), torch.jit.script and torch.compile.
+Like the reference's, the buffer is made in torch's default dtype (values of
+the float32 table, converted by torch: torch.set_default_dtype(torch.float64)
+gives a float64 buffer and a float64 forward) and on its default device (under
+``with torch.device('meta')`` it is a meta tensor with no data; on other
+devices the CPU table is copied there).
 """
 from __future__ import annotations
+
+import ctypes
 
 import torch
 from torch import nn
 
-from ._api import positional_encoding
+from ._sinpe import positional_encoding
 
 __all__ = ["SinusoidalPositionalEncoding"]
+
+
+def _table(d_model: int, max_len: int, base: float) -> torch.Tensor:
+    """The reference's buffer: shape (1, max_len, d_model), in torch's default dtype and on
+    its default device, holding the float32 table's values (widened or rounded by torch's own
+    conversion, as the reference's slice assignment does).  The storage is torch's, so the
+    buffer can be resized like any tensor."""
+    dtype = torch.get_default_dtype()
+    device = torch.empty(0).device  # honours `with torch.device(...)` and set_default_device
+    if device.type == "meta":  # no data, as the reference on meta
+        return torch.empty(1, max_len, d_model, dtype=dtype, device=device)
+    pe = torch.empty(1, max_len, d_model, dtype=dtype, device="cpu")
+    if dtype == torch.float32 and pe.numel():
+        # filled through a ctypes view of its memory: .numpy() would mark the storage as
+        # not resizable, unlike the reference's
+        rows = (ctypes.c_float * d_model) * max_len
+        positional_encoding(max_len, d_model, base, out=rows.from_address(pe.data_ptr()))
+    elif pe.numel():
+        pe.copy_(torch.from_numpy(positional_encoding(max_len, d_model, base))[None])
+    return pe if device.type == "cpu" else pe.to(device)
 
 
 class SinusoidalPositionalEncoding(nn.Module):
@@ -28,8 +55,7 @@ class SinusoidalPositionalEncoding(nn.Module):
                  base: float = 10000.0) -> None:
         super().__init__()
         self.dropout = nn.Dropout(p=dropout)
-        table = positional_encoding(max_len, d_model, base)
-        self.register_buffer("pe", torch.from_numpy(table).unsqueeze(0))
+        self.register_buffer("pe", _table(d_model, max_len, base))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.pe[:, :x.size(1)]
