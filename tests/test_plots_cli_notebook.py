@@ -35,7 +35,7 @@ def test_plots_not_blank(make):
 
 
 def test_waves_rejects_bad_dims():
-    with pytest.raises(ValueError, match="dims must lie in"):
+    with pytest.raises(ValueError, match=r"dims must be integers in \[0, 8\), got 8"):
         plot.waves(10, 8, dims=[8])
 
 
