@@ -76,6 +76,19 @@ def run_python(code, timeout=120, **env):
                           timeout=timeout, cwd=os.path.dirname(os.path.abspath(__file__)))
 
 
+def torch_add(x, pe):
+    """torch's in-place x.add_(pe) on a copy of x (any of the four dtypes; bfloat16 as
+    ml_dtypes arrays) with a float32 pe: the oracle of add_pe for every dtype."""
+    import ml_dtypes
+    if x.dtype == ml_dtypes.bfloat16:
+        t = torch.from_numpy(np.ascontiguousarray(x).view(np.int16).copy()).view(torch.bfloat16)
+        t.add_(torch.from_numpy(pe))
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    t = torch.from_numpy(np.ascontiguousarray(x).copy())
+    t.add_(torch.from_numpy(pe))
+    return t.numpy()
+
+
 def torch_formula(pos, d, base=10000.0):
     """The reference formula in torch on p.float()[..., None] * div_term, any positions."""
     div = torch.exp(torch.arange(0, d, 2).float() * (-math.log(base) / d))

@@ -20,7 +20,7 @@ import torch
 from numpy.lib.stride_tricks import as_strided
 
 import sinpe
-from conftest import assert_bits_equal, run_python, torch_formula
+from conftest import assert_bits_equal, run_python, torch_add
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIME_SCALE = float(os.environ.get("SINPE_TEST_TIME_SCALE", "1"))
@@ -41,17 +41,7 @@ def same(a, b):
 def added(x, offset=0, base=10000.0):
     """What add_pe must give: torch's x.add_(pe) on a contiguous copy."""
     pe = PE(x.shape[-2], x.shape[-1], base, offset=offset)
-    return _torch_add(np.ascontiguousarray(x), pe)
-
-
-def _torch_add(x, pe):
-    if x.dtype == BF16:
-        t = torch.from_numpy(x.view(np.int16).copy()).view(torch.bfloat16)
-        t.add_(torch.from_numpy(pe))
-        return t.view(torch.int16).numpy().view(BF16)
-    t = torch.from_numpy(x.copy())
-    t.add_(torch.from_numpy(pe))
-    return t.numpy()
+    return torch_add(np.ascontiguousarray(x), pe)
 
 
 # ---- 1. exporters with NULL strides / NULL shape / suboffsets ---------------------------
@@ -198,7 +188,7 @@ def test_out_sharing_memory_with_positions(backend):
     assert same(out64, PE(d_model=d, positions=np.arange(5, 15), dtype="float64", backend=backend))
     x = np.ones((10, d), np.float32)
     x[:, 0] = np.arange(10)
-    want = _torch_add(x, PE(d_model=d, positions=np.arange(10), backend=backend))
+    want = torch_add(x, PE(d_model=d, positions=np.arange(10), backend=backend))
     sinpe.add_pe(x, positions=x[:, 0], backend=backend)
     assert same(x, want)
 

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sinpe
+from conftest import torch_add
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BF16, np.dtype(np.float64)]
@@ -82,16 +83,6 @@ def equal_bytes(got, want, addr, dt):
         if np.isnan(g) and np.isnan(w):
             got[a:a + 2] = want[a:a + 2]
     return np.array_equal(got, want)
-
-
-def torch_add(x, pe):
-    if x.dtype == BF16:
-        t = torch.from_numpy(x.view(np.int16).copy()).view(torch.bfloat16)
-        t.add_(torch.from_numpy(pe))
-        return t.view(torch.int16).numpy().view(BF16)
-    t = torch.from_numpy(x.copy())
-    t.add_(torch.from_numpy(pe))
-    return t.numpy()
 
 
 @pytest.mark.parametrize("backend", ["builtin", "mkl"])
