@@ -6,13 +6,13 @@
     >>> sinpe.numerics()                              # which numerics are in use
 
 The work is done by the C core (``sinpe._sinpe``); this package finds the
-optional oneMKL library and chooses the default backend once, at import.
+optional oneMKL libraries (the mkl wheel's, torch's own) and resolves the
+default backend ('auto') when a call needs it (``sinpe._choice``).
 """
 from __future__ import annotations
 
 import os
-import platform
-from typing import Any, Dict
+from typing import Any
 
 try:
     from . import _sinpe
@@ -29,8 +29,9 @@ except ImportError:  # a message for a common mistake
         "directory, or install it in place (`pip install -e .`), which builds the "
         "extension into this folder."
     ) from None
+from . import _choice
 from ._sinpe import add_pe, positional_encoding
-from ._mkl import TORCH_MKL_RELEASE, find_mkl, release_matches
+from ._choice import backends, load_mkl, numerics, reproduces
 from ._sinpe import (
     elementwise,
     get_backend,
@@ -59,29 +60,6 @@ __all__ = [
 ]
 __version__ = "0.1.0"
 
-#: What each backend's bits are equal to (measured; see README, Numerics).
-REPRODUCES = {
-    "builtin": "correctly rounded float32 exp/sin/cos (round to nearest, every input); "
-    "equal to torch where torch's results are correctly rounded (about 95% of values)",
-    "mkl": "PyTorch's official x86-64 wheels (oneMKL 2024.2 VML, HA mode, as in torch "
-    "2.8 to 2.13): bit for bit with the reference module",
-}
-
-_MKL_PATH = None
-
-
-def _load_mkl() -> None:
-    global _MKL_PATH
-    path, reason = find_mkl()
-    if path is None:
-        _sinpe._set_mkl_unavailable(reason)
-        return
-    try:
-        _sinpe.load_mkl(path)
-        _MKL_PATH = path
-    except OSError as exc:  # the reason is kept by the extension too
-        _sinpe._set_mkl_unavailable(f"{path}: {exc}")
-
 
 def __getattr__(name: str) -> Any:
     # sinpe.torch is imported on first use, so that sinpe never needs torch
@@ -92,64 +70,8 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'sinpe' has no attribute {name!r}")
 
 
-def backends() -> Dict[str, bool]:
-    """Which backends can be used in this process."""
-    return {"builtin": True, "mkl": bool(_sinpe.mkl_info()["loaded"])}
-
-
-def reproduces(backend: str) -> str:
-    """Whose bits a backend gives, for the library actually loaded."""
-    if backend == "mkl":
-        info = _sinpe.mkl_info()
-        version = str(info.get("version", ""))
-        if info["loaded"] and not release_matches(version):
-            return (f"oneMKL VML HA of the loaded library ({version}), which is not the release "
-                    f"torch's x86-64 wheels bundle ({TORCH_MKL_RELEASE}): not torch's bits")
-    return REPRODUCES[backend]
-
-
-def numerics() -> Dict[str, Any]:
-    """The active default backend, whose bits it reproduces, and what is available."""
-    name = get_backend()
-    info = _sinpe.mkl_info()
-    mkl: Dict[str, Any] = dict(info)
-    if info["loaded"]:
-        mkl["path"] = _MKL_PATH
-        mkl["matches_torch"] = release_matches(info["version"])
-    return {
-        "backend": name,
-        "reproduces": reproduces(name),
-        "kernel": get_kernel(),
-        "kernels": kernels(),
-        "threads": get_threads(),
-        "available": backends(),
-        "mkl": mkl,
-        "machine": platform.machine(),
-    }
-
-
 def _env(name: str) -> str:
     return os.environ.get(name, "").strip().lower()
-
-
-def _choose_default() -> None:
-    want = _env("SINPE_BACKEND") or "auto"
-    if want not in ("auto", "builtin", "mkl"):
-        raise ValueError(f"SINPE_BACKEND={os.environ['SINPE_BACKEND']!r} is not valid: use "
-                         "auto, builtin or mkl (or leave it unset)")
-    if want == "auto":
-        # oneMKL is what torch uses on x86-64; elsewhere torch does not use it.  Another
-        # oneMKL release than torch's gives other bits: then the builtin is the default
-        # (set_backend('mkl') still selects it).
-        x86 = platform.machine().lower() in ("x86_64", "amd64")
-        info = _sinpe.mkl_info()
-        good = bool(info["loaded"]) and release_matches(str(info.get("version", "")))
-        set_backend("mkl" if x86 and good else "builtin")
-        return
-    try:
-        set_backend(want)
-    except RuntimeError as exc:
-        raise RuntimeError(f"SINPE_BACKEND={want!r}: {exc}") from None
 
 
 def _usable_cpus() -> int:
@@ -184,6 +106,7 @@ def _configure() -> None:
         set_threads(min(_usable_cpus(), 256))
 
 
-_load_mkl()
-_choose_default()
+_sinpe._set_resolver(_choice.resolve)
+load_mkl()
+_choice.configure_default(os.environ.get("SINPE_BACKEND"))
 _configure()

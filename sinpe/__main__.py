@@ -29,9 +29,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--d-model", type=int, required=True, metavar="D", help="embedding width (even, >= 2)")
     p.add_argument("--base", type=float, default=10000.0, help="wavelength base (default 10000)")
     p.add_argument("--dtype", choices=DTYPES, default="float32", help="element type (default float32)")
-    p.add_argument("--numerics", "--backend", dest="numerics", choices=("auto", "builtin", "mkl"),
-                   default="auto", help="numerics backend: mkl = torch's bits (x86-64, needs the "
-                   "mkl extra), builtin = correctly rounded (default: auto)")
+    p.add_argument("--numerics", "--backend", dest="numerics",
+                   choices=("auto", "builtin", "mkl", "torch"), default="auto",
+                   help="numerics backend: torch = the installed torch's own kernels, mkl = the "
+                   "mkl wheel (both torch's bits on x86-64), builtin = correctly rounded "
+                   "(default: auto, see the README)")
     p.add_argument("--threads", type=int, default=None, help="worker threads (default: all usable CPUs)")
     p.add_argument("-o", "--out", required=True, metavar="FILE",
                    help="output file: .npy, or .npz (compressed, array named 'pe')")

@@ -6,8 +6,9 @@
 Same constructor arguments (plus ``base``), same persistent buffer ``pe`` of
 shape (1, max_len, d_model), same forward (``x + pe[:, :seq_len]`` then
 dropout, drawing from torch's RNG exactly as the reference does), so
-state_dicts load both ways and outputs are bit for bit equal (with the 'mkl'
-backend on x86-64; see sinpe.numerics()).  The table is built by sinpe, which
+state_dicts load both ways and outputs are bit for bit equal: the table is always
+computed with the kernels of the torch in this process (on x86-64 its own oneMKL,
+the 'torch' backend), whatever sinpe's default backend is.  The table is built by sinpe, which
 is where the time goes in the reference.  torch is imported only by this
 module.  Works with .to(dtype)/.half(), torch.jit.script and torch.compile.
 Like the reference's, the buffer is made in torch's default dtype (values of
@@ -23,6 +24,7 @@ import ctypes
 import torch
 from torch import nn
 
+from ._choice import torch_kernels
 from ._sinpe import positional_encoding
 
 __all__ = ["SinusoidalPositionalEncoding"]
@@ -42,9 +44,11 @@ def _table(d_model: int, max_len: int, base: float) -> torch.Tensor:
         # filled through a ctypes view of its memory: .numpy() would mark the storage as
         # not resizable, unlike the reference's
         rows = (ctypes.c_float * d_model) * max_len
-        positional_encoding(max_len, d_model, base, out=rows.from_address(pe.data_ptr()))
+        positional_encoding(max_len, d_model, base, out=rows.from_address(pe.data_ptr()),
+                            backend=torch_kernels())
     elif pe.numel():
-        pe.copy_(torch.from_numpy(positional_encoding(max_len, d_model, base))[None])
+        table = positional_encoding(max_len, d_model, base, backend=torch_kernels())
+        pe.copy_(torch.from_numpy(table)[None])
     return pe if device.type == "cpu" else pe.to(device)
 
 

@@ -24,14 +24,27 @@
 
 #include "sinpe_core.h"
 
-static const char *BACKEND_NAMES[SINPE_BACKEND_COUNT] = { "builtin", "mkl" };
+/* The backends a call can name directly; 'auto' and 'sleef' (and any name
+ * whose library is not loaded yet) go through the package's resolver
+ * (sinpe/_choice.py), which chooses, loads and explains. */
+static const struct {
+    const char *name;
+    sinpe_backend backend;
+} BACKENDS[] = {
+    { "builtin", SINPE_BACKEND_BUILTIN },
+    { "mkl", SINPE_BACKEND_MKL },
+    { "torch", SINPE_BACKEND_TORCH },
+};
+#define NBACKENDS ((int)(sizeof BACKENDS / sizeof BACKENDS[0]))
+static const char *VML_NAMES[SINPE_VML_COUNT] = { "mkl", "torch" };
 static const char *TYPE_NAMES[4] = { "float32", "float64", "float16", "bfloat16" };
 
 /* Per-module state (multi-phase init: each interpreter, each module object,
  * has its own defaults).  The oneMKL library itself is process-wide. */
 typedef struct {
-    sinpe_backend backend;
-    sinpe_path path; /* the built-in backend's code path ("kernel" in Python) */
+    PyObject *backend;  /* the default: 'auto' or a backend name (str) */
+    PyObject *resolver; /* sinpe._choice.resolve, set by the package (or NULL) */
+    sinpe_path path;    /* the built-in backend's code path ("kernel" in Python) */
     int threads;
 } module_state;
 
@@ -39,9 +52,6 @@ static module_state *state_of(PyObject *module)
 {
     return (module_state *)PyModule_GetState(module);
 }
-
-/* Why the oneMKL backend is unavailable; process-wide like the library. */
-static char g_mkl_reason[512] = "oneMKL was not looked for";
 
 /* Jobs run in steps of about this many values per thread, with the GIL
  * released; between steps pending signals are handled, so Ctrl-C stops any
@@ -132,8 +142,7 @@ static void raise_status(int st, const call_ctx *c)
                      "whether elements share memory; pass a copy (np.ascontiguousarray)", c->what);
         break;
     case SINPE_E_BACKEND:
-        PyErr_Format(PyExc_RuntimeError, "backend %s is not available: %s", c->backend,
-                     g_mkl_reason);
+        PyErr_Format(PyExc_RuntimeError, "backend %s is not available", c->backend);
         break;
     case SINPE_E_PATH:
         PyErr_SetString(PyExc_RuntimeError, "the selected kernel path is not available here");
@@ -216,32 +225,53 @@ static int get_base(PyObject *o, double *base)
     return 0;
 }
 
+static int lookup_backend(PyObject *name)
+{
+    for (int i = 0; i < NBACKENDS; i++)
+        if (PyUnicode_CompareWithASCIIString(name, BACKENDS[i].name) == 0)
+            return i;
+    return -1;
+}
+
+static int backend_ready(sinpe_backend be)
+{
+    return be == SINPE_BACKEND_BUILTIN || sinpe_vml_loaded(be == SINPE_BACKEND_MKL ? SINPE_VML_MKL
+                                                                                : SINPE_VML_TORCH);
+}
+
+/* The backend a call uses: o (a name), or the module's default.  A name that
+ * is not a loaded backend ('auto', 'sleef', 'torch' before its library is
+ * loaded, an unknown name) is handed to the package's resolver, which
+ * returns the concrete name or raises ValueError / RuntimeError saying why.
+ * *name points to static storage. */
 static int get_backend(module_state *ms, PyObject *o, sinpe_backend *be, const char **name)
 {
-    if (o == NULL || o == Py_None) {
-        *be = ms->backend;
-    } else {
-        if (!PyUnicode_Check(o)) {
-            PyErr_Format(PyExc_TypeError, "backend must be 'builtin', 'mkl' or None, got %R (%s)",
-                         o, Py_TYPE(o)->tp_name);
-            return -1;
-        }
-        int found = -1;
-        for (int i = 0; i < SINPE_BACKEND_COUNT; i++)
-            if (PyUnicode_CompareWithASCIIString(o, BACKEND_NAMES[i]) == 0)
-                found = i;
-        if (found < 0) {
-            PyErr_Format(PyExc_ValueError, "unknown backend %R: choose 'builtin' or 'mkl'", o);
-            return -1;
-        }
-        *be = (sinpe_backend)found;
-    }
-    if (name)
-        *name = *be == SINPE_BACKEND_MKL ? "'mkl'" : "'builtin'";
-    if (*be == SINPE_BACKEND_MKL && !sinpe_mkl_loaded()) {
-        PyErr_Format(PyExc_RuntimeError, "backend 'mkl' is not available: %s", g_mkl_reason);
+    PyObject *want = (o == NULL || o == Py_None) ? ms->backend : o;
+    if (!PyUnicode_Check(want)) {
+        PyErr_Format(PyExc_TypeError, "backend must be a backend name (str) or None, got %R (%s)",
+                     want, Py_TYPE(want)->tp_name);
         return -1;
     }
+    int k = lookup_backend(want);
+    if (k < 0 || !backend_ready(BACKENDS[k].backend)) {
+        if (!ms->resolver) {
+            PyErr_Format(k < 0 ? PyExc_ValueError : PyExc_RuntimeError,
+                         k < 0 ? "unknown backend %R" : "backend %R is not available", want);
+            return -1;
+        }
+        PyObject *got = PyObject_CallFunctionObjArgs(ms->resolver, want, NULL);
+        if (!got)
+            return -1;
+        k = PyUnicode_Check(got) ? lookup_backend(got) : -1;
+        Py_DECREF(got);
+        if (k < 0 || !backend_ready(BACKENDS[k].backend)) {
+            PyErr_Format(PyExc_RuntimeError, "backend %R could not be made available", want);
+            return -1;
+        }
+    }
+    *be = BACKENDS[k].backend;
+    if (name)
+        *name = BACKENDS[k].name;
     return 0;
 }
 
@@ -1131,92 +1161,135 @@ static PyObject *py_round(PyObject *self, PyObject *args)
     return out;
 }
 
-PyDoc_STRVAR(load_mkl_doc,
-"load_mkl($module, path, /)\n"
-"--\n\n"
-"Load the oneMKL runtime library at path for the 'mkl' backend (once per\n"
-"process).  Raises OSError with the reason on failure.\n");
+static int vml_lib(PyObject *o, sinpe_vml *lib)
+{
+    for (int i = 0; i < SINPE_VML_COUNT; i++)
+        if (PyUnicode_Check(o) && PyUnicode_CompareWithASCIIString(o, VML_NAMES[i]) == 0) {
+            *lib = (sinpe_vml)i;
+            return 0;
+        }
+    PyErr_Format(PyExc_ValueError, "library must be 'mkl' or 'torch', got %R", o);
+    return -1;
+}
 
-static PyObject *py_load_mkl(PyObject *self, PyObject *arg)
+PyDoc_STRVAR(load_vml_doc,
+"load_vml($module, library, path, /)\n"
+"--\n\n"
+"Load the oneMKL VML functions of library ('mkl': the mkl wheel's mkl_rt;\n"
+"'torch': the installed torch's libtorch_cpu) from path, once per process.\n"
+"Raises OSError with the reason on failure.\n");
+
+static PyObject *py_load_vml(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *bytes;
-    if (!PyUnicode_FSConverter(arg, &bytes))
+    PyObject *o_lib, *bytes;
+    sinpe_vml lib;
+    if (!PyArg_ParseTuple(args, "OO&:load_vml", &o_lib, PyUnicode_FSConverter, &bytes))
         return NULL;
+    if (vml_lib(o_lib, &lib) < 0) {
+        Py_DECREF(bytes);
+        return NULL;
+    }
     char msg[512];
     int st;
     const char *path = PyBytes_AS_STRING(bytes);
     Py_BEGIN_ALLOW_THREADS
-    st = sinpe_mkl_load(path, msg, sizeof msg);
+    st = sinpe_vml_load(lib, path, msg, sizeof msg);
     Py_END_ALLOW_THREADS
     Py_DECREF(bytes);
     if (st != SINPE_OK) {
-        snprintf(g_mkl_reason, sizeof g_mkl_reason, "%s", msg);
-        PyErr_Format(PyExc_OSError, "cannot load oneMKL: %s", msg);
+        PyErr_Format(PyExc_OSError, "cannot load oneMKL from %s: %s", VML_NAMES[lib], msg);
         return NULL;
     }
     Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(set_unavailable_doc,
-"_set_mkl_unavailable($module, reason, /)\n"
+PyDoc_STRVAR(vml_info_doc,
+"vml_info($module, library, /)\n"
 "--\n\n"
-"Record why the 'mkl' backend is not available (shown in errors).\n");
+"None when the library ('mkl' or 'torch') is not loaded, else a dict with\n"
+"oneMKL's version string and the threading layer mkl_rt reported (1 =\n"
+"sequential; -1 for torch's library).\n");
 
-static PyObject *py_set_unavailable(PyObject *self, PyObject *arg)
+static PyObject *py_vml_info(PyObject *self, PyObject *arg)
 {
     (void)self;
-    const char *s = PyUnicode_AsUTF8(arg);
-    if (!s)
+    sinpe_vml lib;
+    if (vml_lib(arg, &lib) < 0)
         return NULL;
-    snprintf(g_mkl_reason, sizeof g_mkl_reason, "%s", s);
-    Py_RETURN_NONE;
+    if (!sinpe_vml_loaded(lib))
+        Py_RETURN_NONE;
+    return Py_BuildValue("{s:s,s:i}", "version", sinpe_vml_version(lib), "threading_layer",
+                         sinpe_vml_threading_layer(lib));
 }
 
-PyDoc_STRVAR(mkl_info_doc,
-"mkl_info($module, /)\n"
+PyDoc_STRVAR(set_resolver_doc,
+"_set_resolver($module, resolve, /)\n"
 "--\n\n"
-"A dict: whether oneMKL is loaded, and its version string and the threading\n"
-"layer it reported (1 = sequential), or the reason it is not.\n");
+"resolve(name) -> concrete backend name: called for 'auto', 'sleef' and names\n"
+"whose library is not loaded yet (the package's sinpe._choice.resolve).\n");
 
-static PyObject *py_mkl_info(PyObject *self, PyObject *unused)
+static PyObject *py_set_resolver(PyObject *self, PyObject *arg)
 {
-    (void)self;
-    (void)unused;
-    if (!sinpe_mkl_loaded())
-        return Py_BuildValue("{s:O,s:s}", "loaded", Py_False, "reason", g_mkl_reason);
-    return Py_BuildValue("{s:O,s:s,s:i}", "loaded", Py_True, "version", sinpe_mkl_version(),
-                         "threading_layer", sinpe_mkl_threading_layer());
+    module_state *ms = state_of(self);
+    if (!PyCallable_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "resolve must be callable");
+        return NULL;
+    }
+    Py_INCREF(arg);
+    Py_XSETREF(ms->resolver, arg);
+    Py_RETURN_NONE;
 }
 
 PyDoc_STRVAR(set_backend_doc,
 "set_backend($module, name, /)\n"
 "--\n\n"
-"Set the default backend: 'builtin' or 'mkl'.  Raises if it is unavailable.\n");
+"Set the default backend: 'auto' (chosen at each call: torch's own kernels when\n"
+"torch is imported, ...: see the README), or a backend name to pin it.  Raises\n"
+"if that backend is unavailable.\n");
 
 static PyObject *py_set_backend(PyObject *self, PyObject *arg)
 {
     module_state *ms = state_of(self);
     sinpe_backend be;
-    if (arg == Py_None) {
-        PyErr_SetString(PyExc_TypeError, "backend must be 'builtin' or 'mkl', got None");
+    if (!PyUnicode_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "backend must be a backend name (str), got %R (%s)", arg,
+                     Py_TYPE(arg)->tp_name);
         return NULL;
     }
     if (get_backend(ms, arg, &be, NULL) < 0)
         return NULL;
-    ms->backend = be;
+    Py_INCREF(arg);
+    Py_SETREF(ms->backend, arg);
     Py_RETURN_NONE;
 }
 
 PyDoc_STRVAR(get_backend_doc,
 "get_backend($module, /)\n"
 "--\n\n"
-"The name of the default backend.\n");
+"The backend a call without backend= uses now (the default, resolved).\n");
 
 static PyObject *py_get_backend(PyObject *self, PyObject *unused)
 {
     (void)unused;
-    return PyUnicode_FromString(BACKEND_NAMES[state_of(self)->backend]);
+    sinpe_backend be;
+    const char *name;
+    if (get_backend(state_of(self), NULL, &be, &name) < 0)
+        return NULL;
+    return PyUnicode_FromString(name);
+}
+
+PyDoc_STRVAR(get_default_doc,
+"_get_default($module, /)\n"
+"--\n\n"
+"The default as set: 'auto' or a backend name.\n");
+
+static PyObject *py_get_default(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    PyObject *b = state_of(self)->backend;
+    Py_INCREF(b);
+    return b;
 }
 
 PyDoc_STRVAR(set_threads_doc,
@@ -1247,6 +1320,24 @@ static PyObject *py_get_threads(PyObject *self, PyObject *unused)
 {
     (void)unused;
     return PyLong_FromLong(state_of(self)->threads);
+}
+
+PyDoc_STRVAR(cpu_features_doc,
+"cpu_features($module, /)\n"
+"--\n\n"
+"What the CPU probe found: vendor and the vector features sinpe can use (x86\n"
+"flags count only when the OS saves their registers).\n");
+
+static PyObject *py_cpu_features(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    const sinpe_cpu_info *c = sinpe_cpu();
+    return Py_BuildValue("{s:s,s:O,s:O,s:O,s:O,s:O,s:O}", "vendor", c->vendor, "fma",
+                         c->fma ? Py_True : Py_False, "avx2", c->avx2 ? Py_True : Py_False,
+                         "avx512f", c->avx512f ? Py_True : Py_False, "avx512dq",
+                         c->avx512dq ? Py_True : Py_False, "f16c", c->f16c ? Py_True : Py_False,
+                         "neon", c->neon ? Py_True : Py_False);
 }
 
 PyDoc_STRVAR(kernels_doc,
@@ -1317,6 +1408,7 @@ static PyMethodDef methods[] = {
     { "set_threads", py_set_threads, METH_O, set_threads_doc },
     { "get_threads", py_get_threads, METH_NOARGS, get_threads_doc },
     { "kernels", py_kernels, METH_NOARGS, kernels_doc },
+    { "cpu_features", py_cpu_features, METH_NOARGS, cpu_features_doc },
     { "set_kernel", py_set_kernel, METH_O, set_kernel_doc },
     { "get_kernel", py_get_kernel, METH_NOARGS, get_kernel_doc },
     { "positional_encoding", (PyCFunction)(void (*)(void))py_positional_encoding,
@@ -1327,19 +1419,44 @@ static PyMethodDef methods[] = {
     { "elementwise", (PyCFunction)(void (*)(void))py_elementwise, METH_VARARGS | METH_KEYWORDS,
       elementwise_doc },
     { "_round", py_round, METH_VARARGS, round_doc },
-    { "load_mkl", py_load_mkl, METH_O, load_mkl_doc },
-    { "_set_mkl_unavailable", py_set_unavailable, METH_O, set_unavailable_doc },
-    { "mkl_info", py_mkl_info, METH_NOARGS, mkl_info_doc },
+    { "load_vml", py_load_vml, METH_VARARGS, load_vml_doc },
+    { "vml_info", py_vml_info, METH_O, vml_info_doc },
+    { "_set_resolver", py_set_resolver, METH_O, set_resolver_doc },
     { "set_backend", py_set_backend, METH_O, set_backend_doc },
     { "get_backend", py_get_backend, METH_NOARGS, get_backend_doc },
+    { "_get_default", py_get_default, METH_NOARGS, get_default_doc },
     { NULL, NULL, 0, NULL },
 };
+
+static int module_traverse(PyObject *m, visitproc visit, void *arg)
+{
+    module_state *ms = state_of(m);
+    Py_VISIT(ms->backend);
+    Py_VISIT(ms->resolver);
+    return 0;
+}
+
+static int module_clear(PyObject *m)
+{
+    module_state *ms = state_of(m);
+    Py_CLEAR(ms->backend);
+    Py_CLEAR(ms->resolver);
+    return 0;
+}
+
+static void module_free(void *m)
+{
+    module_clear((PyObject *)m);
+}
 
 static int module_exec(PyObject *m)
 {
     import_array1(-1);
     module_state *ms = state_of(m);
-    ms->backend = SINPE_BACKEND_BUILTIN;
+    ms->backend = PyUnicode_FromString("builtin"); /* until the package sets its default */
+    if (!ms->backend)
+        return -1;
+    ms->resolver = NULL;
     ms->path = sinpe_path_best(); /* CPU probe, once per process */
     ms->threads = 1;
     return 0;
@@ -1352,7 +1469,7 @@ static PyModuleDef_Slot slots[] = {
 
 static struct PyModuleDef moduledef = {
     PyModuleDef_HEAD_INIT, "_sinpe", "C core binding of sinpe.", sizeof(module_state), methods,
-    slots, NULL, NULL, NULL,
+    slots, module_traverse, module_clear, module_free,
 };
 
 PyMODINIT_FUNC PyInit__sinpe(void)

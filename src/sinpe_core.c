@@ -120,10 +120,16 @@ const char *sinpe_path_name(sinpe_path p)
 
 /* ---- backends: exp blocks and table rows ----------------------------------- */
 
+/* The VML library of a backend, or -1 for the built-in kernels. */
+static int vml_of(sinpe_backend be)
+{
+    return be == SINPE_BACKEND_MKL ? SINPE_VML_MKL : be == SINPE_BACKEND_TORCH ? SINPE_VML_TORCH : -1;
+}
+
 static void exp_block(sinpe_backend be, const float *in, float *out, size_t n)
 {
-    if (be == SINPE_BACKEND_MKL) {
-        sinpe_mkl_map(0, in, out, n);
+    if (vml_of(be) >= 0) {
+        sinpe_vml_map((sinpe_vml)vml_of(be), 0, in, out, n);
         return;
     }
     for (size_t i = 0; i < n; i++)
@@ -133,8 +139,9 @@ static void exp_block(sinpe_backend be, const float *in, float *out, size_t n)
 /* oneMKL rows: the (row, column) pairs are walked as one flat sequence in
  * blocks of SINPE_BLOCK angles, so narrow tables still make full calls
  * (oneMKL's results do not depend on how an array is cut: README). */
-static void mkl_rows(const sinpe_path_ops *path, float *out, ptrdiff_t ostride, const float *pos,
-                     int64_t first_row, int64_t nrows, const float *div, int64_t half)
+static void vml_rows(sinpe_vml lib, const sinpe_path_ops *path, float *out, ptrdiff_t ostride,
+                     const float *pos, int64_t first_row, int64_t nrows, const float *div,
+                     int64_t half)
 {
     float a[SINPE_BLOCK], s[SINPE_BLOCK], c[SINPE_BLOCK];
     int64_t total = nrows * half, row = 0, col = 0;
@@ -153,8 +160,8 @@ static void mkl_rows(const sinpe_path_ops *path, float *out, ptrdiff_t ostride, 
                 row++;
             }
         }
-        sinpe_mkl_map(1, a, s, n);
-        sinpe_mkl_map(2, a, c, n);
+        sinpe_vml_map(lib, 1, a, s, n);
+        sinpe_vml_map(lib, 2, a, c, n);
         row = row0;
         col = col0;
         for (size_t i = 0; i < n;) {
@@ -200,8 +207,8 @@ static int check_opts(const sinpe_opts *o)
         return SINPE_E_NULL;
     if (o->threads < 1 || o->threads > SINPE_MAX_THREADS)
         return SINPE_E_THREADS;
-    if (o->backend == SINPE_BACKEND_MKL)
-        return sinpe_mkl_loaded() ? SINPE_OK : SINPE_E_BACKEND;
+    if (vml_of(o->backend) >= 0)
+        return sinpe_vml_loaded((sinpe_vml)vml_of(o->backend)) ? SINPE_OK : SINPE_E_BACKEND;
     if (o->backend != SINPE_BACKEND_BUILTIN)
         return SINPE_E_BACKEND;
     return sinpe_path_available(o->path) ? SINPE_OK : SINPE_E_PATH;
@@ -522,8 +529,9 @@ static void rows_out(const sinpe_plan *p, float *out, ptrdiff_t ostride, const f
 {
     int64_t j0 = cb * p->J, nj = p->half - j0 < p->J ? p->half - j0 : p->J;
     const float *div = p->div + j0;
-    if (p->o.backend == SINPE_BACKEND_MKL)
-        mkl_rows(p->path, out, ostride, pos, first_row, nrows, div, nj);
+    if (vml_of(p->o.backend) >= 0)
+        vml_rows((sinpe_vml)vml_of(p->o.backend), p->path, out, ostride, pos, first_row, nrows,
+                 div, nj);
     else
         p->path->rows(out, ostride, pos, first_row, nrows, div, nj, p->dmin[cb], p->dmax[cb]);
 }
@@ -714,8 +722,8 @@ int sinpe_map(int func, const float *in, float *out, size_t n, const sinpe_opts 
         return SINPE_E_FUNC;
     if (n && (!in || !out))
         return SINPE_E_NULL;
-    if (o->backend == SINPE_BACKEND_MKL)
-        return sinpe_mkl_map(func, in, out, n);
+    if (vml_of(o->backend) >= 0)
+        return sinpe_vml_map((sinpe_vml)vml_of(o->backend), func, in, out, n);
     if (func == 0) {
         exp_block(SINPE_BACKEND_BUILTIN, in, out, n);
         return SINPE_OK;

@@ -49,8 +49,9 @@ typedef enum {
 
 typedef enum {
     SINPE_BACKEND_BUILTIN = 0, /* correctly rounded kernels, no dependency */
-    SINPE_BACKEND_MKL = 1,     /* oneMKL VML HA, loaded at run time */
-    SINPE_BACKEND_COUNT = 2
+    SINPE_BACKEND_MKL = 1,     /* oneMKL VML HA from the mkl wheel, loaded at run time */
+    SINPE_BACKEND_TORCH = 2,   /* oneMKL VML HA inside the installed torch's libtorch_cpu */
+    SINPE_BACKEND_COUNT = 3
 } sinpe_backend;
 
 /* Code paths of the built-in backend (the same bits on every path). */
@@ -160,19 +161,33 @@ int sinpe_path_available(sinpe_path p);
 sinpe_path sinpe_path_best(void);
 const char *sinpe_path_name(sinpe_path p);
 
+/* What the CPU probe found (once per process; sinpe_cpu.c).  The x86 flags
+ * count only when the OS saves the registers (YMM for AVX2/FMA, ZMM for
+ * AVX-512). */
+typedef struct {
+    char vendor[16]; /* "GenuineIntel", "AuthenticAMD", "arm64", ... */
+    int fma, avx2, avx512f, avx512dq, f16c, os_ymm, os_zmm, neon;
+} sinpe_cpu_info;
+const sinpe_cpu_info *sinpe_cpu(void);
+
 /* Human-readable text of a status code (static storage). */
 const char *sinpe_strerror(int status);
 
-/* oneMKL backend (sinpe_mkl.c).  Loads the oneMKL runtime library at path
- * (dlopen / LoadLibrary), selects its sequential threading layer and LP64
- * interface, resolves vmsExp/vmsSin/vmsCos and warms them up once.  On
+/* oneMKL VML libraries (sinpe_mkl.c): the `mkl` wheel's mkl_rt for the
+ * 'mkl' backend, torch's libtorch_cpu for the 'torch' backend.  Loads the
+ * library at path (dlopen / LoadLibrary; a library already in the process is
+ * shared, not loaded twice), resolves vmsExp/vmsSin/vmsCos and
+ * MKL_Get_Version_String (for mkl_rt also selects the sequential threading
+ * layer and the LP64 interface) and warms the functions up once.  On
  * failure, msg receives the reason.  Not thread-safe: call once, early. */
-int sinpe_mkl_load(const char *path, char *msg, size_t msglen);
-int sinpe_mkl_loaded(void);
+typedef enum { SINPE_VML_MKL = 0, SINPE_VML_TORCH = 1, SINPE_VML_COUNT = 2 } sinpe_vml;
+int sinpe_vml_load(sinpe_vml lib, const char *path, char *msg, size_t msglen);
+int sinpe_vml_loaded(sinpe_vml lib);
 /* The library's own version string ("" when not loaded). */
-const char *sinpe_mkl_version(void);
-/* The threading layer MKL reported after the request for sequential. */
-int sinpe_mkl_threading_layer(void);
+const char *sinpe_vml_version(sinpe_vml lib);
+/* The threading layer mkl_rt reported after the request for sequential
+ * (-1 for torch's library). */
+int sinpe_vml_threading_layer(sinpe_vml lib);
 
 #ifdef __cplusplus
 }

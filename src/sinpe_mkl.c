@@ -1,12 +1,16 @@
-/* oneMKL VML backend, loaded at run time.
+/* oneMKL VML backends ('mkl' and 'torch'), loaded at run time.
  *
  * PyTorch's x86-64 wheels compute float32 exp/sin/cos of contiguous tensors
  * with oneMKL VML: vmsExp/vmsSin/vmsCos with mode
  * VML_HA | VML_FTZDAZ_OFF | VML_ERRMODE_IGNORE (pytorch/pytorch,
  * aten/src/ATen/cpu/vml.h).  Calling the same functions of the same oneMKL
  * release with the same mode gives torch's bits (measured: README, Numerics).
- * The library is never linked at build time: it is opened here, from a path
- * the Python package finds in the `mkl` wheel.
+ * Two libraries provide them: the `mkl` wheel's mkl_rt ('mkl'), and the
+ * installed torch's own libtorch_cpu, which links oneMKL statically and
+ * exports the VML functions and MKL_Get_Version_String ('torch'; every
+ * x86-64 wheel from 1.13 to 2.15: ../shared/notes/torch-numerics.md).
+ * Neither is linked at build time: both are opened here, from paths the
+ * Python package finds.
  *
  * Constants from oneMKL's mkl_vml_defines.h / mkl_service.h:
  *   VML_HA 0x2, VML_ERRMODE_IGNORE 0x100, VML_FTZDAZ_OFF 0x140000,
@@ -36,26 +40,34 @@ typedef void (*vml_fn)(int n, const float *a, float *r, long long mode);
 typedef int (*set_layer_fn)(int);
 typedef void (*version_fn)(char *buf, int len);
 
+/* One entry per library: the mkl wheel's mkl_rt, and torch's libtorch_cpu
+ * (which links oneMKL statically and exports the same VML functions). */
 static struct {
     void *handle;
     vml_fn f[3]; /* exp, sin, cos */
+    set_layer_fn local_threads; /* MKL_Set_Num_Threads_Local, or NULL */
     int threading_layer;
     char version[256];
-} M;
+} M[SINPE_VML_COUNT];
 
-int sinpe_mkl_loaded(void)
+static int valid(sinpe_vml lib)
 {
-    return M.handle != NULL;
+    return (int)lib >= 0 && lib < SINPE_VML_COUNT;
 }
 
-const char *sinpe_mkl_version(void)
+int sinpe_vml_loaded(sinpe_vml lib)
 {
-    return M.version;
+    return valid(lib) && M[lib].handle != NULL;
 }
 
-int sinpe_mkl_threading_layer(void)
+const char *sinpe_vml_version(sinpe_vml lib)
 {
-    return M.threading_layer;
+    return valid(lib) ? M[lib].version : "";
+}
+
+int sinpe_vml_threading_layer(sinpe_vml lib)
+{
+    return valid(lib) ? M[lib].threading_layer : -1;
 }
 
 static int fail(char *msg, size_t len, const char *what, const char *detail)
@@ -65,11 +77,13 @@ static int fail(char *msg, size_t len, const char *what, const char *detail)
     return SINPE_E_LOAD;
 }
 
-static int resolve(void *h, char *msg, size_t msglen);
+static int resolve(sinpe_vml lib, void *h, char *msg, size_t msglen);
 
-int sinpe_mkl_load(const char *path, char *msg, size_t msglen)
+int sinpe_vml_load(sinpe_vml lib, const char *path, char *msg, size_t msglen)
 {
-    if (M.handle)
+    if (!valid(lib))
+        return fail(msg, msglen, "unknown VML library", NULL);
+    if (M[lib].handle)
         return SINPE_OK;
     if (!path)
         return fail(msg, msglen, "no library path", NULL);
@@ -81,7 +95,7 @@ int sinpe_mkl_load(const char *path, char *msg, size_t msglen)
         return fail(msg, msglen, "dlopen failed", dlerror());
 #endif
     }
-    int st = resolve(h, msg, msglen);
+    int st = resolve(lib, h, msg, msglen);
     if (st != SINPE_OK) {
 #ifdef _WIN32
         FreeLibrary((HMODULE)h);
@@ -92,11 +106,9 @@ int sinpe_mkl_load(const char *path, char *msg, size_t msglen)
     return st;
 }
 
-static int resolve(void *h, char *msg, size_t msglen)
+static int resolve(sinpe_vml lib, void *h, char *msg, size_t msglen)
 {
     static const char *names[3] = { "vmsExp", "vmsSin", "vmsCos" };
-    set_layer_fn thr = (set_layer_fn)SINPE_DLSYM(h, "MKL_Set_Threading_Layer");
-    set_layer_fn ifc = (set_layer_fn)SINPE_DLSYM(h, "MKL_Set_Interface_Layer");
     version_fn ver = (version_fn)SINPE_DLSYM(h, "MKL_Get_Version_String");
     vml_fn f[3];
     for (int i = 0; i < 3; i++) {
@@ -104,33 +116,54 @@ static int resolve(void *h, char *msg, size_t msglen)
         if (!f[i])
             return fail(msg, msglen, "symbol not found", names[i]);
     }
-    if (!thr || !ifc || !ver)
-        return fail(msg, msglen, "not a oneMKL runtime library (mkl_rt)", NULL);
-    /* Both must be set before any other MKL call; they return the layer in use. */
-    if (ifc(MKL_INTERFACE_LP64) != MKL_INTERFACE_LP64)
-        return fail(msg, msglen, "oneMKL is already in use with the ILP64 interface", NULL);
-    int layer = thr(MKL_THREADING_SEQUENTIAL);
+    if (!ver)
+        return fail(msg, msglen, "not a oneMKL library (no MKL_Get_Version_String)", NULL);
+    int layer = -1;
+    if (lib == SINPE_VML_MKL) {
+        /* mkl_rt: both layers must be set before any other MKL call; they
+         * return the layer in use.  torch's static copy is left as torch
+         * configures it. */
+        set_layer_fn thr = (set_layer_fn)SINPE_DLSYM(h, "MKL_Set_Threading_Layer");
+        set_layer_fn ifc = (set_layer_fn)SINPE_DLSYM(h, "MKL_Set_Interface_Layer");
+        if (!thr || !ifc)
+            return fail(msg, msglen, "not a oneMKL runtime library (mkl_rt)", NULL);
+        if (ifc(MKL_INTERFACE_LP64) != MKL_INTERFACE_LP64)
+            return fail(msg, msglen, "oneMKL is already in use with the ILP64 interface", NULL);
+        layer = thr(MKL_THREADING_SEQUENTIAL);
+    }
     char v[256] = { 0 };
     ver(v, (int)sizeof v - 1);
     /* Warm-up: one small call of each function, before any parallel use
      * (pytorch/pytorch issue 188792: a first-call dispatch race). */
+    set_layer_fn local = (set_layer_fn)SINPE_DLSYM(h, "MKL_Set_Num_Threads_Local");
+    int old = local ? local(1) : 0;
     float a[64], r[64];
     for (int i = 0; i < 64; i++)
         a[i] = (float)i * 0.37f - 7.0f;
     for (int i = 0; i < 3; i++)
         f[i](64, a, r, VML_MODE_TORCH);
-    memcpy(M.f, f, sizeof f);
-    M.threading_layer = layer;
-    memcpy(M.version, v, sizeof v);
-    M.handle = h;
+    if (local)
+        local(old);
+    memcpy(M[lib].f, f, sizeof f);
+    M[lib].local_threads = (set_layer_fn)SINPE_DLSYM(h, "MKL_Set_Num_Threads_Local");
+    M[lib].threading_layer = layer;
+    memcpy(M[lib].version, v, sizeof v);
+    M[lib].handle = h;
     return SINPE_OK;
 }
 
-int sinpe_mkl_map(int func, const float *in, float *out, size_t n)
+int sinpe_vml_map(sinpe_vml lib, int func, const float *in, float *out, size_t n)
 {
-    if (!M.handle)
+    if (!sinpe_vml_loaded(lib))
         return SINPE_E_BACKEND;
-    vml_fn f = M.f[func];
+    vml_fn f = M[lib].f[func];
+    /* torch's static oneMKL threads VML calls with OpenMP (its VML threader
+     * enters a GNU OpenMP team even for 2048 values), which hangs in a
+     * forked child of a process whose OpenMP pool was running and competes
+     * with sinpe's own threads: this calling thread asks for one MKL thread,
+     * and restores its previous setting (0 = the global one) afterwards, so
+     * torch's own MKL work in this thread is unchanged. */
+    int old = M[lib].local_threads ? M[lib].local_threads(1) : 0;
     /* VML takes an int count.  Its results do not depend on how an array is
      * cut (measured: README, Numerics), so chunking is exact. */
     const size_t chunk = (size_t)1 << 30;
@@ -141,5 +174,7 @@ int sinpe_mkl_map(int func, const float *in, float *out, size_t n)
         out += m;
         n -= m;
     }
+    if (M[lib].local_threads)
+        M[lib].local_threads(old);
     return SINPE_OK;
 }

@@ -51,11 +51,19 @@ def reference_table(d_model, max_len, base=10000.0):
     return SinusoidalPositionalEncoding(d_model, max_len, base=base).pe[0].numpy()
 
 
-@pytest.fixture
-def mkl_backend():
-    assert sinpe.backends()["mkl"], (
-        "the oneMKL backend is not available: " + str(sinpe.numerics()["mkl"]))
-    return "mkl"
+#: The backends that give torch's bits on this platform: on x86-64 the installed torch's own
+#: oneMKL ('torch') and the mkl wheel measured equal to it ('mkl').
+PARITY_BACKENDS = ["torch", "mkl"]
+
+
+@pytest.fixture(params=PARITY_BACKENDS)
+def parity_backend(request):
+    """Runs a test once per backend that must give torch's bits here; a backend that is not
+    available fails the test (torch and the mkl wheel are required test oracles)."""
+    name = request.param
+    assert sinpe.backends()[name], f"the {name} backend is not available: {sinpe.numerics()}"
+    sinpe.positional_encoding(1, 2, backend=name)  # loads it, or raises with the reason
+    return name
 
 
 @pytest.fixture(params=sinpe.kernels(), ids=lambda k: f"kernel={k}")

@@ -411,7 +411,7 @@ def test_messages():
 @pytest.mark.parametrize("var,value,words", [
     ("SINPE_NUM_THREADS", "abc", "SINPE_NUM_THREADS='abc' is not valid: use an integer from 1 to 256"),
     ("SINPE_NUM_THREADS", "0", "SINPE_NUM_THREADS='0' is not valid"),
-    ("SINPE_BACKEND", "fast", "SINPE_BACKEND='fast' is not valid: use auto, builtin or mkl"),
+    ("SINPE_BACKEND", "fast", "SINPE_BACKEND='fast' is not valid: use auto or one of builtin, mkl, torch"),
     ("SINPE_KERNEL", "avx9000", "SINPE_KERNEL='avx9000' is not valid: unknown kernel 'avx9000'"),
 ])
 def test_bad_environment_variables_are_named(var, value, words):
@@ -448,18 +448,27 @@ def test_loose_input(dt):
 # ---- 13. numerics() describes the library in use ---------------------------------------
 
 def test_numerics_with_another_onemkl_release(monkeypatch):
-    other = {"loaded": True, "version": "Intel(R) oneAPI Math Kernel Library Version 2025.3-Product "
-             "Build 20251007 for Intel(R) 64 architecture applications", "threading_layer": 1}
-    monkeypatch.setattr(sinpe._sinpe, "mkl_info", lambda: dict(other))
-    old = sinpe.get_backend()
+    real = sinpe._sinpe.vml_info
+    other = "Intel(R) oneAPI Math Kernel Library Version 2025.3-Product Build 20251007 for " \
+            "Intel(R) 64 architecture applications"
+
+    def info(lib):
+        d = real(lib)
+        return dict(d, version=other) if lib == "mkl" and d else d
+    monkeypatch.setattr(sinpe._sinpe, "vml_info", info)
+    old = sinpe._sinpe._get_default()
     sinpe.set_backend("mkl")
     try:
         n = sinpe.numerics()
     finally:
         sinpe.set_backend(old)
-    assert n["mkl"]["matches_torch"] is False
+    assert n["backend"] == "mkl" and n["mkl"]["matches_torch"] is False
     assert "2025.3" in n["reproduces"] and "not torch's bits" in n["reproduces"]
+    assert "vmsExp differs" in n["reproduces"] and "vmsExp differs" in n["mkl"]["why_not_chosen"]
     assert "2024.2 VML" not in n["reproduces"]
+    from sinpe import _choice
+    monkeypatch.delitem(sys.modules, "torch")  # as if torch were not imported
+    assert _choice.auto() == "builtin"  # another release is never chosen automatically
 
 
 # ---- 14. the command line ----------------------------------------------------------------
@@ -496,7 +505,7 @@ def _module(*a, **k):
 
 
 @pytest.mark.parametrize("default", [torch.float64, torch.float16, torch.bfloat16])
-def test_torch_module_follows_default_dtype(default, mkl_backend):
+def test_torch_module_follows_default_dtype(default, parity_backend):
     from reference import SinusoidalPositionalEncoding as Ref
     old = torch.get_default_dtype()
     torch.set_default_dtype(default)

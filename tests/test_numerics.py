@@ -11,8 +11,9 @@ from conftest import assert_bits_equal, run_python
 
 def test_numerics_report():
     info = sinpe.numerics()
-    assert info["backend"] in ("builtin", "mkl")
-    assert info["reproduces"] == sinpe.REPRODUCES[info["backend"]]
+    assert info["backend"] in ("builtin", "mkl", "torch")
+    assert info["default"] == "auto"
+    assert info["reproduces"] == sinpe.reproduces(info["backend"])
     assert info["available"]["builtin"] is True
 
 
@@ -59,7 +60,7 @@ def test_text_signatures():
     # every C function carries a text signature ("name($module, ...)\n--\n\n")
     from sinpe import _sinpe
     for name in ("positional_encoding", "empty_table", "add_pe", "elementwise", "_round",
-                 "load_mkl", "mkl_info",
+                 "load_vml", "vml_info", "cpu_features",
                  "set_backend", "get_backend", "set_threads", "get_threads", "kernels",
                  "set_kernel", "get_kernel"):
         f = getattr(_sinpe, name)

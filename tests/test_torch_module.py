@@ -18,7 +18,7 @@ def _eq(a, b):
         a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
 
 
-def test_buffer_and_state_dict_both_ways(mkl_backend):
+def test_buffer_and_state_dict_both_ways(parity_backend):
     ref, m = Ref(512, 5000), _mod(512, 5000)
     assert list(dict(m.named_buffers())) == ["pe"] and m.pe.shape == (1, 5000, 512)
     assert _eq(m.pe, ref.pe)
@@ -30,7 +30,7 @@ def test_buffer_and_state_dict_both_ways(mkl_backend):
     assert _eq(ref2.pe, ref.pe) and _eq(m2.pe, ref.pe)
 
 
-def test_forward_eval_and_train_same_seed(mkl_backend):
+def test_forward_eval_and_train_same_seed(parity_backend):
     ref, m = Ref(256, 1000, dropout=0.3), _mod(256, 1000, dropout=0.3)
     x = torch.randn(4, 77, 256, generator=torch.Generator().manual_seed(0))
     ref.eval(); m.eval()
@@ -42,7 +42,7 @@ def test_forward_eval_and_train_same_seed(mkl_backend):
     assert not _eq(a, ref.eval()(x))  # dropout really ran
 
 
-def test_dtype_conversions(mkl_backend):
+def test_dtype_conversions(parity_backend):
     ref, m = Ref(128, 300), _mod(128, 300)
     assert _eq(m.half().pe, ref.half().pe)
     ref, m = Ref(128, 300), _mod(128, 300)
@@ -53,21 +53,21 @@ def test_dtype_conversions(mkl_backend):
     assert _eq(m.half().eval()(x), Ref(128, 300).half().eval()(x))
 
 
-def test_jit_script(mkl_backend):
+def test_jit_script(parity_backend):
     m = _mod(64, 100).eval()
     s = torch.jit.script(m)
     x = torch.randn(3, 20, 64)
     assert _eq(s(x), Ref(64, 100).eval()(x))
 
 
-def test_torch_compile(mkl_backend):
+def test_torch_compile(parity_backend):
     m = _mod(64, 100).eval()
     c = torch.compile(m)
     x = torch.randn(3, 20, 64)
     assert _eq(c(x), Ref(64, 100).eval()(x))
 
 
-def test_base_argument(mkl_backend):
+def test_base_argument(parity_backend):
     assert _eq(_mod(32, 50, base=500000.0).pe, Ref(32, 50, base=500000.0).pe)
 
 

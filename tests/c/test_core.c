@@ -232,17 +232,23 @@ static void errors(void)
     for (int i = 0; i < 2 * 3 * D; i++)
         CHECK(x[i] == 7.0f);
 
-    /* oneMKL backend: not loaded, and load failures */
-    if (!sinpe_mkl_loaded()) {
-        sinpe_opts mkl = { SINPE_BACKEND_MKL, SINPE_PATH_SCALAR, 1 };
-        CHECK(sinpe_table(x, 3, 8, 10000.0, &mkl) == SINPE_E_BACKEND);
+    /* oneMKL backends: not loaded, and load failures */
+    for (int lib = 0; lib < SINPE_VML_COUNT; lib++) {
+        if (sinpe_vml_loaded((sinpe_vml)lib))
+            continue;
+        sinpe_opts vml = { lib == SINPE_VML_MKL ? SINPE_BACKEND_MKL : SINPE_BACKEND_TORCH,
+                           SINPE_PATH_SCALAR, 1 };
+        CHECK(sinpe_table(x, 3, 8, 10000.0, &vml) == SINPE_E_BACKEND);
         char msg[256];
-        CHECK(sinpe_mkl_load("/nonexistent/libmkl_rt.so.2", msg, sizeof msg) == SINPE_E_LOAD);
+        CHECK(sinpe_vml_load((sinpe_vml)lib, "/nonexistent/libmkl_rt.so.2", msg, sizeof msg)
+              == SINPE_E_LOAD);
         CHECK(strstr(msg, "dlopen failed") != NULL);
-        CHECK(sinpe_mkl_load(NULL, msg, sizeof msg) == SINPE_E_LOAD);
-        CHECK(sinpe_mkl_load("libm.so.6", msg, sizeof msg) == SINPE_E_LOAD);
-        CHECK(!sinpe_mkl_loaded());
+        CHECK(sinpe_vml_load((sinpe_vml)lib, NULL, msg, sizeof msg) == SINPE_E_LOAD);
+        CHECK(sinpe_vml_load((sinpe_vml)lib, "libm.so.6", msg, sizeof msg) == SINPE_E_LOAD);
+        CHECK(strstr(msg, "symbol not found") != NULL);
+        CHECK(!sinpe_vml_loaded((sinpe_vml)lib) && sinpe_vml_version((sinpe_vml)lib)[0] == 0);
     }
+    CHECK(sinpe_vml_load((sinpe_vml)7, "x", NULL, 0) == SINPE_E_LOAD && !sinpe_vml_loaded((sinpe_vml)7));
     for (int s = 0; s <= 20; s++)
         CHECK(sinpe_strerror(s) != NULL);
 }
