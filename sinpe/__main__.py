@@ -29,11 +29,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--d-model", type=int, required=True, metavar="D", help="embedding width (even, >= 2)")
     p.add_argument("--base", type=float, default=10000.0, help="wavelength base (default 10000)")
     p.add_argument("--dtype", choices=DTYPES, default="float32", help="element type (default float32)")
-    p.add_argument("--numerics", "--backend", dest="numerics",
-                   choices=("auto", "builtin", "mkl", "torch"), default="auto",
-                   help="numerics backend: torch = the installed torch's own kernels, mkl = the "
-                   "mkl wheel (both torch's bits on x86-64), builtin = correctly rounded "
-                   "(default: auto, see the README)")
+    from sinpe._choice import NAMES
+    p.add_argument("--numerics", "--backend", dest="numerics", choices=["auto"] + NAMES,
+                   default="auto", metavar="BACKEND",
+                   help="numerics backend: auto (default: torch's bits when it can, see the "
+                   "README), torch (the installed torch's own kernels), mkl (the mkl wheel), "
+                   "builtin (correctly rounded), sleef or torch-aarch64-2.13/2.14/2.15[-sve256] "
+                   "(torch on 64-bit Arm)")
+    p.add_argument("--torch-threads", type=int, default=None, metavar="N",
+                   help="for the torch-aarch64 profiles: torch's thread count (its vectors "
+                   "depend on it; default: the running torch's, or torch's default)")
     p.add_argument("--threads", type=int, default=None, help="worker threads (default: all usable CPUs)")
     p.add_argument("-o", "--out", required=True, metavar="FILE",
                    help="output file: .npy, or .npz (compressed, array named 'pe')")
@@ -46,13 +51,17 @@ def _fill(sinpe: Any, table: Any, args: argparse.Namespace, backend: Optional[st
     the whole job is predicted to take more than a second."""
     n, d = args.max_len, args.d_model
     block = max(1, (1 << 20) // d)
+    from sinpe._choice import PROFILES, resolve
+    if resolve(backend or sinpe._sinpe._get_default())[0] in PROFILES:
+        block = max(n, 1)  # torch's vectors on Arm span the whole table: one call
     after = float(os.environ.get("SINPE_PROGRESS_AFTER", "1.0"))  # seconds; tests set 0
     t0 = time.perf_counter()
     shown = False
     for start in range(0, n, block):
         stop = min(n, start + block)
         sinpe.positional_encoding(stop - start, d, args.base, offset=start, out=table[start:stop],
-                                  backend=backend, threads=args.threads)
+                                  backend=backend, torch_threads=args.torch_threads,
+                                  threads=args.threads)
         elapsed = time.perf_counter() - t0
         if shown or (stop < n and elapsed * n / stop > after):
             shown = True
@@ -66,7 +75,7 @@ def _fill(sinpe: Any, table: Any, args: argparse.Namespace, backend: Optional[st
 
 def _report(sinpe: Any, args: argparse.Namespace, backend: Optional[str], shape: Any) -> None:
     info = sinpe.numerics()
-    used = backend or info["backend"]
+    used = sinpe._choice.resolve(backend)[0] if backend else info["backend"]
     threads = args.threads if args.threads is not None else info["threads"]
     print(f"wrote {args.out}: {args.dtype} table of shape {shape}, base {args.base:g}")
     if args.dtype == "bfloat16":
@@ -74,7 +83,7 @@ def _report(sinpe: Any, args: argparse.Namespace, backend: Optional[str], shape:
         print(f"note: NumPy stores bfloat16 as raw 2-byte values ('|V2'); load it with "
               f"{key}.view(ml_dtypes.bfloat16)")
     print(f"numerics: backend {used!r} ({info['kernel']} kernel, {threads} "
-          f"thread{'s' if threads != 1 else ''}): {sinpe.reproduces(used)}")
+          f"thread{'s' if threads != 1 else ''}): {sinpe.reproduces(used, args.torch_threads)}")
     if used == "mkl":
         print(f"oneMKL: {info['mkl']['version']} ({info['mkl']['path']})")
     elif not info["available"]["mkl"]:
@@ -99,7 +108,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         # every check (sizes, base, dtype, memory) before the (possibly long) fill
         table = sinpe._sinpe.empty_table(args.max_len, args.d_model, args.base, dtype=args.dtype,
-                                         backend=backend, threads=args.threads)
+                                         backend=backend, torch_threads=args.torch_threads,
+                                         threads=args.threads)
         _fill(sinpe, table, args, backend)
     except (TypeError, ValueError, OverflowError, MemoryError, RuntimeError) as exc:
         print(f"sinpe: error: {exc}", file=sys.stderr)

@@ -3,8 +3,12 @@
 The default is 'auto', resolved when a call needs it (not frozen at import), so a notebook
 that imports sinpe first and torch later gets torch's bits from then on:
 
-1. torch is imported (x86-64): torch's own kernels (its libtorch_cpu's oneMKL), 'torch';
-2. else the mkl wheel, when its release is one measured equal to torch's copy, 'mkl';
+1. torch is imported: what that torch computes: on x86-64 its own kernels (its
+   libtorch_cpu's oneMKL), 'torch'; on 64-bit Arm the SLEEF profile of its version, CPU
+   capability and thread count;
+2. else on x86-64 the mkl wheel, when its release is one measured equal to torch's copy,
+   'mkl'; on 64-bit Arm the profile of the newest torch measured, at torch's default
+   thread count;
 3. else the correctly rounded built-in kernels, 'builtin' (the same bits everywhere).
 
 set_backend(name) / SINPE_BACKEND pins a backend instead.  The C binding calls resolve()
@@ -15,7 +19,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import _sinpe
 from ._mkl import DIFFERENT, EQUAL_TO_TORCH, TORCH_MKL_RELEASE, find_mkl, release, release_matches
@@ -23,9 +27,24 @@ from ._torchlib import find_torch_library, torch_version
 
 MACHINE = platform.machine().lower()
 X86_64 = MACHINE in ("x86_64", "amd64")
+ARM64 = MACHINE in ("aarch64", "arm64")
+
+#: What torch on 64-bit Arm computes, per release and CPU capability (measured under qemu:
+#: ../shared/notes/torch-arm64.md, tests/data/torch_arm64_*.json; 0 differences in every
+#: table and thread split).
+#: name -> (torch release, capabilities, sin/cos, lanes)
+PROFILES: Dict[str, Tuple[str, str, str, int]] = {
+    "torch-aarch64-2.13": ("2.13", "DEFAULT (NEON) or SVE128", "SLEEF u10", 4),
+    "torch-aarch64-2.13-sve256": ("2.13", "SVE256", "SLEEF u10", 8),
+    "torch-aarch64-2.14": ("2.14", "DEFAULT (NEON) or SVE128", "SLEEF u10", 4),
+    "torch-aarch64-2.14-sve256": ("2.14", "SVE256", "SLEEF u10", 8),
+    "torch-aarch64-2.15": ("2.15", "DEFAULT (NEON) or SVE128", "SLEEF u35", 4),
+    "torch-aarch64-2.15-sve256": ("2.15", "SVE256", "SLEEF u35", 8),
+}
+NEWEST = "torch-aarch64-2.15"
 
 #: Names a call can pass as backend= (besides 'auto').
-NAMES: List[str] = ["builtin", "mkl", "torch"]
+NAMES: List[str] = ["builtin", "mkl", "torch", "sleef"] + list(PROFILES)
 
 # What was found, loaded or why not, per library (process-wide, like the libraries).
 _LIB: Dict[str, Dict[str, Any]] = {
@@ -71,29 +90,85 @@ def _mkl_equal() -> bool:
     return info is not None and release_matches(info["version"])
 
 
+def physical_cores() -> int:
+    """torch's default thread count: the physical cores (at::get_num_physical_cores)."""
+    cores = set()
+    try:
+        base = "/sys/devices/system/cpu"
+        for cpu in os.listdir(base):
+            topo = os.path.join(base, cpu, "topology")
+            if cpu.startswith("cpu") and cpu[3:].isdigit() and os.path.isdir(topo):
+                with open(os.path.join(topo, "core_id")) as f:
+                    core = f.read().strip()
+                pkg_path = os.path.join(topo, "physical_package_id")
+                pkg = open(pkg_path).read().strip() if os.path.exists(pkg_path) else "0"
+                cores.add((pkg, core))
+    except OSError:
+        cores = set()
+    return len(cores) or os.cpu_count() or 1
+
+
+def torch_profile() -> Tuple[str, int, str]:
+    """(profile, torch threads, note) of what torch on 64-bit Arm computes here: the imported
+    torch's version, capability and thread count, else the newest measured torch."""
+    mod = sys.modules.get("torch")
+    if mod is None:
+        return NEWEST, physical_cores(), (f"torch is not imported: the newest torch measured "
+                                          f"({PROFILES[NEWEST][0]}) at its default threads")
+    version = str(getattr(mod, "__version__", "0.0"))
+    try:
+        major, minor = (int(v) for v in version.split("+")[0].split(".")[:2])
+    except ValueError:
+        major, minor = 0, 0
+    release = "2.13" if (major, minor) <= (2, 13) else "2.14" if (major, minor) == (2, 14) else "2.15"
+    note = "" if (major, minor) in ((2, 13), (2, 14), (2, 15)) else (
+        f"torch {version} was not measured: using the {release} profile")
+    try:
+        sve256 = mod.backends.cpu.get_cpu_capability() == "SVE256"
+        threads = int(mod.get_num_threads())
+    except Exception:
+        sve256, threads = False, physical_cores()
+    name = f"torch-aarch64-{release}" + ("-sve256" if sve256 else "")
+    return name, threads, note
+
+
 def auto() -> str:
     """The backend 'auto' stands for right now."""
+    return _auto()[0]
+
+
+def _auto() -> Tuple[str, int]:
+    if ARM64:
+        name, threads, _ = torch_profile()
+        return name, threads
     if X86_64 and "torch" in sys.modules and load_torch():
-        return "torch"
+        return "torch", 0
     if X86_64 and _mkl_equal():
-        return "mkl"
-    return "builtin"
+        return "mkl", 0
+    return "builtin", 0
 
 
-def resolve(name: str) -> str:
-    """A concrete backend for name ('auto' or a backend name), loading its library if
-    needed; ValueError for unknown names, RuntimeError (with the reason) if unavailable."""
+def resolve(name: str) -> Tuple[str, int]:
+    """(concrete backend, default torch threads) for name ('auto', 'sleef' or a backend
+    name), loading its library if needed; ValueError for unknown names, RuntimeError (with
+    the reason) if unavailable."""
     if name == "auto":
-        return auto()
+        return _auto()
+    if name == "sleef":  # the profile of this platform's torch (or the newest measured)
+        profile, threads, _ = torch_profile()
+        return profile, threads
+    if name in PROFILES:
+        mod = sys.modules.get("torch")
+        return name, int(mod.get_num_threads()) if ARM64 and mod is not None else physical_cores()
     if name == "builtin":
-        return name
+        return name, 0
     if name == "mkl":
         if load_mkl():
-            return name
+            return name, 0
         raise RuntimeError(f"backend 'mkl' is not available: {_LIB['mkl']['reason']}")
     if name == "torch":
         if load_torch():
-            return name
+            return name, 0
         raise RuntimeError(f"backend 'torch' is not available: {_LIB['torch']['reason']}")
     raise ValueError(f"unknown backend {name!r}: choose 'auto' or one of "
                      f"{', '.join(repr(n) for n in NAMES)}")
@@ -101,7 +176,7 @@ def resolve(name: str) -> str:
 
 def torch_kernels() -> str:
     """The backend that computes what the imported torch computes (sinpe.torch uses it)."""
-    return "torch" if X86_64 else "auto"
+    return "torch" if X86_64 else "sleef" if ARM64 else "auto"
 
 
 def backends() -> Dict[str, bool]:
@@ -109,7 +184,9 @@ def backends() -> Dict[str, bool]:
     or found and not known to fail)."""
     torch_ok = _sinpe.vml_info("torch") is not None or (
         not _LIB["torch"]["tried"] and find_torch_library()[0] is not None)
-    return {"builtin": True, "mkl": _sinpe.vml_info("mkl") is not None, "torch": torch_ok}
+    out = {"builtin": True, "mkl": _sinpe.vml_info("mkl") is not None, "torch": torch_ok}
+    out.update({name: True for name in PROFILES})  # portable C: available everywhere
+    return out
 
 
 def _cpu() -> str:
@@ -118,12 +195,22 @@ def _cpu() -> str:
     return f"{f.get('vendor', '?')} CPU with {isa}"
 
 
-def reproduces(backend: str) -> str:
-    """Whose bits a backend gives, for the library actually loaded, and what would change it."""
+def reproduces(backend: str, torch_threads: Optional[int] = None) -> str:
+    """Whose bits a backend gives, for the library actually loaded, and what would change it
+    (torch_threads: the count a SLEEF profile is used with, if not the default)."""
     if backend == "builtin":
         return ("correctly rounded float32 exp/sin/cos (round to nearest, every input): the same "
                 "bits on every machine; equal to torch's where torch's results are correctly "
                 "rounded (about 95% of values)")
+    if backend in PROFILES:
+        torch_release, caps, trig, lanes = PROFILES[backend]
+        _, threads, note = torch_profile()
+        threads = torch_threads or threads
+        return (f"torch {torch_release} on 64-bit Arm ({caps}: {trig} sin/cos, SLEEF u10 exp, "
+                f"{lanes}-lane vectors) with {threads} torch thread{'s' if threads != 1 else ''} "
+                "(or torch_threads=), bit for bit: the bits depend on torch's release, CPU "
+                "capability and thread count (torch.set_num_threads changes them)"
+                + (f"; {note}" if note else ""))
     info = _sinpe.vml_info(backend)
     version = str(info["version"]) if info else "not loaded"
     rel = release(version)

@@ -4,7 +4,9 @@ from typing import (Any, Callable, Dict, List, Literal, Optional, SupportsFloat,
 import numpy as np
 import numpy.typing as npt
 
-_Name = Literal["auto", "builtin", "mkl", "torch"]
+_Name = Literal["auto", "builtin", "mkl", "torch", "sleef", "torch-aarch64-2.13",
+                "torch-aarch64-2.13-sve256", "torch-aarch64-2.14", "torch-aarch64-2.14-sve256",
+                "torch-aarch64-2.15", "torch-aarch64-2.15-sve256"]
 _Backend = Optional[_Name]
 _Kernel = Literal["scalar", "avx2", "neon"]
 _DType = Union[None, str, npt.DTypeLike, Any]
@@ -20,6 +22,7 @@ def positional_encoding(
     dtype: _DType = ...,
     out: Any = ...,
     backend: _Backend = ...,
+    torch_threads: Optional[SupportsIndex] = ...,
     threads: Optional[SupportsIndex] = ...,
 ) -> Any: ...
 def empty_table(
@@ -29,6 +32,7 @@ def empty_table(
     *,
     dtype: _DType = ...,
     backend: _Backend = ...,
+    torch_threads: Optional[SupportsIndex] = ...,
     threads: Optional[SupportsIndex] = ...,
 ) -> Any: ...
 def add_pe(
@@ -38,11 +42,14 @@ def add_pe(
     *,
     offset: SupportsIndex = ...,
     positions: Optional[npt.ArrayLike] = ...,
+    max_len: Optional[SupportsIndex] = ...,
     backend: _Backend = ...,
+    torch_threads: Optional[SupportsIndex] = ...,
     threads: Optional[SupportsIndex] = ...,
 ) -> _X: ...
 def elementwise(
-    func: Literal["exp", "sin", "cos"], x: npt.NDArray[np.float32], /, *, backend: _Backend = ...
+    func: Literal["exp", "sin", "cos"], x: npt.NDArray[np.float32], /, *, backend: _Backend = ...,
+    torch_threads: Optional[SupportsIndex] = ...
 ) -> npt.NDArray[np.float32]: ...
 def _round(x: npt.NDArray[np.float32], dtype: _DType, /) -> Any: ...
 def load_vml(library: Literal["mkl", "torch"], path: str, /) -> None: ...

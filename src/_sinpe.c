@@ -30,10 +30,21 @@
 static const struct {
     const char *name;
     sinpe_backend backend;
+    sinpe_sleef_trig trig; /* SLEEF profiles: torch's variant and vector width */
+    int lanes;
 } BACKENDS[] = {
-    { "builtin", SINPE_BACKEND_BUILTIN },
-    { "mkl", SINPE_BACKEND_MKL },
-    { "torch", SINPE_BACKEND_TORCH },
+    { "builtin", SINPE_BACKEND_BUILTIN, 0, 0 },
+    { "mkl", SINPE_BACKEND_MKL, 0, 0 },
+    { "torch", SINPE_BACKEND_TORCH, 0, 0 },
+    /* torch on 64-bit Arm (../shared/notes/torch-arm64.md, and 2.14.1 measured here):
+     * DEFAULT (NEON) and SVE128 use 4-lane vectors, SVE256 8-lane ones; 2.13 and 2.14 call
+     * SLEEF's u10 sin/cos, 2.15 the u35 */
+    { "torch-aarch64-2.13", SINPE_BACKEND_SLEEF, SINPE_SLEEF_U10, 4 },
+    { "torch-aarch64-2.13-sve256", SINPE_BACKEND_SLEEF, SINPE_SLEEF_U10, 8 },
+    { "torch-aarch64-2.14", SINPE_BACKEND_SLEEF, SINPE_SLEEF_U10, 4 },
+    { "torch-aarch64-2.14-sve256", SINPE_BACKEND_SLEEF, SINPE_SLEEF_U10, 8 },
+    { "torch-aarch64-2.15", SINPE_BACKEND_SLEEF, SINPE_SLEEF_U35, 4 },
+    { "torch-aarch64-2.15-sve256", SINPE_BACKEND_SLEEF, SINPE_SLEEF_U35, 8 },
 };
 #define NBACKENDS ((int)(sizeof BACKENDS / sizeof BACKENDS[0]))
 static const char *VML_NAMES[SINPE_VML_COUNT] = { "mkl", "torch" };
@@ -153,6 +164,10 @@ static void raise_status(int st, const call_ctx *c)
     case SINPE_E_THREADS:
         PyErr_SetString(PyExc_ValueError, "threads must be between 1 and 256");
         break;
+    case SINPE_E_TABLE:
+        PyErr_Format(PyExc_ValueError, "max_len=%lld is smaller than offset + seq_len = %lld + %lld",
+                     (long long)j->table_rows, (long long)j->offset, rows);
+        break;
     case SINPE_E_NULL:
         PyErr_Format(PyExc_ValueError, "%s: the buffer has no memory (a NULL pointer)", c->what);
         break;
@@ -235,16 +250,34 @@ static int lookup_backend(PyObject *name)
 
 static int backend_ready(sinpe_backend be)
 {
-    return be == SINPE_BACKEND_BUILTIN || sinpe_vml_loaded(be == SINPE_BACKEND_MKL ? SINPE_VML_MKL
-                                                                                : SINPE_VML_TORCH);
+    if (be == SINPE_BACKEND_MKL || be == SINPE_BACKEND_TORCH)
+        return sinpe_vml_loaded(be == SINPE_BACKEND_MKL ? SINPE_VML_MKL : SINPE_VML_TORCH);
+    return 1;
 }
 
-/* The backend a call uses: o (a name), or the module's default.  A name that
- * is not a loaded backend ('auto', 'sleef', 'torch' before its library is
- * loaded, an unknown name) is handed to the package's resolver, which
- * returns the concrete name or raises ValueError / RuntimeError saying why.
- * *name points to static storage. */
-static int get_backend(module_state *ms, PyObject *o, sinpe_backend *be, const char **name)
+/* torch_threads= for the SLEEF profiles: torch's thread count when the table was built. */
+static int get_torch_threads(PyObject *o, int *t)
+{
+    int64_t v;
+    if (get_int64(o, "torch_threads", &v) < 0)
+        return -1;
+    if (v < 1 || v > 4096) {
+        PyErr_Format(PyExc_ValueError, "torch_threads must be between 1 and 4096, got %lld",
+                     (long long)v);
+        return -1;
+    }
+    *t = (int)v;
+    return 0;
+}
+
+/* The backend a call uses: o (a name), or the module's default, with torch_threads (o_tt)
+ * for the SLEEF profiles.  A name that is not a ready backend ('auto', 'sleef', 'torch'
+ * before its library is loaded, a SLEEF profile, whose default thread count the package
+ * knows, an unknown name) is handed to the package's resolver, which returns (concrete
+ * name, default torch threads) or raises ValueError / RuntimeError saying why.  *name
+ * points to static storage. */
+static int get_backend(module_state *ms, PyObject *o, PyObject *o_tt, sinpe_opts *opts,
+                       const char **name)
 {
     PyObject *want = (o == NULL || o == Py_None) ? ms->backend : o;
     if (!PyUnicode_Check(want)) {
@@ -252,8 +285,8 @@ static int get_backend(module_state *ms, PyObject *o, sinpe_backend *be, const c
                      want, Py_TYPE(want)->tp_name);
         return -1;
     }
-    int k = lookup_backend(want);
-    if (k < 0 || !backend_ready(BACKENDS[k].backend)) {
+    int k = lookup_backend(want), tt = 1;
+    if (k < 0 || !backend_ready(BACKENDS[k].backend) || BACKENDS[k].backend == SINPE_BACKEND_SLEEF) {
         if (!ms->resolver) {
             PyErr_Format(k < 0 ? PyExc_ValueError : PyExc_RuntimeError,
                          k < 0 ? "unknown backend %R" : "backend %R is not available", want);
@@ -262,14 +295,27 @@ static int get_backend(module_state *ms, PyObject *o, sinpe_backend *be, const c
         PyObject *got = PyObject_CallFunctionObjArgs(ms->resolver, want, NULL);
         if (!got)
             return -1;
-        k = PyUnicode_Check(got) ? lookup_backend(got) : -1;
+        PyObject *gname = PyTuple_Check(got) && PyTuple_GET_SIZE(got) == 2 ? PyTuple_GET_ITEM(got, 0)
+                                                                          : NULL;
+        k = gname && PyUnicode_Check(gname) ? lookup_backend(gname) : -1;
+        long t = k >= 0 ? PyLong_AsLong(PyTuple_GET_ITEM(got, 1)) : 0;
         Py_DECREF(got);
+        if (t == -1 && PyErr_Occurred())
+            return -1;
         if (k < 0 || !backend_ready(BACKENDS[k].backend)) {
             PyErr_Format(PyExc_RuntimeError, "backend %R could not be made available", want);
             return -1;
         }
+        tt = t > 0 ? (int)t : 1;
     }
-    *be = BACKENDS[k].backend;
+    if (o_tt && o_tt != Py_None && get_torch_threads(o_tt, &tt) < 0)
+        return -1;
+    if (opts) {
+        opts->backend = BACKENDS[k].backend;
+        opts->sleef.trig = BACKENDS[k].trig;
+        opts->sleef.lanes = BACKENDS[k].lanes;
+        opts->sleef.torch_threads = tt;
+    }
     if (name)
         *name = BACKENDS[k].name;
     return 0;
@@ -382,13 +428,13 @@ typedef struct {
 
 /* The parameters every call shares, parsed one way. */
 static int parse_common(module_state *ms, PyObject *o_base, PyObject *o_off, PyObject *o_be,
-                        PyObject *o_thr, common_args *c)
+                        PyObject *o_tt, PyObject *o_thr, common_args *c)
 {
     c->offset = 0;
     c->have_offset = o_off != NULL;
     if (get_base(o_base, &c->base) < 0
         || (o_off && get_int64(o_off, "offset", &c->offset) < 0)
-        || get_backend(ms, o_be, &c->opts.backend, &c->backend_name) < 0
+        || get_backend(ms, o_be, o_tt, &c->opts, &c->backend_name) < 0
         || get_threads(ms, o_thr, &c->opts.threads) < 0)
         return -1;
     c->opts.path = ms->path;
@@ -724,7 +770,7 @@ static void table_call_clear(table_call *t)
  * its memory when out is None (t->result is then still NULL). */
 static int table_prepare(PyObject *self, PyObject *o_len, PyObject *o_d, PyObject *o_base,
                          PyObject *o_pos, PyObject *o_off, PyObject *o_dtype, PyObject *o_out,
-                         PyObject *o_be, PyObject *o_thr, table_call *t)
+                         PyObject *o_be, PyObject *o_tt, PyObject *o_thr, table_call *t)
 {
     module_state *ms = state_of(self);
     sinpe_job *j = &t->job;
@@ -745,7 +791,7 @@ static int table_prepare(PyObject *self, PyObject *o_len, PyObject *o_d, PyObjec
     int64_t max_len = 0, d_model;
     if ((o_len != Py_None && get_int64(o_len, "max_len", &max_len) < 0)
         || get_int64(o_d, "d_model", &d_model) < 0
-        || parse_common(ms, o_base, o_off, o_be, o_thr, &t->args) < 0)
+        || parse_common(ms, o_base, o_off, o_be, o_tt, o_thr, &t->args) < 0)
         return -1;
     t->ctx.backend = t->args.backend_name;
     if (o_pos != Py_None && t->args.offset != 0) {
@@ -873,11 +919,12 @@ static int table_allocate(table_call *t)
 
 #define TABLE_KWLIST                                                                           \
     { "max_len", "d_model", "base", "positions", "offset", "dtype", "out", "backend",          \
-      "threads", NULL }
+      "torch_threads", "threads", NULL }
 
 PyDoc_STRVAR(pe_doc,
 "positional_encoding($module, /, max_len=None, d_model=None, base=10000.0, *, positions=None,\n"
-"                    offset=0, dtype=None, out=None, backend=None, threads=None)\n"
+"                    offset=0, dtype=None, out=None, backend=None, torch_threads=None,\n"
+"                    threads=None)\n"
 "--\n\n"
 "Sinusoidal positional-encoding table, shape (max_len, d_model).\n\n"
 "pe[pos, 2i] = sin(pos * div[i]) and pe[pos, 2i+1] = cos(pos * div[i]) with\n"
@@ -894,21 +941,26 @@ PyDoc_STRVAR(pe_doc,
 "     NumPy view of a torch CPU tensor) of the result's shape, or of\n"
 "     (1, max_len, d_model), in any layout whose elements do not share memory;\n"
 "     filled and returned.  Its dtype is the result's (dtype= must agree).\n"
-"backend: 'builtin' (correctly rounded) or 'mkl' (oneMKL VML, torch's bits);\n"
-"     None uses sinpe.get_backend().\n"
+"backend: None (sinpe.get_backend(): 'auto' chooses torch's bits when it can),\n"
+"     'torch' (the installed torch's own kernels), 'mkl' (the mkl wheel), 'builtin'\n"
+"     (correctly rounded), 'sleef' or a 'torch-aarch64-...' profile (torch on 64-bit Arm).\n"
+"torch_threads: for the 'sleef' profiles, torch's thread count (its vectors depend on\n"
+"     it); None: the running torch's, or torch's default.\n"
 "threads: worker threads (None: sinpe.get_threads()); the bits do not depend on it.\n");
 
 static PyObject *py_positional_encoding(PyObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = TABLE_KWLIST;
     PyObject *o_len = Py_None, *o_d = Py_None, *o_base = NULL, *o_pos = Py_None, *o_off = NULL;
-    PyObject *o_dtype = Py_None, *o_out = Py_None, *o_be = NULL, *o_thr = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOO$OOOOOO:positional_encoding", kwlist, &o_len,
-                                     &o_d, &o_base, &o_pos, &o_off, &o_dtype, &o_out, &o_be, &o_thr))
+    PyObject *o_dtype = Py_None, *o_out = Py_None, *o_be = NULL, *o_tt = NULL, *o_thr = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|OOO$OOOOOOO:positional_encoding", kwlist,
+                                     &o_len, &o_d, &o_base, &o_pos, &o_off, &o_dtype, &o_out,
+                                     &o_be, &o_tt, &o_thr))
         return NULL;
     table_call t;
     memset(&t, 0, sizeof t);
-    if (table_prepare(self, o_len, o_d, o_base, o_pos, o_off, o_dtype, o_out, o_be, o_thr, &t) < 0
+    if (table_prepare(self, o_len, o_d, o_base, o_pos, o_off, o_dtype, o_out, o_be, o_tt, o_thr,
+                      &t) < 0
         || (!t.have_out && table_allocate(&t) < 0)
         || run_job(&t.job, &t.args.opts, &t.ctx) < 0) {
         table_call_clear(&t);
@@ -925,7 +977,7 @@ static PyObject *py_positional_encoding(PyObject *self, PyObject *args, PyObject
 
 PyDoc_STRVAR(empty_table_doc,
 "empty_table($module, /, max_len, d_model, base=10000.0, *, dtype=None, backend=None,\n"
-"            threads=None)\n"
+"            torch_threads=None, threads=None)\n"
 "--\n\n"
 "An uninitialized array of the shape and dtype positional_encoding would\n"
 "return, after every check it makes (sizes, base, dtype, memory), for callers\n"
@@ -933,14 +985,17 @@ PyDoc_STRVAR(empty_table_doc,
 
 static PyObject *py_empty_table(PyObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = { "max_len", "d_model", "base", "dtype", "backend", "threads", NULL };
-    PyObject *o_len, *o_d, *o_base = NULL, *o_dtype = Py_None, *o_be = NULL, *o_thr = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O$OOO:empty_table", kwlist, &o_len, &o_d,
-                                     &o_base, &o_dtype, &o_be, &o_thr))
+    static char *kwlist[] = { "max_len", "d_model", "base", "dtype", "backend", "torch_threads",
+                              "threads", NULL };
+    PyObject *o_len, *o_d, *o_base = NULL, *o_dtype = Py_None, *o_be = NULL, *o_tt = NULL;
+    PyObject *o_thr = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O$OOOO:empty_table", kwlist, &o_len, &o_d,
+                                     &o_base, &o_dtype, &o_be, &o_tt, &o_thr))
         return NULL;
     table_call t;
     memset(&t, 0, sizeof t);
-    if (table_prepare(self, o_len, o_d, o_base, Py_None, NULL, o_dtype, Py_None, o_be, o_thr, &t) < 0
+    if (table_prepare(self, o_len, o_d, o_base, Py_None, NULL, o_dtype, Py_None, o_be, o_tt, o_thr,
+                      &t) < 0
         || table_allocate(&t) < 0) {
         table_call_clear(&t);
         Py_XDECREF(t.result);
@@ -953,7 +1008,8 @@ static PyObject *py_empty_table(PyObject *self, PyObject *args, PyObject *kw)
 /* ---- add_pe ------------------------------------------------------------------------------ */
 
 PyDoc_STRVAR(add_doc,
-"add_pe($module, x, /, base=10000.0, *, offset=0, positions=None, backend=None, threads=None)\n"
+"add_pe($module, x, /, base=10000.0, *, offset=0, positions=None, max_len=None, backend=None,\n"
+"       torch_threads=None, threads=None)\n"
 "--\n\n"
 "Add the positional encoding to x in place and return x.\n\n"
 "x: a writable array of shape (seq_len, d_model) or (..., seq_len, d_model),\n"
@@ -964,7 +1020,11 @@ PyDoc_STRVAR(add_doc,
 "   other dtypes as torch's in-place x.add_(pe)).  Rows are computed, so there\n"
 "   is no max_len limit.\n"
 "positions: instead of offset, positions broadcastable to x.shape[:-1] (for\n"
-"   packed sequences whose positions restart).\n");
+"   packed sequences whose positions restart).\n"
+"max_len: the length of the table the rows come from (the reference module's\n"
+"   max_len; None: 5000 or offset+seq_len if larger); only the 'sleef' profiles'\n"
+"   bits can depend on it.  backend, torch_threads, threads: as for\n"
+"   positional_encoding.\n");
 
 /* Strides (bytes) of positions broadcast to the n row axes of x; -1 when
  * their shapes do not broadcast to exactly those axes. */
@@ -991,16 +1051,20 @@ static int broadcast_positions(PyArrayObject *pos, int n, const int64_t *shape, 
 static PyObject *py_add_pe(PyObject *self, PyObject *args, PyObject *kw)
 {
     module_state *ms = state_of(self);
-    static char *kwlist[] = { "", "base", "offset", "positions", "backend", "threads", NULL };
-    PyObject *o_x, *o_base = NULL, *o_off = NULL, *o_pos = Py_None, *o_be = NULL, *o_thr = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$OOOO:add_pe", kwlist, &o_x, &o_base, &o_off,
-                                     &o_pos, &o_be, &o_thr))
+    static char *kwlist[] = { "", "base", "offset", "positions", "max_len", "backend",
+                              "torch_threads", "threads", NULL };
+    PyObject *o_x, *o_base = NULL, *o_off = NULL, *o_pos = Py_None, *o_ml = Py_None;
+    PyObject *o_be = NULL, *o_tt = NULL, *o_thr = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O$OOOOOO:add_pe", kwlist, &o_x, &o_base, &o_off,
+                                     &o_pos, &o_ml, &o_be, &o_tt, &o_thr))
         return NULL;
     common_args a;
     sinpe_job j;
     memset(&j, 0, sizeof j);
     call_ctx ctx = { "x", "seq_len", &j, o_base, NULL };
-    if (parse_common(ms, o_base, o_off, o_be, o_thr, &a) < 0)
+    int64_t table_rows = 0;
+    if (parse_common(ms, o_base, o_off, o_be, o_tt, o_thr, &a) < 0
+        || (o_ml != Py_None && get_int64(o_ml, "max_len", &table_rows) < 0))
         return NULL;
     ctx.backend = a.backend_name;
     if (o_pos != Py_None && a.offset != 0) {
@@ -1027,6 +1091,14 @@ static PyObject *py_add_pe(PyObject *self, PyObject *args, PyObject *kw)
     j.add = 1;
     j.base = a.base;
     j.offset = a.offset;
+    if (o_ml == Py_None) { /* the reference module's default table, or one that holds the rows */
+        int64_t len = j.shape[j.ndim - 2];
+        table_rows = j.offset <= 5000 - len ? 5000 : 0;
+    } else if (table_rows < 0) {
+        PyErr_Format(PyExc_ValueError, "max_len must be >= 0, got %lld", (long long)table_rows);
+        goto fail;
+    }
+    j.table_rows = table_rows;
     if (o_pos != Py_None) {
         if (!(pos = positions_get(o_pos, &j.pos_type)))
             goto fail;
@@ -1066,7 +1138,7 @@ fail:
 /* ---- elementwise kernels, rounding, backends --------------------------------------------- */
 
 PyDoc_STRVAR(elementwise_doc,
-"elementwise($module, func, x, /, *, backend=None)\n"
+"elementwise($module, func, x, /, *, backend=None, torch_threads=None)\n"
 "--\n\n"
 "func(x) elementwise for func in 'exp', 'sin', 'cos' and a float32 ndarray x,\n"
 "as the chosen backend computes it.  Returns a new C-contiguous array.\n");
@@ -1074,10 +1146,11 @@ PyDoc_STRVAR(elementwise_doc,
 static PyObject *py_elementwise(PyObject *self, PyObject *args, PyObject *kw)
 {
     module_state *ms = state_of(self);
-    static char *kwlist[] = { "", "", "backend", NULL };
+    static char *kwlist[] = { "", "", "backend", "torch_threads", NULL };
     const char *fname;
-    PyObject *o_x, *o_be = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|$O:elementwise", kwlist, &fname, &o_x, &o_be))
+    PyObject *o_x, *o_be = NULL, *o_tt = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sO|$OO:elementwise", kwlist, &fname, &o_x, &o_be,
+                                     &o_tt))
         return NULL;
     int func = !strcmp(fname, "exp") ? 0 : !strcmp(fname, "sin") ? 1 : !strcmp(fname, "cos") ? 2 : -1;
     if (func < 0) {
@@ -1086,7 +1159,7 @@ static PyObject *py_elementwise(PyObject *self, PyObject *args, PyObject *kw)
         return NULL;
     }
     common_args a;
-    if (parse_common(ms, NULL, NULL, o_be, NULL, &a) < 0)
+    if (parse_common(ms, NULL, NULL, o_be, o_tt, NULL, &a) < 0)
         return NULL;
     if (!PyArray_Check(o_x) || PyArray_TYPE((PyArrayObject *)o_x) != NPY_FLOAT32) {
         PyErr_Format(PyExc_TypeError, "x must be a float32 ndarray, got %s", Py_TYPE(o_x)->tp_name);
@@ -1103,6 +1176,8 @@ static PyObject *py_elementwise(PyObject *self, PyObject *args, PyObject *kw)
     const float *src = (const float *)PyArray_DATA(in);
     float *dst = (float *)PyArray_DATA((PyArrayObject *)out);
     size_t n = (size_t)PyArray_SIZE(in), piece = (size_t)SINPE_STEP_VALUES;
+    if (a.opts.backend == SINPE_BACKEND_SLEEF) /* torch's vectors span the whole array */
+        piece = n > 0 ? n : 1;
     int st = SINPE_OK;
     for (size_t i0 = 0; i0 < n && st == SINPE_OK; i0 += piece) {
         size_t m = n - i0 < piece ? n - i0 : piece;
@@ -1251,13 +1326,12 @@ PyDoc_STRVAR(set_backend_doc,
 static PyObject *py_set_backend(PyObject *self, PyObject *arg)
 {
     module_state *ms = state_of(self);
-    sinpe_backend be;
     if (!PyUnicode_Check(arg)) {
         PyErr_Format(PyExc_TypeError, "backend must be a backend name (str), got %R (%s)", arg,
                      Py_TYPE(arg)->tp_name);
         return NULL;
     }
-    if (get_backend(ms, arg, &be, NULL) < 0)
+    if (get_backend(ms, arg, NULL, NULL, NULL) < 0)
         return NULL;
     Py_INCREF(arg);
     Py_SETREF(ms->backend, arg);
@@ -1272,9 +1346,8 @@ PyDoc_STRVAR(get_backend_doc,
 static PyObject *py_get_backend(PyObject *self, PyObject *unused)
 {
     (void)unused;
-    sinpe_backend be;
     const char *name;
-    if (get_backend(state_of(self), NULL, &be, &name) < 0)
+    if (get_backend(state_of(self), NULL, NULL, NULL, &name) < 0)
         return NULL;
     return PyUnicode_FromString(name);
 }

@@ -30,6 +30,7 @@
 #include "sinpe_layout.h"
 #include "sinpe_mkl.h"
 #include "sinpe_paths.h"
+#include "sinpe_sleef.h"
 #include "sinpe_store.h"
 #include "sinpe_threads.h"
 
@@ -68,6 +69,7 @@ const char *sinpe_strerror(int status)
     case SINPE_E_UNDECIDED: return "could not decide whether the destination's elements overlap";
     case SINPE_E_FUNC: return "unknown elementwise function";
     case SINPE_E_THREADS: return "threads must be between 1 and 256";
+    case SINPE_E_TABLE: return "the table (table_rows) must hold rows offset .. offset + rows - 1";
     default: return "unknown sinpe status";
     }
 }
@@ -130,6 +132,10 @@ static void exp_block(sinpe_backend be, const float *in, float *out, size_t n)
 {
     if (vml_of(be) >= 0) {
         sinpe_vml_map((sinpe_vml)vml_of(be), 0, in, out, n);
+        return;
+    }
+    if (be == SINPE_BACKEND_SLEEF) { /* u10 exp: lane-independent, no grouping */
+        sinpe_sleef_exp(in, out, n);
         return;
     }
     for (size_t i = 0; i < n; i++)
@@ -209,6 +215,12 @@ static int check_opts(const sinpe_opts *o)
         return SINPE_E_THREADS;
     if (vml_of(o->backend) >= 0)
         return sinpe_vml_loaded((sinpe_vml)vml_of(o->backend)) ? SINPE_OK : SINPE_E_BACKEND;
+    if (o->backend == SINPE_BACKEND_SLEEF) {
+        const sinpe_sleef *z = &o->sleef;
+        int ok = (z->trig == SINPE_SLEEF_U10 || z->trig == SINPE_SLEEF_U35)
+                 && (z->lanes == 4 || z->lanes == 8) && z->torch_threads >= 1;
+        return ok ? SINPE_OK : SINPE_E_BACKEND;
+    }
     if (o->backend != SINPE_BACKEND_BUILTIN)
         return SINPE_E_BACKEND;
     return sinpe_path_available(o->path) ? SINPE_OK : SINPE_E_PATH;
@@ -259,6 +271,10 @@ int sinpe_job_check(const sinpe_job *j, const sinpe_opts *o)
             return SINPE_E_OFFSET;
         if (len > 0 && j->offset > INT64_MAX - (len - 1))
             return SINPE_E_LASTPOS;
+        if (j->table_rows != 0 && (j->table_rows < 0 || j->table_rows - len < j->offset))
+            return SINPE_E_TABLE;
+        if (j->table_rows > INT64_MAX / d)
+            return SINPE_E_SIZE;
     } else {
         if ((int)j->pos_type < 0 || j->pos_type >= SINPE_TYPE_COUNT)
             return SINPE_E_TYPE;
@@ -319,6 +335,8 @@ struct sinpe_plan {
     sinpe_type pos_type;
     float *poscopy; /* positions copied first (they share memory with the destination) */
     int64_t npos;   /* rows of poscopy; 0: positions read in place */
+    /* the SLEEF backend's vectors: torch's table of tn elements, its thread chunks */
+    int64_t tn, tchunk;
     /* scratch */
     float *div, *dmin, *dmax;
     int nslots;
@@ -342,6 +360,18 @@ static int aligned_f32(const sinpe_job *j)
         if (j->shape[k] > 1 && j->strides[k] % 4)
             return 0;
     return 1;
+}
+
+/* torch's at::parallel_for(0, n, 2048, ...) with OpenMP: min(threads, ceil(n / 2048))
+ * threads, thread t taking [t c, (t+1) c) with c = ceil(n / that count); one chunk when
+ * n <= 2048 or one thread (aten/src/ATen/ParallelOpenMP.h; grain 2048 of the sin/cos/exp
+ * kernels: aten/src/ATen/native/cpu/UnaryOpsKernel.cpp). */
+static int64_t sleef_chunk(int64_t n, int threads)
+{
+    if (n <= 2048 || threads <= 1)
+        return n > 0 ? n : 1;
+    int64_t t = ceil_div64(n, 2048) < threads ? ceil_div64(n, 2048) : threads;
+    return ceil_div64(n, t);
 }
 
 static void geometry(sinpe_plan *p)
@@ -401,6 +431,12 @@ static void geometry(sinpe_plan *p)
         p->nb = p->B > 0 ? p->B : 1;
     p->nbt = ceil_div64(p->B, p->nb);
     p->ntiles = p->nrows && p->B ? p->nrc * p->ncb * p->nbt : 0;
+    if (p->o.backend == SINPE_BACKEND_SLEEF) {
+        int64_t rows = j->use_pos ? p->nrows
+                       : j->table_rows ? j->table_rows : j->offset + p->nrows;
+        p->tn = rows * p->half;
+        p->tchunk = sleef_chunk(p->tn, p->o.sleef.torch_threads);
+    }
 }
 
 static int64_t total_values(const sinpe_job *j)
@@ -524,14 +560,76 @@ static float position_at(const sinpe_plan *p, int64_t r, int64_t off)
     return sinpe_load_position(p->pos + off, p->pos_type);
 }
 
+/* The position of row `row` of the table (a flat row index over the job's row axes when
+ * by positions). */
+static float table_position(const sinpe_plan *p, int64_t row)
+{
+    if (!p->j.use_pos)
+        return (float)row;
+    if (p->npos)
+        return p->poscopy[row];
+    sinpe_walker w;
+    sinpe_walker_init(&w, p->rn, p->rshape, p->rs, p->ps, row);
+    return sinpe_load_position(p->pos + w.o2, p->pos_type);
+}
+
+/* The path of torch's vector around element e0 + i0 .. (table elements), given the angles
+ * a[0 .. n) of elements e0 .. e0+n-1: the largest path any element of the vector needs;
+ * elements outside a[] are recomputed from their row's position. Sets [*gs, *ge). */
+static int sleef_group_path(const sinpe_plan *p, int64_t e, int64_t e0, const float *a, int64_t n,
+                            int64_t *gs, int64_t *ge)
+{
+    int64_t lanes = p->o.sleef.lanes, c0 = e / p->tchunk * p->tchunk;
+    int64_t cend = c0 + p->tchunk < p->tn ? c0 + p->tchunk : p->tn; /* padding lanes are 0 */
+    *gs = c0 + (e - c0) / lanes * lanes;
+    *ge = *gs + lanes < cend ? *gs + lanes : cend;
+    int path = 0;
+    for (int64_t f = *gs; f < *ge; f++) {
+        float ang = f >= e0 && f < e0 + n ? a[f - e0]
+                                          : table_position(p, f / p->half) * p->div[f % p->half];
+        int q = sinpe_sleef_path(p->o.sleef.trig, ang);
+        path = q > path ? q : path;
+    }
+    return path;
+}
+
+/* Table rows with torch-on-aarch64's SLEEF: each vector of torch's evaluated on the path
+ * its largest element needs.  table_row0: the table row of the first row here. */
+static void sleef_rows(const sinpe_plan *p, float *out, ptrdiff_t ostride, const float *pos,
+                       int64_t table_row0, int64_t nrows, int64_t j0, int64_t nj)
+{
+    float a[SINPE_BLOCK], s[SINPE_BLOCK], c[SINPE_BLOCK];
+    for (int64_t r = 0; r < nrows; r++) {
+        int64_t row = table_row0 + r;
+        float position = pos ? pos[r] : (float)row;
+        float *dst = out + (ptrdiff_t)r * ostride;
+        for (int64_t b0 = 0; b0 < nj; b0 += SINPE_BLOCK) {
+            int64_t n = nj - b0 < SINPE_BLOCK ? nj - b0 : SINPE_BLOCK;
+            int64_t e0 = row * p->half + j0 + b0;
+            for (int64_t i = 0; i < n; i++)
+                a[i] = position * p->div[j0 + b0 + i];
+            for (int64_t i = 0; i < n;) {
+                int64_t gs, ge;
+                int path = sleef_group_path(p, e0 + i, e0, a, n, &gs, &ge);
+                int64_t end = ge - e0 < n ? ge - e0 : n;
+                sinpe_sleef_sincos(p->o.sleef.trig, path, a + i, s + i, c + i, (size_t)(end - i));
+                i = end;
+            }
+            p->path->interleave(s, c, dst + 2 * b0, (size_t)n);
+        }
+    }
+}
+
 static void rows_out(const sinpe_plan *p, float *out, ptrdiff_t ostride, const float *pos,
-                     int64_t first_row, int64_t nrows, int64_t cb)
+                     int64_t first_row, int64_t table_row0, int64_t nrows, int64_t cb)
 {
     int64_t j0 = cb * p->J, nj = p->half - j0 < p->J ? p->half - j0 : p->J;
     const float *div = p->div + j0;
     if (vml_of(p->o.backend) >= 0)
         vml_rows((sinpe_vml)vml_of(p->o.backend), p->path, out, ostride, pos, first_row, nrows,
                  div, nj);
+    else if (p->o.backend == SINPE_BACKEND_SLEEF)
+        sleef_rows(p, out, ostride, pos, table_row0, nrows, j0, nj);
     else
         p->path->rows(out, ostride, pos, first_row, nrows, div, nj, p->dmin[cb], p->dmax[cb]);
 }
@@ -546,12 +644,13 @@ static void run_tile(sinpe_plan *p, slot *sl, int64_t t)
     if (!p->j.use_pos) {
         int64_t first = p->j.offset + r0;
         if (p->direct) {
-            rows_out(p, (float *)(void *)(base + r0 * p->rstride), p->rstride / 4, NULL, first, nr, cb);
+            rows_out(p, (float *)(void *)(base + r0 * p->rstride), p->rstride / 4, NULL, first,
+                     first, nr, cb);
             return;
         }
         int64_t key = rc * p->ncb + cb;
         if (sl->key != key) {
-            rows_out(p, sl->pe, 2 * nj, NULL, first, nr, cb);
+            rows_out(p, sl->pe, 2 * nj, NULL, first, first, nr, cb);
             sl->key = key;
         }
         int64_t b0 = bb * p->nb, nbk = p->B - b0 < p->nb ? p->B - b0 : p->nb;
@@ -570,10 +669,10 @@ static void run_tile(sinpe_plan *p, slot *sl, int64_t t)
     for (int64_t r = 0; r < nr; r++, sinpe_walker_next(&w))
         sl->posf[r] = position_at(p, r0 + r, w.o2);
     if (p->direct) {
-        rows_out(p, (float *)(void *)first, p->rstride / 4, sl->posf, 0, nr, cb);
+        rows_out(p, (float *)(void *)first, p->rstride / 4, sl->posf, 0, r0, nr, cb);
         return;
     }
-    rows_out(p, sl->pe, 2 * nj, sl->posf, 0, nr, cb);
+    rows_out(p, sl->pe, 2 * nj, sl->posf, 0, r0, nr, cb);
     sinpe_walker_init(&w, p->rn, p->rshape, p->rs, p->ps, r0);
     for (int64_t r = 0; r < nr; r++, sinpe_walker_next(&w))
         sinpe_emit(&p->em, base + w.o1, sl->pe + r * 2 * nj, 2 * nj);
@@ -713,6 +812,32 @@ int sinpe_add(float *x, int64_t nbatch, int64_t len, int64_t d_model, ptrdiff_t 
     return sinpe_run(&j, o);
 }
 
+/* torch.sin / cos / exp of an n-element float32 tensor on aarch64 (one call, chunked over
+ * torch's threads as for tables). */
+static int sleef_map(int func, const float *in, float *out, size_t n, const sinpe_sleef *z)
+{
+    if (func == 0) {
+        exp_block(SINPE_BACKEND_SLEEF, in, out, n);
+        return SINPE_OK;
+    }
+    int64_t chunk = sleef_chunk((int64_t)n, z->torch_threads);
+    float other[8];
+    for (int64_t g = 0; g < (int64_t)n;) {
+        int64_t c0 = g / chunk * chunk, cend = c0 + chunk < (int64_t)n ? c0 + chunk : (int64_t)n;
+        int64_t ge = c0 + ((g - c0) / z->lanes + 1) * z->lanes;
+        ge = ge < cend ? ge : cend;
+        int path = 0;
+        for (int64_t f = g; f < ge; f++) {
+            int q = sinpe_sleef_path(z->trig, in[f]);
+            path = q > path ? q : path;
+        }
+        float *s = func == 1 ? out + g : other, *c = func == 2 ? out + g : other;
+        sinpe_sleef_sincos(z->trig, path, in + g, s, c, (size_t)(ge - g));
+        g = ge;
+    }
+    return SINPE_OK;
+}
+
 int sinpe_map(int func, const float *in, float *out, size_t n, const sinpe_opts *o)
 {
     int st = check_opts(o);
@@ -724,6 +849,8 @@ int sinpe_map(int func, const float *in, float *out, size_t n, const sinpe_opts 
         return SINPE_E_NULL;
     if (vml_of(o->backend) >= 0)
         return sinpe_vml_map((sinpe_vml)vml_of(o->backend), func, in, out, n);
+    if (o->backend == SINPE_BACKEND_SLEEF)
+        return sleef_map(func, in, out, n, &o->sleef);
     if (func == 0) {
         exp_block(SINPE_BACKEND_BUILTIN, in, out, n);
         return SINPE_OK;

@@ -44,15 +44,33 @@ typedef enum {
     SINPE_E_OVERLAP = 14,  /* two elements of the destination share memory */
     SINPE_E_UNDECIDED = 15,/* the overlap search gave up (pathological strides) */
     SINPE_E_FUNC = 16,     /* elementwise function unknown */
-    SINPE_E_THREADS = 17   /* threads < 1 or > SINPE_MAX_THREADS */
+    SINPE_E_THREADS = 17,  /* threads < 1 or > SINPE_MAX_THREADS */
+    SINPE_E_TABLE = 18     /* table_rows < offset + rows */
 } sinpe_status;
 
 typedef enum {
     SINPE_BACKEND_BUILTIN = 0, /* correctly rounded kernels, no dependency */
     SINPE_BACKEND_MKL = 1,     /* oneMKL VML HA from the mkl wheel, loaded at run time */
     SINPE_BACKEND_TORCH = 2,   /* oneMKL VML HA inside the installed torch's libtorch_cpu */
-    SINPE_BACKEND_COUNT = 3
+    SINPE_BACKEND_SLEEF = 3,   /* torch on 64-bit Arm: SLEEF, re-implemented (opts.sleef) */
+    SINPE_BACKEND_COUNT = 4
 } sinpe_backend;
+
+/* Which SLEEF sin/cos torch on 64-bit Arm calls (exp is always u10). */
+typedef enum {
+    SINPE_SLEEF_U10 = 0, /* Sleef_{sin,cos}f4_u10 / f8_u10: torch 2.13 */
+    SINPE_SLEEF_U35 = 1  /* Sleef_{sin,cos}f4_u35 / f8_u35: torch 2.15 */
+} sinpe_sleef_trig;
+
+/* A SLEEF profile: torch's variant, its vector width, and its thread count, which
+ * decides where its vectors start (torch splits an elementwise op over its threads in
+ * chunks of ceil(N / threads) elements, grain 2048, and loads each chunk in vectors of
+ * `lanes` elements, the last one zero-padded). */
+typedef struct {
+    sinpe_sleef_trig trig;
+    int lanes;         /* 4 (NEON, SVE128) or 8 (SVE256) */
+    int torch_threads; /* >= 1 */
+} sinpe_sleef;
 
 /* Code paths of the built-in backend (the same bits on every path). */
 typedef enum {
@@ -78,6 +96,7 @@ typedef struct {
     sinpe_backend backend;
     sinpe_path path; /* the built-in backend's code path */
     int threads;
+    sinpe_sleef sleef; /* the 'sleef' backend's profile */
 } sinpe_opts;
 
 /* A job.  The destination has ndim axes (..., d_model); element (i0, ...)
@@ -104,6 +123,10 @@ typedef struct {
     const void *pos;
     sinpe_type pos_type;
     int64_t pos_strides[SINPE_MAX_DIMS];
+    /* The length of the table torch computed in one call, whose element order decides the
+     * SLEEF backend's vectors: by offset, rows 0 .. table_rows-1 (>= offset + rows; 0 means
+     * offset + rows); by positions, the positions themselves (table_rows is ignored). */
+    int64_t table_rows;
 } sinpe_job;
 
 /* Sets a job for a C-contiguous float32 destination of the given shape. */

@@ -131,3 +131,28 @@ def odd_buffers(tmp_path_factory):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+@pytest.fixture(scope="session")
+def sleef_oracle(tmp_path_factory):
+    """tests/c/sleef_oracle.c against Debian's libsleef 3.5.1 (libsleef-dev, required):
+    oracle(func, u35, lanes, threads, x) is torch-on-aarch64's sin/cos/exp of x computed by the
+    real SLEEF library with torch's grouping (func: 'exp', 'sin', 'cos')."""
+    import ctypes
+    out = tmp_path_factory.mktemp("sleef") / "sleef_oracle.so"
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c", "sleef_oracle.c")
+    r = subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-mavx2", "-mfma", "-Wall", src, "-lsleef",
+                        "-o", str(out)], capture_output=True, text=True, timeout=120,
+                       env=sanitizer_free_env())
+    assert r.returncode == 0, "the libsleef oracle needs Debian's libsleef-dev: " + r.stderr
+    lib = ctypes.CDLL(str(out))
+
+    def oracle(func, u35, lanes, threads, x):
+        x = np.ascontiguousarray(x, np.float32)
+        y = np.empty_like(x)
+        st = lib.oracle_map({"exp": 0, "sin": 1, "cos": 2}[func], int(u35), lanes, threads,
+                            x.ctypes.data_as(ctypes.c_void_p), y.ctypes.data_as(ctypes.c_void_p),
+                            ctypes.c_int64(x.size))
+        assert st == 0
+        return y
+    return oracle

@@ -54,9 +54,9 @@ def test_unavailable_mkl_is_a_clear_error():
 def test_text_signatures():
     s = inspect.signature(sinpe.positional_encoding)
     assert list(s.parameters) == ["max_len", "d_model", "base", "positions", "offset", "dtype",
-                                  "out", "backend", "threads"]
+                                  "out", "backend", "torch_threads", "threads"]
     assert list(inspect.signature(sinpe.add_pe).parameters) == [
-        "x", "base", "offset", "positions", "backend", "threads"]
+        "x", "base", "offset", "positions", "max_len", "backend", "torch_threads", "threads"]
     # every C function carries a text signature ("name($module, ...)\n--\n\n")
     from sinpe import _sinpe
     for name in ("positional_encoding", "empty_table", "add_pe", "elementwise", "_round",

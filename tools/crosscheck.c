@@ -39,7 +39,7 @@ int main(int argc, char **argv)
     const double bases[3] = { 10000.0, 1.0001, 500000.0 };
     sinpe_path paths[2] = { SINPE_PATH_SCALAR, sinpe_path_best() };
     for (int k = 0; k < 2; k++) {
-        sinpe_opts o = { SINPE_BACKEND_BUILTIN, paths[k], 2 };
+        sinpe_opts o = { .backend = SINPE_BACKEND_BUILTIN, .path = paths[k], .threads = 2 };
         for (int b = 0; b < 3; b++) {
             if (sinpe_table(t, 3000, 512, bases[b], &o) != SINPE_OK)
                 return 1;
@@ -51,7 +51,7 @@ int main(int argc, char **argv)
     static float x[3 * 100 * 512];
     static uint16_t h[3000 * 512];
     for (int k = 0; k < 2; k++) {
-        sinpe_opts o = { SINPE_BACKEND_BUILTIN, paths[k], 2 };
+        sinpe_opts o = { .backend = SINPE_BACKEND_BUILTIN, .path = paths[k], .threads = 2 };
         for (int i = 0; i < 3 * 100 * 512; i++)
             x[i] = (float)((i * 2654435761u) >> 8) * 0x1p-20f - 8.0f;
         if (sinpe_add(x, 3, 100, 512, 100 * 512, 512, 12345, 10000.0, &o) != SINPE_OK)
@@ -69,8 +69,19 @@ int main(int argc, char **argv)
             fwrite(h, 2, 3000 * 512, f);
         }
     }
+    /* the 'sleef' backend (portable C with exact fmaf, an FMA copy on x86-64): tables of
+     * every profile at torch thread counts 1 and 3 */
+    for (int trig = 0; trig < 2; trig++)
+        for (int lanes = 4; lanes <= 8; lanes += 4)
+            for (int tt = 1; tt <= 3; tt += 2) {
+                sinpe_opts o = { .backend = SINPE_BACKEND_SLEEF, .path = SINPE_PATH_SCALAR,
+                                 .threads = 2, .sleef = { (sinpe_sleef_trig)trig, lanes, tt } };
+                if (sinpe_table(t, 3000, 510, 10000.0, &o) != SINPE_OK)
+                    return 1;
+                fwrite(t, 4, 3000 * 510, f);
+            }
     /* elementwise sin and cos of the sampled inputs on the best path */
-    sinpe_opts best = { SINPE_BACKEND_BUILTIN, sinpe_path_best(), 1 };
+    sinpe_opts best = { .backend = SINPE_BACKEND_BUILTIN, .path = sinpe_path_best(), .threads = 1 };
     enum { CH = 4096 };
     static float xs[CH], rs[CH];
     for (int func = 1; func <= 2; func++) {
@@ -87,8 +98,8 @@ int main(int argc, char **argv)
     }
     fclose(f);
     printf("%llu inputs x 3 functions, 3 tables of 3000 x 512, an add to 3 x 100 x 512, float16 "
-           "and bfloat16 tables on the scalar and the %s path, sin/cos on the %s path: written "
-           "to %s\n", n, sinpe_path_name(sinpe_path_best()),
+           "and bfloat16 tables on the scalar and the %s path, 8 SLEEF-profile tables, sin/cos on "
+           "the %s path: written to %s\n", n, sinpe_path_name(sinpe_path_best()),
            sinpe_path_name(sinpe_path_best()), argv[2]);
     return 0;
 }

@@ -28,12 +28,13 @@ static int same_bits(const void *a, const void *b, size_t n)
 }
 
 enum { L = 37, D = 24 };
-static const sinpe_opts SCALAR = { SINPE_BACKEND_BUILTIN, SINPE_PATH_SCALAR, 1 };
+static const sinpe_opts SCALAR = { .backend = SINPE_BACKEND_BUILTIN, .path = SINPE_PATH_SCALAR,
+                                   .threads = 1 };
 
 static void good_calls(const float *t)
 {
     static float u[L * D];
-    sinpe_opts fast = { SINPE_BACKEND_BUILTIN, sinpe_path_best(), 3 };
+    sinpe_opts fast = { .backend = SINPE_BACKEND_BUILTIN, .path = sinpe_path_best(), .threads = 3 };
     CHECK(sinpe_table(u, L, D, 10000.0, &fast) == SINPE_OK);
     CHECK(same_bits(t, u, sizeof u));
     CHECK(t[0] == 0.0f && t[1] == 1.0f);
@@ -70,6 +71,23 @@ static void good_calls(const float *t)
     for (int b = 0; b < 2; b++)
         for (int i = 0; i < 3 * D; i++)
             CHECK(x[b * 3 * D + i] == 1.0f + t[3 * D + i]);
+
+    /* the SLEEF backend: a table in steps equals one run, torch's chunking on 3 threads */
+    sinpe_opts sl = { .backend = SINPE_BACKEND_SLEEF, .path = SINPE_PATH_SCALAR, .threads = 2,
+                      .sleef = { SINPE_SLEEF_U35, 4, 3 } };
+    static float s1[L * D], s2[L * D];
+    CHECK(sinpe_table(s1, L, D, 10000.0, &sl) == SINPE_OK);
+    sl.threads = 1;
+    CHECK(sinpe_table(s2, L, D, 10000.0, &sl) == SINPE_OK && same_bits(s1, s2, sizeof s1));
+    CHECK(s1[0] == 0.0f && s1[1] == 1.0f);
+    sinpe_job tj;
+    int64_t tshape[2] = { 4, D };
+    sinpe_job_init(&tj, s2, 2, tshape, 10000.0);
+    tj.offset = 5;
+    tj.table_rows = L; /* rows 5..8 of the L-row table: the same vectors */
+    CHECK(sinpe_run(&tj, &sl) == SINPE_OK && same_bits(s2, s1 + 5 * D, 4 * D * sizeof(float)));
+    tj.table_rows = 8; /* too short for rows 5..8 */
+    CHECK(sinpe_run(&tj, &sl) == SINPE_E_TABLE);
 
     /* elementwise */
     float in[5] = { 0.0f, 1.0f, -2.5f, 1e30f, NAN }, out[5];
@@ -168,7 +186,7 @@ static void steps(void)
     sinpe_job j;
     int64_t shape[2] = { SL, SD };
     sinpe_job_init(&j, u, 2, shape, 10000.0);
-    sinpe_opts o = { SINPE_BACKEND_BUILTIN, sinpe_path_best(), 2 };
+    sinpe_opts o = { .backend = SINPE_BACKEND_BUILTIN, .path = sinpe_path_best(), .threads = 2 };
     sinpe_plan *p;
     CHECK(sinpe_plan_new(&j, &o, &p) == SINPE_OK);
     int done = 0, n = 0;
@@ -203,14 +221,21 @@ static void errors(void)
     CHECK(sinpe_add(x, 1, 3, 8, 24, 8, -1, 10000.0, o) == SINPE_E_OFFSET);
     CHECK(sinpe_add(x, 1, 3, 8, 24, 8, INT64_MAX - 1, 10000.0, o) == SINPE_E_LASTPOS);
     CHECK(sinpe_add(x, -1, 3, 8, 24, 8, 0, 10000.0, o) == SINPE_E_ROWS);
-    sinpe_opts bad_path = { SINPE_BACKEND_BUILTIN, (sinpe_path)99, 1 };
+    sinpe_opts bad_path = { .backend = SINPE_BACKEND_BUILTIN, .path = (sinpe_path)99, .threads = 1 };
     CHECK(sinpe_table(x, 3, 8, 10000.0, &bad_path) == SINPE_E_PATH);
-    sinpe_opts bad_backend = { (sinpe_backend)5, SINPE_PATH_SCALAR, 1 };
+    sinpe_opts bad_backend = { .backend = (sinpe_backend)5, .path = SINPE_PATH_SCALAR, .threads = 1 };
     CHECK(sinpe_table(x, 3, 8, 10000.0, &bad_backend) == SINPE_E_BACKEND);
-    sinpe_opts bad_threads = { SINPE_BACKEND_BUILTIN, SINPE_PATH_SCALAR, 0 };
+    sinpe_opts bad_threads = { .backend = SINPE_BACKEND_BUILTIN, .path = SINPE_PATH_SCALAR,
+                               .threads = 0 };
     CHECK(sinpe_table(x, 3, 8, 10000.0, &bad_threads) == SINPE_E_THREADS);
     float in[1] = { 0 }, out[1];
     CHECK(sinpe_map(7, in, out, 1, o) == SINPE_E_FUNC);
+    sinpe_opts bad_sleef = { .backend = SINPE_BACKEND_SLEEF, .threads = 1,
+                             .sleef = { SINPE_SLEEF_U10, 5, 1 } };
+    CHECK(sinpe_table(x, 3, 8, 10000.0, &bad_sleef) == SINPE_E_BACKEND);
+    bad_sleef.sleef.lanes = 4;
+    bad_sleef.sleef.torch_threads = 0;
+    CHECK(sinpe_table(x, 3, 8, 10000.0, &bad_sleef) == SINPE_E_BACKEND);
     sinpe_job j;
     int64_t shape[2] = { 3, 8 };
     sinpe_job_init(&j, x, 2, shape, 10000.0);
@@ -236,8 +261,8 @@ static void errors(void)
     for (int lib = 0; lib < SINPE_VML_COUNT; lib++) {
         if (sinpe_vml_loaded((sinpe_vml)lib))
             continue;
-        sinpe_opts vml = { lib == SINPE_VML_MKL ? SINPE_BACKEND_MKL : SINPE_BACKEND_TORCH,
-                           SINPE_PATH_SCALAR, 1 };
+        sinpe_opts vml = { .backend = lib == SINPE_VML_MKL ? SINPE_BACKEND_MKL : SINPE_BACKEND_TORCH,
+                           .path = SINPE_PATH_SCALAR, .threads = 1 };
         CHECK(sinpe_table(x, 3, 8, 10000.0, &vml) == SINPE_E_BACKEND);
         char msg[256];
         CHECK(sinpe_vml_load((sinpe_vml)lib, "/nonexistent/libmkl_rt.so.2", msg, sizeof msg)

@@ -1,0 +1,21 @@
+/* torch-on-aarch64's SLEEF functions, re-implemented (internal, pure C): sinpe_sleef.c. */
+#ifndef SINPE_SLEEF_H
+#define SINPE_SLEEF_H
+
+#include <stddef.h>
+
+#include "sinpe_core.h" /* sinpe_sleef_trig */
+
+/* SLEEF's Sleef_expf4_u10 (lane-independent): one value, n values. */
+float sinpe_sleef_expf(float d);
+void sinpe_sleef_exp(const float *in, float *out, size_t n);
+
+/* The reduction path an element needs: u10 0 (|d| < 125) or 1; u35 0, 1 (|d| < 39000) or 2.
+ * A vector takes the largest path of its elements. */
+int sinpe_sleef_path(sinpe_sleef_trig trig, float d);
+
+/* sin and cos of n elements, all evaluated on the given path. */
+void sinpe_sleef_sincos(sinpe_sleef_trig trig, int path, const float *a, float *s, float *c,
+                        size_t n);
+
+#endif

@@ -1,0 +1,163 @@
+"""The 'sleef' backend: torch on 64-bit Arm, bit for bit (issue 9).
+
+Two oracles, both required: Debian's libsleef 3.5.1 (x86 FMA builds with torch's grouping,
+tests/c/sleef_oracle.c), and real aarch64 torch 2.13 and 2.15 run under qemu, whose tables'
+SHA-256 digests tools/arm64_oracle.py wrote to tests/data/torch_arm64_*.json."""
+import hashlib
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+import sinpe
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROFILES = {"torch-aarch64-2.13": (0, 4), "torch-aarch64-2.13-sve256": (0, 8),
+            "torch-aarch64-2.14": (0, 4), "torch-aarch64-2.14-sve256": (0, 8),
+            "torch-aarch64-2.15": (1, 4), "torch-aarch64-2.15-sve256": (1, 8)}
+SHAPES = [(4096, 512), (333, 96), (4095, 510), (20001, 66), (333, 98), (2049, 34), (77, 6),
+          (1, 2), (0, 8), (3, 8194)]
+
+
+def mixed(n, seed):
+    rng = np.random.default_rng(seed)
+    parts = [rng.uniform(-5000, 5000, n), rng.uniform(-130, 130, n), rng.uniform(38990, 39010, n // 4),
+             rng.uniform(-1e7, 1e7, n // 4), np.float32([0.0, -0.0, np.inf, -np.inf, np.nan, 125, -125,
+                                                         124.99999, 39000, 38999.996, 1e30, 1e-40])]
+    x = np.concatenate(parts).astype(np.float32)
+    rng.shuffle(x)
+    return x
+
+
+def same_bits(a, b):
+    return a.shape == b.shape and np.array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+def test_elementwise_equals_libsleef(profile, threads, sleef_oracle):
+    u35, lanes = PROFILES[profile]
+    x = mixed(60_000, threads)
+    for func in ("sin", "cos"):
+        got = sinpe.elementwise(func, x, backend=profile, torch_threads=threads)
+        assert same_bits(got, sleef_oracle(func, u35, lanes, threads, x)), func
+    e = np.clip(x, -110, 110)
+    assert same_bits(sinpe.elementwise("exp", e, backend=profile, torch_threads=threads),
+                     sleef_oracle("exp", u35, lanes, threads, e))
+
+
+def oracle_table(oracle, profile, L, d, base, threads, positions=None):
+    """The reference module's table as torch on aarch64 builds it, through real SLEEF."""
+    u35, lanes = PROFILES[profile]
+    c = np.float32(-math.log(base) / d)
+    div = oracle("exp", u35, lanes, threads, np.arange(0, d, 2).astype(np.float32) * c)
+    pos = np.arange(L, dtype=np.float32) if positions is None else np.asarray(positions, np.float32)
+    ang = (pos.reshape(-1)[:, None] * div[None, :]).astype(np.float32)
+    pe = np.empty((ang.shape[0], d), np.float32)
+    pe[:, 0::2] = oracle("sin", u35, lanes, threads, ang.ravel()).reshape(ang.shape)
+    pe[:, 1::2] = oracle("cos", u35, lanes, threads, ang.ravel()).reshape(ang.shape)
+    return pe.reshape(pos.shape + (d,))
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_tables_equal_libsleef_with_torch_chunking(profile, threads, sleef_oracle, kernel):
+    for (L, d) in SHAPES:
+        for base in (10000.0, 500000.0):
+            want = oracle_table(sleef_oracle, profile, L, d, base, threads)
+            got = sinpe.positional_encoding(L, d, base, backend=profile, torch_threads=threads)
+            assert same_bits(got, want), (L, d, base)
+
+
+@pytest.mark.parametrize("profile", ["torch-aarch64-2.13", "torch-aarch64-2.15-sve256"])
+def test_positions_dtypes_add_pe_and_layouts(profile, sleef_oracle):
+    u35, lanes = PROFILES[profile]
+    p = np.random.default_rng(3).integers(-40000, 40000, (7, 33))
+    want = oracle_table(sleef_oracle, profile, 0, 64, 10000.0, 2, positions=p)
+    assert same_bits(sinpe.positional_encoding(d_model=64, positions=p, backend=profile,
+                                               torch_threads=2), want)
+    # the rows of the reference module's table (max_len 5000 by default), added in place
+    table = oracle_table(sleef_oracle, profile, 5000, 510, 10000.0, 2)
+    x = np.random.default_rng(4).standard_normal((3, 200, 510)).astype(np.float32)
+    y = x.copy()
+    sinpe.add_pe(y, offset=4700, backend=profile, torch_threads=2)
+    assert same_bits(y, x + table[4700:4900])
+    big = oracle_table(sleef_oracle, profile, 9001, 510, 10000.0, 3)
+    y = x.copy()
+    sinpe.add_pe(y, offset=4700, max_len=9001, backend=profile, torch_threads=3)
+    assert same_bits(y, x + big[4700:4900])
+    # other dtypes and a strided out: rounded from the same float32 values
+    out = np.zeros((510, 5000), np.float16).T
+    sinpe.positional_encoding(5000, 510, out=out, backend=profile, torch_threads=2)
+    assert np.array_equal(out.view(np.uint16), sinpe._sinpe._round(table.ravel(), "float16").reshape(
+        5000, 510).view(np.uint16))
+    with pytest.raises(ValueError, match="max_len=10 is smaller than offset"):
+        sinpe.add_pe(x, offset=4700, max_len=10, backend=profile)
+    with pytest.raises(ValueError, match="torch_threads must be between 1 and 4096, got 0"):
+        sinpe.positional_encoding(4, 8, backend=profile, torch_threads=0)
+
+
+def _oracle_files():
+    return sorted(f for f in os.listdir(os.path.join(HERE, "data")) if f.startswith("torch_arm64_"))
+
+
+def test_real_aarch64_torch_digests_are_present():
+    names = _oracle_files()
+    for release in ("2.13", "2.14", "2.15"):
+        assert sum(release in n for n in names) == 3, names  # DEFAULT, SVE128, SVE256
+
+
+@pytest.mark.parametrize("name", _oracle_files())
+def test_real_aarch64_torch_tables(name):
+    """Every table and elementwise result real torch on aarch64 (under qemu) computed, at each
+    thread count, has the digest of sinpe's profile for that torch and capability."""
+    with open(os.path.join(HERE, "data", name)) as f:
+        data = json.load(f)
+    release = ".".join(data["torch"].split(".")[:2])
+    profile = f"torch-aarch64-{release}" + ("-sve256" if data["capability"] == "SVE256" else "")
+
+    def digest(a):
+        return hashlib.sha256(np.ascontiguousarray(a).view(np.uint32).tobytes()).hexdigest()
+    bad = []
+    for key, want in data["tables"].items():
+        shape, rest = key.split("@")
+        base, t = rest.split("/t")
+        L, d = map(int, shape.split("x"))
+        got = sinpe.positional_encoding(L, d, float(base), backend=profile, torch_threads=int(t))
+        if digest(got) != want:
+            bad.append(key)
+    x = arm64_oracle_inputs()
+    e = np.random.default_rng(7).uniform(-14, 0, 500_000).astype(np.float32)
+    for key, want in data["elementwise"].items():
+        func, t = key.split("/t")
+        got = sinpe.elementwise(func, e if func == "exp" else x, backend=profile, torch_threads=int(t))
+        if digest(got) != want:
+            bad.append(key)
+    assert not bad and len(data["tables"]) >= 60, (profile, bad)
+
+
+def arm64_oracle_inputs():
+    """tools/arm64_oracle.py's elementwise inputs (the same generator and seeds)."""
+    rng = np.random.default_rng(2026)
+    parts = [rng.uniform(-5000, 5000, 300_000), rng.uniform(-130, 130, 300_000),
+             rng.uniform(38000, 40000, 100_000), rng.uniform(-1e6, 1e6, 100_000),
+             np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 125.0, -125.0, 39000.0, 1e30])]
+    x = np.concatenate(parts).astype(np.float32)
+    rng.shuffle(x)
+    return x
+
+
+def test_sleef_names_and_the_default_profile():
+    import torch
+    # the profile of the imported torch's release (2.13 here), at its thread count
+    assert sinpe._choice.resolve("sleef") == ("torch-aarch64-2.13", torch.get_num_threads())
+    assert set(PROFILES) <= set(sinpe._choice.NAMES) and "sleef" in sinpe._choice.NAMES
+    t = sinpe.positional_encoding(64, 64, backend="sleef", torch_threads=1)
+    assert same_bits(t, sinpe.positional_encoding(64, 64, backend="torch-aarch64-2.13",
+                                                  torch_threads=1))
+    assert "torch 2.15 on 64-bit Arm" in sinpe.reproduces("torch-aarch64-2.15")
+    from conftest import run_python
+    r = run_python("import sinpe; print(sinpe._choice.resolve('sleef')[0])")
+    assert r.stdout.strip() == "torch-aarch64-2.15", r.stderr  # no torch: the newest measured
