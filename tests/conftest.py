@@ -51,9 +51,15 @@ def reference_table(d_model, max_len, base=10000.0):
     return SinusoidalPositionalEncoding(d_model, max_len, base=base).pe[0].numpy()
 
 
+import platform  # noqa: E402
+
+X86_64 = platform.machine().lower() in ("x86_64", "amd64")
 #: The backends that give torch's bits on this platform: on x86-64 the installed torch's own
-#: oneMKL ('torch') and the mkl wheel measured equal to it ('mkl').
-PARITY_BACKENDS = ["torch", "mkl"]
+#: oneMKL ('torch') and the mkl wheel measured equal to it ('mkl'); on 64-bit Arm the SLEEF
+#: profile of the torch in this process ('sleef', at torch's current thread count).
+PARITY_BACKENDS = ["torch", "mkl"] if X86_64 else ["sleef"]
+#: One backend with torch's bits, for tests about something else.
+TORCH_BITS = "mkl" if X86_64 else "sleef"
 
 
 @pytest.fixture(params=PARITY_BACKENDS)

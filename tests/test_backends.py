@@ -13,6 +13,8 @@ import sinpe
 from conftest import reference_table, run_python
 from test_parity import D_MODELS, MAX_LENS
 
+pytestmark = pytest.mark.x86_64  # torch's oneMKL and the mkl wheel exist on x86-64 only
+
 
 def test_auto_follows_torch_imported_later():
     code = ("import sys, sinpe\n"

@@ -20,7 +20,7 @@ import torch
 from numpy.lib.stride_tricks import as_strided
 
 import sinpe
-from conftest import assert_bits_equal, run_python, torch_add
+from conftest import TORCH_BITS, X86_64, assert_bits_equal, run_python, torch_add
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIME_SCALE = float(os.environ.get("SINPE_TEST_TIME_SCALE", "1"))
@@ -173,7 +173,7 @@ def test_any_layout_of_x_and_out():
 
 # ---- 4. out sharing memory with positions ---------------------------------------------
 
-@pytest.mark.parametrize("backend", ["builtin", "mkl"])
+@pytest.mark.parametrize("backend", ["builtin", TORCH_BITS])
 def test_out_sharing_memory_with_positions(backend):
     d = 16
     want = PE(d_model=d, positions=np.arange(10)[::-1], backend=backend)
@@ -216,7 +216,7 @@ def test_offset_bounds(dt):
 # ---- 6. unaligned buffers: handled, for out= and x -------------------------------------
 
 @pytest.mark.parametrize("dt", DTYPES, ids=str)
-@pytest.mark.parametrize("backend", ["builtin", "mkl"])
+@pytest.mark.parametrize("backend", ["builtin", TORCH_BITS])
 def test_unaligned_out_and_x(dt, backend):
     L, d = 31, 64
     n = L * d * dt.itemsize
@@ -287,7 +287,7 @@ def test_ctrl_c_latency_any_shape(case):
         if case == "row_2^27_builtin":
             f = lambda: PE(1, 2**27, backend="builtin", threads=1)  # noqa: E731
         elif case == "row_2^27_mkl":
-            f = lambda: [PE(1, 2**27, backend="mkl", threads=1) for _ in range(3)]  # noqa: E731
+            f = lambda: [PE(1, 2**27, backend=TORCH_BITS, threads=1) for _ in range(3)]  # noqa: E731
         elif case == "row_2^26_float16":
             f = lambda: PE(1, 2**26, dtype="float16", backend="builtin", threads=1)  # noqa: E731
         elif case == "add_row_2^26_float64":
@@ -372,13 +372,13 @@ def test_float16_add_nan_payloads():
 
 def test_bfloat16_nan_bits_equal_torch():
     p = np.array([0.0, np.inf, -np.inf, np.nan, 5.0], np.float32)
-    f32 = PE(d_model=8, positions=p, backend="mkl")
+    f32 = PE(d_model=8, positions=p, backend=TORCH_BITS)
     want = torch.from_numpy(f32).bfloat16().view(torch.int16).numpy().view(np.uint16)
-    got = PE(d_model=8, positions=p, dtype="bfloat16", backend="mkl").view(np.uint16)
+    got = PE(d_model=8, positions=p, dtype="bfloat16", backend=TORCH_BITS).view(np.uint16)
     assert np.array_equal(got, want)
     assert (got[1:4] == 0xffff).all()
     want16 = torch.from_numpy(f32).half().view(torch.int16).numpy().view(np.uint16)
-    assert np.array_equal(PE(d_model=8, positions=p, dtype="float16", backend="mkl").view(np.uint16),
+    assert np.array_equal(PE(d_model=8, positions=p, dtype="float16", backend=TORCH_BITS).view(np.uint16),
                           want16)
 
 
@@ -447,6 +447,7 @@ def test_loose_input(dt):
 
 # ---- 13. numerics() describes the library in use ---------------------------------------
 
+@pytest.mark.x86_64
 def test_numerics_with_another_onemkl_release(monkeypatch):
     real = sinpe._sinpe.vml_info
     other = "Intel(R) oneAPI Math Kernel Library Version 2025.3-Product Build 20251007 for " \

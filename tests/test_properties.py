@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sinpe
-from conftest import torch_formula
+from conftest import TORCH_BITS, torch_formula
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -50,10 +50,10 @@ def test_rows_match_references(L, d, base, off):
     pos = np.arange(off, off + L)
     got_b = sinpe.positional_encoding(d_model=d, positions=pos, base=base, backend="builtin")
     assert within_1ulp(got_b, numpy_reference(pos, d, base))
-    got_m = sinpe.positional_encoding(d_model=d, positions=pos, base=base, backend="mkl")
+    got_m = sinpe.positional_encoding(d_model=d, positions=pos, base=base, backend=TORCH_BITS)
     assert bits_equal(got_m, torch_formula(pos, d, base))
     if off == 0:
-        assert bits_equal(sinpe.positional_encoding(L, d, base, backend="mkl"), got_m)
+        assert bits_equal(sinpe.positional_encoding(L, d, base, backend=TORCH_BITS), got_m)
 
 
 @SETTINGS
@@ -63,7 +63,7 @@ def test_rows_match_references(L, d, base, off):
                     max_size=30))
 def test_arbitrary_positions(d, base, pos):
     p = np.array(pos, np.float32)
-    assert bits_equal(sinpe.positional_encoding(d_model=d, positions=p, base=base, backend="mkl"),
+    assert bits_equal(sinpe.positional_encoding(d_model=d, positions=p, base=base, backend=TORCH_BITS),
                       torch_formula(p, d, base))
     assert within_1ulp(sinpe.positional_encoding(d_model=d, positions=p, base=base,
                                                  backend="builtin"), numpy_reference(p, d, base))
@@ -90,7 +90,7 @@ def test_add_pe_strided_and_dtypes(B, L, d, base, off, step_b, step_l, transpose
         t = torch.from_numpy(x.copy()).clone()
         t.add_(torch.from_numpy(pe))
         want = t.numpy()
-    assert sinpe.add_pe(x, base, offset=off, backend="mkl") is x
+    assert sinpe.add_pe(x, base, offset=off, backend=TORCH_BITS) is x
     assert np.array_equal(np.ascontiguousarray(x).view(np.uint8), np.ascontiguousarray(want).view(np.uint8))
     # only the view's elements changed
     mask = np.zeros(store.shape, bool)

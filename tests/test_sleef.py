@@ -35,6 +35,7 @@ def same_bits(a, b):
     return a.shape == b.shape and np.array_equal(a.view(np.uint32), b.view(np.uint32))
 
 
+@pytest.mark.x86_64  # the oracle: libsleef's x86 FMA builds
 @pytest.mark.parametrize("profile", sorted(PROFILES))
 @pytest.mark.parametrize("threads", [1, 2, 3, 8])
 def test_elementwise_equals_libsleef(profile, threads, sleef_oracle):
@@ -61,6 +62,7 @@ def oracle_table(oracle, profile, L, d, base, threads, positions=None):
     return pe.reshape(pos.shape + (d,))
 
 
+@pytest.mark.x86_64  # the oracle: libsleef's x86 FMA builds
 @pytest.mark.parametrize("profile", sorted(PROFILES))
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_tables_equal_libsleef_with_torch_chunking(profile, threads, sleef_oracle, kernel):
@@ -71,6 +73,7 @@ def test_tables_equal_libsleef_with_torch_chunking(profile, threads, sleef_oracl
             assert same_bits(got, want), (L, d, base)
 
 
+@pytest.mark.x86_64  # the oracle: libsleef's x86 FMA builds
 @pytest.mark.parametrize("profile", ["torch-aarch64-2.13", "torch-aarch64-2.15-sve256"])
 def test_positions_dtypes_add_pe_and_layouts(profile, sleef_oracle):
     u35, lanes = PROFILES[profile]

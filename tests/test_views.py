@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sinpe
-from conftest import torch_add
+from conftest import TORCH_BITS, torch_add
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BF16, np.dtype(np.float64)]
@@ -85,7 +85,7 @@ def equal_bytes(got, want, addr, dt):
     return np.array_equal(got, want)
 
 
-@pytest.mark.parametrize("backend", ["builtin", "mkl"])
+@pytest.mark.parametrize("backend", ["builtin", TORCH_BITS])
 @SETTINGS
 @given(layout=layouts(), seed=st.integers(0, 2**16), off=st.integers(0, 3))
 def test_add_pe_on_any_view(backend, layout, seed, off):

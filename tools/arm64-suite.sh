@@ -1,0 +1,57 @@
+#!/bin/bash
+# Runs sinpe's test suite on 64-bit Arm under qemu-user: an aarch64 Python with real aarch64
+# torch (set up by ../shared/tools/arm64-torch.sh in $P), sinpe cross-compiled with Debian's
+# aarch64-linux-gnu-gcc, the test extras' aarch64 wheels from PyPI.  binfmt_misc is mounted
+# and qemu-aarch64 registered so that the suite's own subprocesses (CLI, notebook kernel,
+# DataLoader workers) run as aarch64 too.  Needs root (binfmt), qemu-user,
+# gcc-aarch64-linux-gnu, about 1.5 GB of wheels; takes about an hour (everything is
+# emulated).  Usage:
+#   P=~/.cache/sinpe-arm64 ../shared/tools/arm64-torch.sh      # once
+#   P=~/.cache/sinpe-arm64 tools/arm64-suite.sh [pytest arguments]
+# The tests marked x86_64 (x86-64's oneMKL and libsleef builds) and the sanitizer driver
+# (x86 valgrind and ASan) are deselected; the README lists them.
+set -euo pipefail
+P=${P:-$HOME/.cache/sinpe-arm64}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SYS=$P/sysroot
+T=$P/suite
+mkdir -p "$T/wheels" "$T/site" "$T/bin"
+PLAT="--platform manylinux_2_28_aarch64 --platform manylinux_2_27_aarch64 --platform manylinux_2_17_aarch64 --platform manylinux2014_aarch64 --platform linux_aarch64"
+
+# 1. the Python headers for aarch64 (Debian's libpython3.11-dev:arm64, unpacked, not installed)
+if [ ! -e "$SYS/usr/include/aarch64-linux-gnu/python3.11/pyconfig.h" ]; then
+    (cd "$P/debs" && apt-get download libpython3.11-dev:arm64 && dpkg-deb -x libpython3.11-dev_*_arm64.deb "$SYS")
+fi
+# 2. the test extras for aarch64 (torch comes from $P/site)
+if [ ! -e "$T/site/.done" ]; then
+    PIP_CONFIG_FILE=/dev/null pip download -q --only-binary=:all: --python-version 3.11 $PLAT -d "$T/wheels" \
+        pytest hypothesis mpmath ml_dtypes matplotlib nbclient nbformat ipykernel mypy "numpy==2.4.6"
+    for w in "$T/wheels"/*.whl; do unzip -q -o "$w" -d "$T/site"; done
+    touch "$T/site/.done"
+fi
+# 3. sinpe, cross-compiled as setup.py would build it
+NP=$(ls -d "$T"/site/numpy/_core/include)
+rm -rf "$T/site/sinpe" && cp -r "$ROOT/sinpe" "$T/site/sinpe"
+SRCS="$ROOT/src/_sinpe.c $(grep -v '^#' "$ROOT/src/sources.txt" | sed "s|^|$ROOT/src/|")"
+aarch64-linux-gnu-gcc -shared -fPIC -O2 -ffp-contract=off -fno-fast-math -Wall -Wextra \
+    -I"$SYS/usr/include" -I"$SYS/usr/include/python3.11" -I"$NP" \
+    -I"$ROOT/src" $SRCS -lm -ldl -lpthread -o "$T/site/sinpe/_sinpe.cpython-311-aarch64-linux-gnu.so"
+# gcc inside the suite (the odd buffer exporters) must build aarch64 extensions
+cat > "$T/bin/gcc" <<EOS
+#!/bin/bash
+# the emulated Python names its headers /usr/include/...: they are in the sysroot
+args=()
+for a in "\$@"; do case "\$a" in -I/usr/include*) args+=("-I$SYS\${a#-I}");; *) args+=("\$a");; esac; done
+exec aarch64-linux-gnu-gcc -I$SYS/usr/include "\${args[@]}"
+EOS
+chmod +x "$T/bin/gcc"
+# 4. aarch64 binaries run through qemu, subprocesses included
+[ -e /proc/sys/fs/binfmt_misc/register ] || mount binfmt_misc -t binfmt_misc /proc/sys/fs/binfmt_misc
+[ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] || echo ':qemu-aarch64:M::\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\xb7\x00:\xff\xff\xff\xff\xff\xff\xff\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff:/usr/bin/qemu-aarch64:' > /proc/sys/fs/binfmt_misc/register
+mkdir -p "$T/py" && ln -sf "$SYS/usr/bin/python3.11" "$T/py/python3" && ln -sf "$SYS/usr/bin/python3.11" "$T/py/python"
+cd "$ROOT/tests"
+export QEMU_LD_PREFIX=$SYS QEMU_CPU=${QEMU_CPU:-neoverse-n1}
+export PYTHONPATH=$T/site:$P/site PATH=$T/bin:$T/py:$PATH
+export SINPE_TEST_TIME_SCALE=${SINPE_TEST_TIME_SCALE:-40}
+exec "$SYS/usr/bin/python3.11" -m pytest -p no:cacheprovider -m "not x86_64 and not slow" \
+    --deselect tests/test_sanitizers.py "$@"
