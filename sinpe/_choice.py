@@ -185,7 +185,7 @@ def backends() -> Dict[str, bool]:
     torch_ok = _sinpe.vml_info("torch") is not None or (
         not _LIB["torch"]["tried"] and find_torch_library()[0] is not None)
     out = {"builtin": True, "mkl": _sinpe.vml_info("mkl") is not None, "torch": torch_ok}
-    out.update({name: True for name in PROFILES})  # portable C: available everywhere
+    out.update({name: True for name in ["sleef"] + list(PROFILES)})  # portable C: everywhere
     return out
 
 

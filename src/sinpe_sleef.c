@@ -24,6 +24,7 @@
  * per function and path (README, Numerics).
  */
 #include "sinpe_sleef.h"
+#include "sinpe_bits.h"
 #include "sinpe_cpu.h"
 
 #include <math.h>
@@ -178,19 +179,8 @@ static const uint32_t REMPI[104][4] = {
     { 0x00000000, 0x00000000, 0x00000000, 0x00000000 }, /* row 103 */
 };
 
-static inline uint32_t bits(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    return u;
-}
-
-static inline float from_bits(uint32_t u)
-{
-    float x;
-    memcpy(&x, &u, 4);
-    return x;
-}
+#define bits sinpe_f32_bits
+#define from_bits sinpe_bits_f32
 
 static inline float xorsign(float x, float y)
 {

@@ -22,22 +22,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "sinpe_bits.h"
 #include "sinpe_core.h"
 #include "sinpe_paths.h"
-
-static inline uint32_t sinpe_f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-static inline float sinpe_bits_f32(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
 
 static inline uint16_t sinpe_f32_to_f16(float f)
 {
