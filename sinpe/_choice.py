@@ -182,8 +182,8 @@ def torch_kernels() -> str:
 def backends() -> Dict[str, bool]:
     """Which backends can be used in this process (torch's library counts when it is loaded,
     or found and not known to fail)."""
-    torch_ok = _sinpe.vml_info("torch") is not None or (
-        not _LIB["torch"]["tried"] and find_torch_library()[0] is not None)
+    torch_ok = _sinpe.vml_info("torch") is not None or (  # torch's oneMKL: x86-64 builds only
+        X86_64 and not _LIB["torch"]["tried"] and find_torch_library()[0] is not None)
     out = {"builtin": True, "mkl": _sinpe.vml_info("mkl") is not None, "torch": torch_ok}
     out.update({name: True for name in ["sleef"] + list(PROFILES)})  # portable C: everywhere
     return out

@@ -38,6 +38,8 @@ static void emit_half(const sinpe_emitter *e, char *dst, const float *pe, int64_
             v = (bf16 ? sinpe_bf16_to_f32(h) : sinpe_f16_to_f32(h)) + v;
         }
         uint16_t r = bf16 ? sinpe_f32_to_bf16(v) : sinpe_f32_to_f16(v);
+        if (SINPE_ARM_NAN && e->add && !bf16 && v != v)
+            r = 0x7fffu; /* torch on 64-bit Arm: every NaN sum (sinpe_store.h) */
         memcpy(dst, &r, 2);
     }
 }

@@ -11,6 +11,10 @@
  *    (aten/src/ATen/cpu/vec/vec256/vec256_bfloat16.h: cvtfp32_bf16; its
  *    DEFAULT capability gives 0x7fc0; ml_dtypes gives 0x7fc0 / 0xffc0).
  *  - float64: exact.
+ * torch on 64-bit Arm (2.13.0 under qemu, capability DEFAULT: tools/arm64-suite.sh) rounds
+ * the same but for NaN: bfloat16 NaN becomes 0x7fc0 (c10::BFloat16's rule) and a float16
+ * x.add_(pe) gives 0x7fff for every NaN result, so an AArch64 build of sinpe does the same
+ * (SINPE_ARM_NAN).
  * In-place adds are torch's x.add_(pe) with a float32 pe: float16 and
  * bfloat16 x are widened to float32, added in float32 and rounded once;
  * float64 x adds the widened pe in float64; float32 adds in float32.
@@ -60,11 +64,19 @@ static inline float sinpe_f16_to_f32(uint16_t h)
     return sign ? -v : v;
 }
 
+#if defined(__aarch64__) || defined(_M_ARM64)
+#define SINPE_ARM_NAN 1
+#define SINPE_BF16_NAN 0x7fc0u
+#else
+#define SINPE_ARM_NAN 0
+#define SINPE_BF16_NAN 0xffffu
+#endif
+
 static inline uint16_t sinpe_f32_to_bf16(float f)
 {
     uint32_t x = sinpe_f32_bits(f);
     if ((x & 0x7fffffffu) > 0x7f800000u)
-        return 0xffffu;
+        return SINPE_BF16_NAN;
     return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 

@@ -364,10 +364,14 @@ def test_float16_add_nan_payloads():
     t = torch.from_numpy(h.view(np.int16).copy()).view(torch.float16)
     t.add_(torch.from_numpy(PE(9, 2)[:, 0].copy()))
     torch_bits = t.view(torch.int16).numpy().view(np.uint16)
-    assert (torch_bits[:8] == 0x7f00).all() and torch_bits[8] == 0x7fff
     x = h.view(np.float16).reshape(9, 1).repeat(2, axis=1)
     sinpe.add_pe(x)
-    assert (x.view(np.uint16) == 0x7f00).all()
+    if X86_64:
+        assert (torch_bits[:8] == 0x7f00).all() and torch_bits[8] == 0x7fff
+        assert (x.view(np.uint16) == 0x7f00).all()
+    else:  # torch on 64-bit Arm: 0x7fff for every NaN sum, and sinpe there too
+        assert (torch_bits == 0x7fff).all()
+        assert (x.view(np.uint16) == 0x7fff).all()
 
 
 def test_bfloat16_nan_bits_equal_torch():
@@ -376,7 +380,7 @@ def test_bfloat16_nan_bits_equal_torch():
     want = torch.from_numpy(f32).bfloat16().view(torch.int16).numpy().view(np.uint16)
     got = PE(d_model=8, positions=p, dtype="bfloat16", backend=TORCH_BITS).view(np.uint16)
     assert np.array_equal(got, want)
-    assert (got[1:4] == 0xffff).all()
+    assert (got[1:4] == (0xffff if X86_64 else 0x7fc0)).all()  # torch's NaN on each platform
     want16 = torch.from_numpy(f32).half().view(torch.int16).numpy().view(np.uint16)
     assert np.array_equal(PE(d_model=8, positions=p, dtype="float16", backend=TORCH_BITS).view(np.uint16),
                           want16)

@@ -53,5 +53,9 @@ cd "$ROOT/tests"
 export QEMU_LD_PREFIX=$SYS QEMU_CPU=${QEMU_CPU:-neoverse-n1}
 export PYTHONPATH=$T/site:$P/site PATH=$T/bin:$T/py:$PATH
 export SINPE_TEST_TIME_SCALE=${SINPE_TEST_TIME_SCALE:-40}
+# Deselected here, not on real Arm: the sanitizer runs (x86 valgrind and ASan), torch.compile
+# (inductor needs a C++ compiler inside the emulated system) and DataLoader workers by fork
+# (qemu-user 7.2 aborts forking a threaded process: "cpu_exec: assertion failed").
 exec "$SYS/usr/bin/python3.11" -m pytest -p no:cacheprovider -m "not x86_64 and not slow" \
-    --deselect tests/test_sanitizers.py "$@"
+    --deselect tests/test_sanitizers.py --deselect tests/test_torch_module.py::test_torch_compile \
+    --deselect "tests/test_reliability.py::test_torch_dataloader_workers[fork]" "$@"
