@@ -171,6 +171,9 @@ static void raise_status(int st, const call_ctx *c)
     case SINPE_E_NULL:
         PyErr_Format(PyExc_ValueError, "%s: the buffer has no memory (a NULL pointer)", c->what);
         break;
+    case SINPE_E_SPEC:
+        PyErr_SetString(PyExc_ValueError, "sinpe: inconsistent preset table description");
+        break;
     default:
         PyErr_Format(PyExc_RuntimeError, "sinpe: %s", sinpe_strerror(st));
         break;
@@ -1236,6 +1239,234 @@ static PyObject *py_round(PyObject *self, PyObject *args)
     return out;
 }
 
+/* ---- presets: frequency vectors and preset tables (sinpe/presets.py) -------------------- */
+
+PyDoc_STRVAR(freqs_doc,
+"_freqs($module, kind, n, /, *, start=0, step=1, group=1, a=0.0, b=1.0, m=1.0, base=1.0,\n"
+"       recip=False, pow_lanes=0, backend=None, torch_threads=None)\n"
+"--\n\n"
+"A preset's frequency vector (sinpe_core.h, sinpe_freqs): kind 'exp_mul', 'exp_muldiv',\n"
+"'pow' (float32; a, b, m and base rounded to float32 first, as torch rounds Python\n"
+"scalars) or 'pow64' (float64).  pow_lanes: torch's float32 vector width for pow.\n");
+
+static PyObject *py_freqs(PyObject *self, PyObject *args, PyObject *kw)
+{
+    module_state *ms = state_of(self);
+    static char *kwlist[] = { "", "", "start", "step", "group", "a", "b", "m", "base", "recip",
+                              "pow_lanes", "backend", "torch_threads", NULL };
+    const char *kname;
+    long long n, start = 0, step = 1, group = 1;
+    double a = 0.0, b = 1.0, m = 1.0, base = 1.0;
+    int recip = 0, lanes = 0;
+    PyObject *o_be = NULL, *o_tt = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sL|$LLLddddpiOO:_freqs", kwlist, &kname, &n,
+                                     &start, &step, &group, &a, &b, &m, &base, &recip, &lanes,
+                                     &o_be, &o_tt))
+        return NULL;
+    static const char *kinds[SINPE_FREQ_COUNT] = { "exp_mul", "exp_muldiv", "pow", "pow64" };
+    int k = -1;
+    for (int i = 0; i < SINPE_FREQ_COUNT; i++)
+        if (!strcmp(kname, kinds[i]))
+            k = i;
+    if (k < 0 || n < 0 || group < 1 || lanes < 0) {
+        PyErr_Format(PyExc_ValueError, "_freqs: bad kind %s, n %lld, group %lld or pow_lanes %d",
+                     kname, n, group, lanes);
+        return NULL;
+    }
+    common_args c;
+    if (parse_common(ms, NULL, NULL, o_be, o_tt, NULL, &c) < 0)
+        return NULL;
+    sinpe_freq f = { (sinpe_freq_kind)k, start, step, group, (float)a, (float)b, (float)m,
+                     (float)base, b, base, recip, lanes };
+    npy_intp dims[1] = { (npy_intp)n };
+    PyObject *out = PyArray_SimpleNew(1, dims, k == SINPE_FREQ_POW64 ? NPY_DOUBLE : NPY_FLOAT);
+    if (!out)
+        return NULL;
+    int st = sinpe_freqs(&f, PyArray_DATA((PyArrayObject *)out), (int64_t)n, &c.opts);
+    if (st != SINPE_OK) {
+        Py_DECREF(out);
+        call_ctx ctx = { "freqs", "n", NULL, NULL, c.backend_name };
+        raise_status(st, &ctx);
+        return NULL;
+    }
+    return out;
+}
+
+PyDoc_STRVAR(preset_table_doc,
+"_preset_table($module, rows, freq, col, /, *, comp=None, scale=None, zero_row=-1,\n"
+"              trow_shift=0, f64_div=False, offset=0, table_rows=0, dtype=None, out=None,\n"
+"              backend=None, torch_threads=None, threads=None)\n"
+"--\n\n"
+"A preset table (sinpe_core.h, sinpe_spec): rows (an int: positions offset .. offset+rows-1)\n"
+"or an array of positions (with a trailing axis of 2 when comp names component 1);\n"
+"freq: float32 (or float64) frequencies, one per angle; col: int64, 4 * angle + kind\n"
+"(0 sin, 1 cos, 2 angle, 3 zero) per column.  The result has shape rows + (len(col),).\n");
+
+static PyObject *py_preset_table(PyObject *self, PyObject *args, PyObject *kw)
+{
+    module_state *ms = state_of(self);
+    static char *kwlist[] = { "", "", "", "comp", "scale", "zero_row", "trow_shift", "f64_div",
+                              "offset", "table_rows", "dtype", "out", "backend", "torch_threads",
+                              "threads", NULL };
+    PyObject *o_rows, *o_freq, *o_col, *o_comp = Py_None, *o_scale = Py_None, *o_off = NULL;
+    PyObject *o_dtype = Py_None, *o_out = Py_None, *o_be = NULL, *o_tt = NULL, *o_thr = NULL;
+    long long zero_row = -1, trow_shift = 0, table_rows = 0;
+    int f64_div = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|$OOLLpOLOOOOO:_preset_table", kwlist, &o_rows,
+                                     &o_freq, &o_col, &o_comp, &o_scale, &zero_row, &trow_shift,
+                                     &f64_div, &o_off, &table_rows, &o_dtype, &o_out, &o_be, &o_tt,
+                                     &o_thr))
+        return NULL;
+    table_call t;
+    memset(&t, 0, sizeof t);
+    sinpe_job *j = &t.job;
+    sinpe_spec sp;
+    memset(&sp, 0, sizeof sp);
+    PyArrayObject *freq = NULL, *col = NULL, *comp = NULL;
+    t.ctx.what = "out";
+    t.ctx.rows_name = "rows";
+    t.ctx.job = j;
+    if (parse_common(ms, NULL, o_off, o_be, o_tt, o_thr, &t.args) < 0)
+        goto fail;
+    t.ctx.backend = t.args.backend_name;
+    freq = (PyArrayObject *)PyArray_FROM_OF(o_freq, NPY_ARRAY_IN_ARRAY);
+    col = (PyArrayObject *)PyArray_FROM_OTF(o_col, NPY_INT64, NPY_ARRAY_IN_ARRAY | NPY_ARRAY_FORCECAST);
+    if (!freq || !col)
+        goto fail;
+    if (PyArray_NDIM(freq) != 1 || PyArray_NDIM(col) != 1
+        || (PyArray_TYPE(freq) != NPY_FLOAT && PyArray_TYPE(freq) != NPY_DOUBLE)) {
+        PyErr_SetString(PyExc_TypeError, "_preset_table: freq must be 1-d float32 or float64, "
+                                         "col 1-d integers");
+        goto fail;
+    }
+    sp.nang = PyArray_DIM(freq, 0);
+    if (PyArray_TYPE(freq) == NPY_FLOAT)
+        sp.freq = (const float *)PyArray_DATA(freq);
+    else
+        sp.freq64 = (const double *)PyArray_DATA(freq);
+    sp.f64_div = f64_div;
+    sp.col = (const int64_t *)PyArray_DATA(col);
+    sp.ncomp = 1;
+    if (o_comp != Py_None) {
+        comp = (PyArrayObject *)PyArray_FROM_OTF(o_comp, NPY_INT32, NPY_ARRAY_IN_ARRAY | NPY_ARRAY_FORCECAST);
+        if (!comp)
+            goto fail;
+        if (PyArray_NDIM(comp) != 1 || PyArray_DIM(comp, 0) != sp.nang) {
+            PyErr_SetString(PyExc_ValueError, "_preset_table: comp must have one entry per angle");
+            goto fail;
+        }
+        sp.comp = (const int32_t *)PyArray_DATA(comp);
+        for (npy_intp i = 0; i < sp.nang; i++)
+            if (sp.comp[i] > 0)
+                sp.ncomp = 2;
+    }
+    if (o_scale != Py_None) {
+        double v = PyFloat_AsDouble(o_scale);
+        if (v == -1.0 && PyErr_Occurred())
+            goto fail;
+        sp.scaled = 1;
+        sp.scale = (float)v;
+    }
+    sp.zero_row = zero_row;
+    sp.trow_shift = trow_shift;
+    j->spec = &sp;
+    j->offset = t.args.offset;
+    j->table_rows = table_rows;
+    int64_t d = PyArray_DIM(col, 0);
+    if (PyLong_Check(o_rows)) {
+        int64_t rows;
+        if (get_int64(o_rows, "rows", &rows) < 0)
+            goto fail;
+        j->ndim = 2;
+        j->shape[0] = rows;
+        j->shape[1] = d;
+    } else {
+        t.pos = positions_get(o_rows, &j->pos_type);
+        if (!t.pos)
+            goto fail;
+        int pn = PyArray_NDIM(t.pos) - (sp.ncomp > 1);
+        if (pn < 0 || pn + 1 > SINPE_MAX_DIMS
+            || (sp.ncomp > 1 && PyArray_DIM(t.pos, pn) != sp.ncomp)) {
+            PyErr_SetString(PyExc_ValueError, "_preset_table: positions need a last axis of 2 "
+                                              "components");
+            goto fail;
+        }
+        j->use_pos = 1;
+        j->pos = PyArray_BYTES(t.pos);
+        j->ndim = pn + 1;
+        for (int i = 0; i < pn; i++) {
+            j->shape[i] = PyArray_DIMS(t.pos)[i];
+            j->pos_strides[i] = PyArray_STRIDES(t.pos)[i];
+        }
+        j->pos_comp_stride = sp.ncomp > 1 ? PyArray_STRIDES(t.pos)[pn] : 0;
+        j->shape[pn] = d;
+    }
+    sinpe_type want = SINPE_F32;
+    if ((o_dtype != Py_None || o_out == Py_None) && get_dtype(o_dtype, &t.descr, &want) < 0)
+        goto fail;
+    if (o_out != Py_None) {
+        if (view_get(o_out, "out", &t.out) < 0)
+            goto fail;
+        t.have_out = 1;
+        int same = t.out.ndim == j->ndim;
+        for (int i = 0; same && i < j->ndim; i++)
+            same = t.out.shape[i] == j->shape[i];
+        if (!same || (t.descr && want != t.out.type)) {
+            PyObject *got = shape_tuple(t.out.ndim, t.out.shape), *exp = shape_tuple(j->ndim, j->shape);
+            if (got && exp)
+                PyErr_Format(!same ? PyExc_ValueError : PyExc_TypeError,
+                             !same ? "out has shape %R; expected %R"
+                                   : "out (shape %R) has another dtype than dtype= asks for",
+                             got, exp);
+            Py_XDECREF(got);
+            Py_XDECREF(exp);
+            goto fail;
+        }
+        for (int i = 0; i < j->ndim; i++)
+            j->strides[i] = t.out.strides[i];
+        j->type = t.out.type;
+        j->data = t.out.data;
+    } else {
+        j->type = want;
+        int64_t s1 = sinpe_type_size(want), cap = (int64_t)1 << 60;
+        for (int i = j->ndim - 1; i >= 0; i--) {
+            j->strides[i] = s1;
+            int64_t nn = j->shape[i] > 1 ? j->shape[i] : 1;
+            s1 = s1 > cap / nn ? cap : s1 * nn;
+        }
+    }
+    int st = sinpe_job_check(j, &t.args.opts);
+    if (st != SINPE_OK) {
+        raise_status(st, &t.ctx);
+        goto fail;
+    }
+    int64_t new_bytes = 0;
+    if (!t.have_out) {
+        new_bytes = sinpe_type_size(j->type);
+        for (int i = 0; i < j->ndim; i++)
+            new_bytes *= j->shape[i];
+    }
+    if (check_memory(new_bytes, j, &t.args.opts) < 0 || (!t.have_out && table_allocate(&t) < 0)
+        || run_job(j, &t.args.opts, &t.ctx) < 0)
+        goto fail;
+    table_call_clear(&t);
+    Py_XDECREF(freq);
+    Py_XDECREF(col);
+    Py_XDECREF(comp);
+    if (!t.result) {
+        t.result = o_out;
+        Py_INCREF(o_out);
+    }
+    return t.result;
+fail:
+    table_call_clear(&t);
+    Py_XDECREF(t.result);
+    Py_XDECREF(freq);
+    Py_XDECREF(col);
+    Py_XDECREF(comp);
+    return NULL;
+}
+
 static int vml_lib(PyObject *o, sinpe_vml *lib)
 {
     for (int i = 0; i < SINPE_VML_COUNT; i++)
@@ -1492,6 +1723,9 @@ static PyMethodDef methods[] = {
     { "elementwise", (PyCFunction)(void (*)(void))py_elementwise, METH_VARARGS | METH_KEYWORDS,
       elementwise_doc },
     { "_round", py_round, METH_VARARGS, round_doc },
+    { "_freqs", (PyCFunction)(void (*)(void))py_freqs, METH_VARARGS | METH_KEYWORDS, freqs_doc },
+    { "_preset_table", (PyCFunction)(void (*)(void))py_preset_table, METH_VARARGS | METH_KEYWORDS,
+      preset_table_doc },
     { "load_vml", py_load_vml, METH_VARARGS, load_vml_doc },
     { "vml_info", py_vml_info, METH_O, vml_info_doc },
     { "_set_resolver", py_set_resolver, METH_O, set_resolver_doc },

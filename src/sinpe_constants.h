@@ -10,6 +10,8 @@ static const struct sinpe_consts {
     double exp2_64[64][2];      /* 2^(j/64) as hi + lo */
     double inv_fact[32][2];     /* 1/n! as hi + lo, n = 0..31 */
     double sin_p[5], cos_q[5];  /* AVX2 path: Chebyshev P, Q, highest degree first */
+    double ln2[2];              /* ln 2 as hi + lo (pow) */
+    double inv_odd[32][2];      /* 1/(2k+1) as hi + lo, k = 0..31 (pow's atanh series) */
 } SINPE_C = {
     0x1.71547652b82fep+6, /* 64/ln2 */
     0x1.62e42fefa0000p-7, 0x1.cf79abc9e0000p-46, 0x1.d9cc01f97b57ap-85, /* ln2/64 = hi + mid + lo; hi, mid have 39 bits */
@@ -121,6 +123,41 @@ static const struct sinpe_consts {
     { -0x1.aa2855b725b64p-26, 0x1.71d9a9f02f333p-19, -0x1.a019fd9b30bd8p-13, 0x1.1111110fd3d21p-7, -0x1.555555555516bp-3 },
     /* cos y = 1 + y^2 Q(y^2): max relative error 2^-41.5 on |y| <= 0.7854 */
     { -0x1.2474e02fcf571p-22, 0x1.a01298d207453p-16, -0x1.6c16bae5e7010p-10, 0x1.555555514f705p-5, -0x1.fffffffffe697p-2 },
+    {0x1.62e42fefa39efp-1, 0x1.abc9e3b39803fp-56}, /* ln 2 */
+    {
+        {0x1.0000000000000p+0, 0x0.0p+0},
+        {0x1.5555555555555p-2, 0x1.5555555555555p-56},
+        {0x1.999999999999ap-3, -0x1.999999999999ap-57},
+        {0x1.2492492492492p-3, 0x1.2492492492492p-57},
+        {0x1.c71c71c71c71cp-4, 0x1.c71c71c71c71cp-58},
+        {0x1.745d1745d1746p-4, -0x1.745d1745d1746p-59},
+        {0x1.3b13b13b13b14p-4, -0x1.3b13b13b13b14p-58},
+        {0x1.1111111111111p-4, 0x1.1111111111111p-60},
+        {0x1.e1e1e1e1e1e1ep-5, 0x1.e1e1e1e1e1e1ep-61},
+        {0x1.af286bca1af28p-5, 0x1.af286bca1af28p-59},
+        {0x1.8618618618618p-5, 0x1.8618618618618p-59},
+        {0x1.642c8590b2164p-5, 0x1.642c8590b2164p-60},
+        {0x1.47ae147ae147bp-5, -0x1.eb851eb851eb8p-61},
+        {0x1.2f684bda12f68p-5, 0x1.2f684bda12f68p-59},
+        {0x1.1a7b9611a7b96p-5, 0x1.1a7b9611a7b96p-61},
+        {0x1.0842108421084p-5, 0x1.0842108421084p-60},
+        {0x1.f07c1f07c1f08p-6, -0x1.f07c1f07c1f08p-61},
+        {0x1.d41d41d41d41dp-6, 0x1.0750750750750p-60},
+        {0x1.bacf914c1bad0p-6, -0x1.bacf914c1bad0p-60},
+        {0x1.a41a41a41a41ap-6, 0x1.0690690690690p-60},
+        {0x1.8f9c18f9c18fap-6, -0x1.f3831f3831f38p-61},
+        {0x1.7d05f417d05f4p-6, 0x1.7d05f417d05f4p-62},
+        {0x1.6c16c16c16c17p-6, -0x1.f49f49f49f49fp-61},
+        {0x1.5c9882b931057p-6, 0x1.310572620ae4cp-61},
+        {0x1.4e5e0a72f0539p-6, 0x1.e0a72f0539783p-60},
+        {0x1.4141414141414p-6, 0x1.4141414141414p-62},
+        {0x1.3521cfb2b78c1p-6, 0x1.a90e7d95bc60ap-61},
+        {0x1.29e4129e4129ep-6, 0x1.04a7904a7904ap-60},
+        {0x1.1f7047dc11f70p-6, 0x1.1f7047dc11f70p-60},
+        {0x1.15b1e5f75270dp-6, 0x1.15b1e5f75270dp-64},
+        {0x1.0c9714fbcda3bp-6, -0x1.f79b47582192ep-61},
+        {0x1.0410410410410p-6, 0x1.0410410410410p-60},
+    },
 };
 
 #define SINPE_TWO_OVER_PI_WORDS 20

@@ -70,6 +70,7 @@ const char *sinpe_strerror(int status)
     case SINPE_E_FUNC: return "unknown elementwise function";
     case SINPE_E_THREADS: return "threads must be between 1 and 256";
     case SINPE_E_TABLE: return "the table (table_rows) must hold rows offset .. offset + rows - 1";
+    case SINPE_E_SPEC: return "inconsistent preset table description";
     default: return "unknown sinpe status";
     }
 }
@@ -235,6 +236,42 @@ static int64_t row_count(const sinpe_job *j)
     return n;
 }
 
+/* The rules of a preset table's description (sinpe_spec), given d columns. */
+static int check_spec(const sinpe_job *j, int64_t d)
+{
+    const sinpe_spec *sp = j->spec;
+    int64_t T = sp->nang;
+    if (T < 1 || d < 1 || !sp->col || (!sp->freq) == (!sp->freq64))
+        return SINPE_E_SPEC;
+    if (sp->ncomp < 1 || sp->ncomp > 2 || (!j->use_pos && sp->ncomp != 1))
+        return SINPE_E_SPEC;
+    for (int64_t t = 0; sp->comp && t < T; t++)
+        if (sp->comp[t] < 0 || sp->comp[t] >= sp->ncomp)
+            return SINPE_E_SPEC;
+    for (int64_t k = 0; k < d; k++)
+        if (sp->col[k] < 0 || sp->col[k] / 4 >= T)
+            return SINPE_E_SPEC;
+    /* torch's tensor may leave out only a leading zero row (fairseq2's pad row) */
+    if (sp->trow_shift != 0 && !(sp->trow_shift == -1 && j->use_pos && sp->zero_row == 0))
+        return SINPE_E_SPEC;
+    return SINPE_OK;
+}
+
+/* The positions' extent in bytes (with a preset's component axis). */
+static int positions_extent(const sinpe_job *j, int64_t *lo, int64_t *hi)
+{
+    int n = j->ndim - 1;
+    int64_t shape[SINPE_MAX_DIMS + 1], strides[SINPE_MAX_DIMS + 1];
+    memcpy(shape, j->shape, (size_t)n * sizeof(int64_t));
+    memcpy(strides, j->pos_strides, (size_t)n * sizeof(int64_t));
+    if (j->spec && j->spec->ncomp > 1) {
+        shape[n] = j->spec->ncomp;
+        strides[n] = j->pos_comp_stride;
+        n++;
+    }
+    return sinpe_extent(n, shape, strides, sinpe_type_size(j->pos_type), lo, hi);
+}
+
 int sinpe_job_check(const sinpe_job *j, const sinpe_opts *o)
 {
     if (!j)
@@ -245,12 +282,17 @@ int sinpe_job_check(const sinpe_job *j, const sinpe_opts *o)
     if (nd < (j->use_pos ? 1 : 2) || nd > SINPE_MAX_DIMS)
         return SINPE_E_DIMS;
     int64_t d = j->shape[nd - 1], w = sinpe_type_size(j->type);
-    if (d < 2 || d % 2 != 0)
+    if (j->spec) {
+        int st = check_spec(j, d);
+        if (st != SINPE_OK)
+            return st;
+    } else if (d < 2 || d % 2 != 0) {
         return SINPE_E_DMODEL;
+    }
     for (int k = 0; k < nd - 1; k++)
         if (j->shape[k] < 0)
             return SINPE_E_ROWS;
-    if (!isfinite(j->base) || !(j->base > 0.0))
+    if (!j->spec && (!isfinite(j->base) || !(j->base > 0.0)))
         return SINPE_E_BASE;
     /* a row must be addressable even in an empty table; then the whole */
     if (d > SINPE_MAX_SPAN / w)
@@ -279,8 +321,7 @@ int sinpe_job_check(const sinpe_job *j, const sinpe_opts *o)
         if ((int)j->pos_type < 0 || j->pos_type >= SINPE_TYPE_COUNT)
             return SINPE_E_TYPE;
         int64_t lo, hi;
-        int st = sinpe_extent(nd - 1, j->shape, j->pos_strides, sinpe_type_size(j->pos_type),
-                              &lo, &hi);
+        int st = positions_extent(j, &lo, &hi);
         if (st != SINPE_OK)
             return st;
     }
@@ -298,8 +339,7 @@ static int positions_alias(const sinpe_job *j)
     int64_t dlo, dhi, plo, phi;
     if (sinpe_extent(j->ndim, j->shape, j->strides, sinpe_type_size(j->type), &dlo, &dhi)
             != SINPE_OK
-        || sinpe_extent(j->ndim - 1, j->shape, j->pos_strides, sinpe_type_size(j->pos_type), &plo,
-                        &phi) != SINPE_OK)
+        || positions_extent(j, &plo, &phi) != SINPE_OK)
         return 1;
     if (dlo == dhi || plo == phi)
         return 0;
@@ -313,7 +353,8 @@ static int positions_alias(const sinpe_job *j)
 
 typedef struct {
     float *pe;   /* rows x 2*cols of table values (NULL when written directly) */
-    float *posf; /* positions of a tile's rows */
+    float *posf; /* positions of a tile's rows (ncomp per row) */
+    float *wa, *ws, *wc; /* presets: a tile's angles, sines, cosines */
     int64_t key; /* the tile rows in pe: row block * ncb + column block; -1 none */
 } slot;
 
@@ -323,8 +364,10 @@ struct sinpe_plan {
     const sinpe_path_ops *path;
     sinpe_emitter em;
     float c; /* (float)(-log(base) / d_model) */
-    /* geometry */
-    int64_t half, J, ncb, C, nrows, nrc, B, nb, nbt, ntiles;
+    /* geometry; rowlen: values per row of a tile (2 J, or a preset's columns) */
+    int64_t half, J, ncb, C, nrows, nrc, B, nb, nbt, ntiles, rowlen;
+    const sinpe_spec *spec;
+    int ncomp;
     int direct;
     int64_t rstride; /* by offset: the rows' axis */
     int bn;          /* by offset: leading axes */
@@ -379,10 +422,21 @@ static void geometry(sinpe_plan *p)
     const sinpe_job *j = &p->j;
     int nd = j->ndim;
     int64_t d = j->shape[nd - 1];
-    p->half = d / 2;
-    p->J = p->half < SINPE_TILE_PAIRS ? p->half : SINPE_TILE_PAIRS;
-    p->ncb = ceil_div64(p->half, p->J);
-    p->C = SINPE_TILE_PAIRS / p->J;
+    p->spec = j->spec;
+    p->ncomp = j->spec ? j->spec->ncomp : 1;
+    if (j->spec) { /* one column block; rows per tile from the wider of angles and columns */
+        p->half = p->J = j->spec->nang;
+        p->ncb = 1;
+        p->rowlen = d;
+        int64_t wide = d > p->J ? d : p->J;
+        p->C = 2 * SINPE_TILE_PAIRS / wide > 0 ? 2 * SINPE_TILE_PAIRS / wide : 1;
+    } else {
+        p->half = d / 2;
+        p->J = p->half < SINPE_TILE_PAIRS ? p->half : SINPE_TILE_PAIRS;
+        p->ncb = ceil_div64(p->half, p->J);
+        p->rowlen = 2 * p->J;
+        p->C = SINPE_TILE_PAIRS / p->J;
+    }
     p->em.type = j->type;
     p->em.add = j->add;
     p->em.cstride = j->strides[nd - 1];
@@ -425,7 +479,7 @@ static void geometry(sinpe_plan *p)
     if (p->C > p->nrows)
         p->C = p->nrows > 0 ? p->nrows : 1;
     p->nrc = ceil_div64(p->nrows, p->C);
-    int64_t per = 2 * p->C * p->J;
+    int64_t per = p->C * p->rowlen;
     p->nb = SINPE_TILE_VALUES / per > 0 ? SINPE_TILE_VALUES / per : 1;
     if (p->nb > p->B)
         p->nb = p->B > 0 ? p->B : 1;
@@ -434,6 +488,8 @@ static void geometry(sinpe_plan *p)
     if (p->o.backend == SINPE_BACKEND_SLEEF) {
         int64_t rows = j->use_pos ? p->nrows
                        : j->table_rows ? j->table_rows : j->offset + p->nrows;
+        if (j->spec)
+            rows += j->spec->trow_shift;
         p->tn = rows * p->half;
         p->tchunk = sleef_chunk(p->tn, p->o.sleef.torch_threads);
     }
@@ -449,7 +505,7 @@ static int64_t total_values(const sinpe_job *j)
  * once per run of tiles with the same rows, and the values it stores. */
 static int64_t tile_work(const sinpe_plan *p)
 {
-    int64_t per = 2 * p->C * p->J;
+    int64_t per = p->C * (p->rowlen > p->J ? p->rowlen : p->J);
     if (p->direct)
         return per;
     int64_t w = per / p->nbt + per * p->nb / SINPE_STORE_SHARE;
@@ -471,8 +527,9 @@ static int64_t scratch_floats(const sinpe_plan *p)
 {
     if (p->ntiles == 0 || p->nslots == 0)
         return 0;
-    int64_t per_slot = p->C + (p->direct ? 0 : 2 * p->C * p->J);
-    return p->half + 2 * p->ncb + (int64_t)p->nslots * per_slot + p->npos;
+    int64_t per_slot = p->C * p->ncomp + (p->direct ? 0 : p->C * p->rowlen)
+                       + (p->spec ? 3 * p->C * p->J : 0);
+    return p->half + 2 * p->ncb + (int64_t)p->nslots * per_slot + p->npos * p->ncomp;
 }
 
 int64_t sinpe_job_scratch_bytes(const sinpe_job *j, const sinpe_opts *o)
@@ -531,10 +588,16 @@ int sinpe_plan_new(const sinpe_job *j, const sinpe_opts *o, sinpe_plan **out)
         m += p->ncb;
         for (int t = 0; t < p->nslots; t++) {
             p->slots[t].posf = m;
-            m += p->C;
+            m += p->C * p->ncomp;
             if (!p->direct) {
                 p->slots[t].pe = m;
-                m += 2 * p->C * p->J;
+                m += p->C * p->rowlen;
+            }
+            if (p->spec) {
+                p->slots[t].wa = m;
+                p->slots[t].ws = m + p->C * p->J;
+                p->slots[t].wc = m + 2 * p->C * p->J;
+                m += 3 * p->C * p->J;
             }
             p->slots[t].key = -1;
         }
@@ -552,25 +615,36 @@ void sinpe_plan_free(sinpe_plan *p)
     }
 }
 
-/* Position of row r (flat index over the row axes) at byte offset off. */
-static float position_at(const sinpe_plan *p, int64_t r, int64_t off)
+/* Component q of the position of row r (flat index over the row axes) at byte offset off. */
+static float position_at(const sinpe_plan *p, int64_t r, int64_t off, int q)
 {
     if (p->npos)
-        return p->poscopy[r];
-    return sinpe_load_position(p->pos + off, p->pos_type);
+        return p->poscopy[r * p->ncomp + q];
+    return sinpe_load_position(p->pos + off + q * p->j.pos_comp_stride, p->pos_type);
 }
 
-/* The position of row `row` of the table (a flat row index over the job's row axes when
- * by positions). */
-static float table_position(const sinpe_plan *p, int64_t row)
+/* Component q of the position of row `row` of the table (a flat row index over the job's
+ * row axes when by positions). */
+static float table_position(const sinpe_plan *p, int64_t row, int q)
 {
     if (!p->j.use_pos)
         return (float)row;
     if (p->npos)
-        return p->poscopy[row];
+        return p->poscopy[row * p->ncomp + q];
     sinpe_walker w;
     sinpe_walker_init(&w, p->rn, p->rshape, p->rs, p->ps, row);
-    return sinpe_load_position(p->pos + w.o2, p->pos_type);
+    return sinpe_load_position(p->pos + w.o2 + q * p->j.pos_comp_stride, p->pos_type);
+}
+
+/* The angle of element f of torch's angle tensor (rows of half, or of a preset's T). */
+static float angle_at(const sinpe_plan *p, int64_t f)
+{
+    int64_t row = f / p->half, t = f % p->half;
+    const sinpe_spec *sp = p->spec;
+    if (!sp)
+        return table_position(p, row, 0) * p->div[t];
+    float v = table_position(p, row - sp->trow_shift, sp->comp ? sp->comp[t] : 0) * sp->freq[t];
+    return sp->scaled ? sp->scale * v : v;
 }
 
 /* The path of torch's vector around element e0 + i0 .. (table elements), given the angles
@@ -585,12 +659,25 @@ static int sleef_group_path(const sinpe_plan *p, int64_t e, int64_t e0, const fl
     *ge = *gs + lanes < cend ? *gs + lanes : cend;
     int path = 0;
     for (int64_t f = *gs; f < *ge; f++) {
-        float ang = f >= e0 && f < e0 + n ? a[f - e0]
-                                          : table_position(p, f / p->half) * p->div[f % p->half];
+        float ang = f >= e0 && f < e0 + n ? a[f - e0] : angle_at(p, f);
         int q = sinpe_sleef_path(p->o.sleef.trig, ang);
         path = q > path ? q : path;
     }
     return path;
+}
+
+/* sin and cos of n angles a[] that are elements e0 .. e0+n-1 of torch's tensor, as
+ * torch-on-aarch64's SLEEF evaluates them (each vector on its largest element's path). */
+static void sleef_sincos_run(const sinpe_plan *p, int64_t e0, const float *a, float *s, float *c,
+                             int64_t n)
+{
+    for (int64_t i = 0; i < n;) {
+        int64_t gs, ge;
+        int path = sleef_group_path(p, e0 + i, e0, a, n, &gs, &ge);
+        int64_t end = ge - e0 < n ? ge - e0 : n;
+        sinpe_sleef_sincos(p->o.sleef.trig, path, a + i, s + i, c + i, (size_t)(end - i));
+        i = end;
+    }
 }
 
 /* Table rows with torch-on-aarch64's SLEEF: each vector of torch's evaluated on the path
@@ -608,21 +695,103 @@ static void sleef_rows(const sinpe_plan *p, float *out, ptrdiff_t ostride, const
             int64_t e0 = row * p->half + j0 + b0;
             for (int64_t i = 0; i < n; i++)
                 a[i] = position * p->div[j0 + b0 + i];
-            for (int64_t i = 0; i < n;) {
-                int64_t gs, ge;
-                int path = sleef_group_path(p, e0 + i, e0, a, n, &gs, &ge);
-                int64_t end = ge - e0 < n ? ge - e0 : n;
-                sinpe_sleef_sincos(p->o.sleef.trig, path, a + i, s + i, c + i, (size_t)(end - i));
-                i = end;
-            }
+            sleef_sincos_run(p, e0, a, s, c, n);
             p->path->interleave(s, c, dst + 2 * b0, (size_t)n);
         }
     }
 }
 
-static void rows_out(const sinpe_plan *p, float *out, ptrdiff_t ostride, const float *pos,
-                     int64_t first_row, int64_t table_row0, int64_t nrows, int64_t cb)
+/* A preset's float32 angles of nr rows (row r at position pos[r * ncomp + q], or
+ * (float)(first + r) by offset). */
+static void spec_angles(const sinpe_plan *p, const float *pos, int64_t first, int64_t nr,
+                        float *a)
 {
+    const sinpe_spec *sp = p->spec;
+    int64_t T = sp->nang;
+    for (int64_t r = 0; r < nr; r++) {
+        float p0 = pos ? pos[r * p->ncomp] : (float)(first + r);
+        float p1 = pos && p->ncomp > 1 ? pos[r * p->ncomp + 1] : 0.0f;
+        float *ar = a + r * T;
+        for (int64_t t = 0; t < T; t++) {
+            float v = (sp->comp && sp->comp[t] ? p1 : p0) * sp->freq[t];
+            ar[t] = sp->scaled ? sp->scale * v : v;
+        }
+    }
+}
+
+/* A preset's float64 angles of nr rows, their sines and cosines (the C library's),
+ * each rounded to float32. */
+static void spec_f64(const sinpe_plan *p, const float *pos, int64_t first, int64_t nr, float *a,
+                     float *s, float *c)
+{
+    const sinpe_spec *sp = p->spec;
+    int64_t T = sp->nang;
+    for (int64_t r = 0; r < nr; r++) {
+        double p0 = pos ? (double)pos[r * p->ncomp] : (double)(first + r);
+        double p1 = pos && p->ncomp > 1 ? (double)pos[r * p->ncomp + 1] : 0.0;
+        for (int64_t t = 0; t < T; t++) {
+            double v = sp->comp && sp->comp[t] ? p1 : p0;
+            double x = sp->f64_div ? v / sp->freq64[t] : v * sp->freq64[t];
+            a[r * T + t] = (float)x;
+            s[r * T + t] = (float)sin(x);
+            c[r * T + t] = (float)cos(x);
+        }
+    }
+}
+
+/* Rows of a preset table (sinpe_spec): angles, their sin and cos on the backend, then
+ * each column picked from them. */
+static void spec_rows(const sinpe_plan *p, slot *sl, float *out, ptrdiff_t ostride,
+                      const float *pos, int64_t first, int64_t table_row0, int64_t nr)
+{
+    const sinpe_spec *sp = p->spec;
+    int64_t T = sp->nang, n = nr * T;
+    float *a = sl->wa, *s = sl->ws, *c = sl->wc;
+    if (sp->freq64) {
+        spec_f64(p, pos, first, nr, a, s, c);
+    } else {
+        spec_angles(p, pos, first, nr, a);
+        if (vml_of(p->o.backend) >= 0) {
+            for (int64_t i = 0; i < n; i += SINPE_BLOCK) {
+                size_t m = (size_t)(n - i < SINPE_BLOCK ? n - i : SINPE_BLOCK);
+                sinpe_vml_map((sinpe_vml)vml_of(p->o.backend), 1, a + i, s + i, m);
+                sinpe_vml_map((sinpe_vml)vml_of(p->o.backend), 2, a + i, c + i, m);
+            }
+        } else if (p->o.backend == SINPE_BACKEND_SLEEF) {
+            int64_t skip = table_row0 + sp->trow_shift < 0 ? T : 0; /* the pad row: zeros */
+            sleef_sincos_run(p, (table_row0 + sp->trow_shift) * T + skip, a + skip, s + skip,
+                             c + skip, n - skip);
+        } else {
+            for (int64_t i = 0; i < n; i += SINPE_BLOCK)
+                p->path->sincos(a + i, s + i, c + i,
+                                (size_t)(n - i < SINPE_BLOCK ? n - i : SINPE_BLOCK));
+        }
+    }
+    int64_t d = p->rowlen;
+    for (int64_t r = 0; r < nr; r++) {
+        float *dst = out + (ptrdiff_t)r * ostride;
+        if (table_row0 + r == sp->zero_row) {
+            memset(dst, 0, (size_t)d * sizeof(float));
+            continue;
+        }
+        const float *ar = a + r * T, *sr = s + r * T, *cr = c + r * T;
+        for (int64_t k = 0; k < d; k++) {
+            int64_t code = sp->col[k], t = code >> 2;
+            int kind = (int)(code & 3);
+            dst[k] = kind == SINPE_COL_SIN ? sr[t] : kind == SINPE_COL_COS ? cr[t]
+                     : kind == SINPE_COL_ANGLE ? ar[t] : 0.0f;
+        }
+    }
+}
+
+static void rows_out(const sinpe_plan *p, slot *sl, float *out, ptrdiff_t ostride,
+                     const float *pos, int64_t first_row, int64_t table_row0, int64_t nrows,
+                     int64_t cb)
+{
+    if (p->spec) {
+        spec_rows(p, sl, out, ostride, pos, first_row, table_row0, nrows);
+        return;
+    }
     int64_t j0 = cb * p->J, nj = p->half - j0 < p->J ? p->half - j0 : p->J;
     const float *div = p->div + j0;
     if (vml_of(p->o.backend) >= 0)
@@ -640,17 +809,18 @@ static void run_tile(sinpe_plan *p, slot *sl, int64_t t)
     int64_t rc = t / per_rc, cb = (t % per_rc) / p->nbt, bb = t % p->nbt;
     int64_t r0 = rc * p->C, nr = p->nrows - r0 < p->C ? p->nrows - r0 : p->C;
     int64_t j0 = cb * p->J, nj = p->half - j0 < p->J ? p->half - j0 : p->J;
+    int64_t rl = p->spec ? p->rowlen : 2 * nj; /* values per row of this tile */
     char *base = (char *)p->j.data + 2 * j0 * p->em.cstride;
     if (!p->j.use_pos) {
         int64_t first = p->j.offset + r0;
         if (p->direct) {
-            rows_out(p, (float *)(void *)(base + r0 * p->rstride), p->rstride / 4, NULL, first,
-                     first, nr, cb);
+            rows_out(p, sl, (float *)(void *)(base + r0 * p->rstride), p->rstride / 4, NULL,
+                     first, first, nr, cb);
             return;
         }
         int64_t key = rc * p->ncb + cb;
         if (sl->key != key) {
-            rows_out(p, sl->pe, 2 * nj, NULL, first, first, nr, cb);
+            rows_out(p, sl, sl->pe, rl, NULL, first, first, nr, cb);
             sl->key = key;
         }
         int64_t b0 = bb * p->nb, nbk = p->B - b0 < p->nb ? p->B - b0 : p->nb;
@@ -659,7 +829,7 @@ static void run_tile(sinpe_plan *p, slot *sl, int64_t t)
         for (int64_t b = 0; b < nbk; b++, sinpe_walker_next(&w)) {
             char *x = base + w.o1 + r0 * p->rstride;
             for (int64_t r = 0; r < nr; r++)
-                sinpe_emit(&p->em, x + r * p->rstride, sl->pe + r * 2 * nj, 2 * nj);
+                sinpe_emit(&p->em, x + r * p->rstride, sl->pe + r * rl, rl);
         }
         return;
     }
@@ -667,15 +837,16 @@ static void run_tile(sinpe_plan *p, slot *sl, int64_t t)
     sinpe_walker_init(&w, p->rn, p->rshape, p->rs, p->ps, r0);
     char *first = base + w.o1;
     for (int64_t r = 0; r < nr; r++, sinpe_walker_next(&w))
-        sl->posf[r] = position_at(p, r0 + r, w.o2);
+        for (int q = 0; q < p->ncomp; q++)
+            sl->posf[r * p->ncomp + q] = position_at(p, r0 + r, w.o2, q);
     if (p->direct) {
-        rows_out(p, (float *)(void *)first, p->rstride / 4, sl->posf, 0, r0, nr, cb);
+        rows_out(p, sl, (float *)(void *)first, p->rstride / 4, sl->posf, 0, r0, nr, cb);
         return;
     }
-    rows_out(p, sl->pe, 2 * nj, sl->posf, 0, r0, nr, cb);
+    rows_out(p, sl, sl->pe, rl, sl->posf, 0, r0, nr, cb);
     sinpe_walker_init(&w, p->rn, p->rshape, p->rs, p->ps, r0);
     for (int64_t r = 0; r < nr; r++, sinpe_walker_next(&w))
-        sinpe_emit(&p->em, base + w.o1, sl->pe + r * 2 * nj, 2 * nj);
+        sinpe_emit(&p->em, base + w.o1, sl->pe + r * rl, rl);
     sl->key = -1;
 }
 
@@ -704,7 +875,9 @@ static void run_poscopy(sinpe_plan *p, int64_t item)
     sinpe_walker w;
     sinpe_walker_init(&w, p->j.ndim - 1, p->j.shape, p->j.pos_strides, NULL, r0);
     for (int64_t r = 0; r < n; r++, sinpe_walker_next(&w))
-        p->poscopy[r0 + r] = sinpe_load_position(p->pos + w.o1, p->pos_type);
+        for (int q = 0; q < p->ncomp; q++)
+            p->poscopy[(r0 + r) * p->ncomp + q] =
+                sinpe_load_position(p->pos + w.o1 + q * p->j.pos_comp_stride, p->pos_type);
 }
 
 enum { STAGE_POSCOPY, STAGE_DIVISORS, STAGE_TILES, STAGE_DONE };
@@ -715,7 +888,7 @@ static int64_t stage_items(const sinpe_plan *p, int stage)
         return 0;
     switch (stage) {
     case STAGE_POSCOPY: return p->npos ? ceil_div64(p->npos, SINPE_POS_BLOCK) : 0;
-    case STAGE_DIVISORS: return p->ncb;
+    case STAGE_DIVISORS: return p->spec ? 0 : p->ncb;
     case STAGE_TILES: return p->ntiles;
     default: return 0;
     }

@@ -45,7 +45,8 @@ typedef enum {
     SINPE_E_UNDECIDED = 15,/* the overlap search gave up (pathological strides) */
     SINPE_E_FUNC = 16,     /* elementwise function unknown */
     SINPE_E_THREADS = 17,  /* threads < 1 or > SINPE_MAX_THREADS */
-    SINPE_E_TABLE = 18     /* table_rows < offset + rows */
+    SINPE_E_TABLE = 18,    /* table_rows < offset + rows */
+    SINPE_E_SPEC = 19      /* a preset table's description (sinpe_spec) is inconsistent */
 } sinpe_status;
 
 typedef enum {
@@ -99,6 +100,35 @@ typedef struct {
     sinpe_sleef sleef; /* the 'sleef' backend's profile */
 } sinpe_opts;
 
+/* Column kinds of a preset table (sinpe_spec.col[j] = 4 * t + kind). */
+typedef enum { SINPE_COL_SIN = 0, SINPE_COL_COS = 1, SINPE_COL_ANGLE = 2, SINPE_COL_ZERO = 3 } sinpe_col;
+
+/* A preset table: each row holds functions of T angles of the row's position.
+ *   float32: a[t] = p[comp[t]] * freq[t], then a[t] = scale * a[t] when scaled;
+ *   float64: a[t] = (double)p[comp[t]] * freq64[t], or / freq64[t] when f64_div;
+ * where p[q] is component q of the row's position (ncomp components: positions read from
+ * an array with a trailing component axis, pos_comp_stride bytes apart; by offset one,
+ * offset + row).  Column j holds sin, cos, the angle itself, or 0 of a[col[j] / 4]: in
+ * float32, sin and cos of the backend; in float64, the C library's sin and cos rounded to
+ * float32 (and the angle rounded to float32).  zero_row: one row written as zeros
+ * (by offset: the row whose position is zero_row; by positions: the flat row index), -1
+ * for none.  torch_rows / trow_shift: the rows of the angle tensor torch evaluated in one
+ * call and where table row r lies in it (r + trow_shift), for the SLEEF backend's
+ * vectors (0 / 0: the table's own rows). */
+typedef struct {
+    int64_t nang;
+    const float *freq;
+    const double *freq64;
+    int f64_div;
+    int ncomp;
+    const int32_t *comp; /* NULL: every angle uses component 0 */
+    int scaled;
+    float scale;
+    const int64_t *col;  /* one per element of the last axis */
+    int64_t zero_row;
+    int64_t trow_shift;
+} sinpe_spec;
+
 /* A job.  The destination has ndim axes (..., d_model); element (i0, ...)
  * is at data + sum(i_k * strides[k]) bytes (any sign, any layout; elements
  * must not share memory).
@@ -127,6 +157,10 @@ typedef struct {
      * SLEEF backend's vectors: by offset, rows 0 .. table_rows-1 (>= offset + rows; 0 means
      * offset + rows); by positions, the positions themselves (table_rows is ignored). */
     int64_t table_rows;
+    /* NULL: the sinusoidal table of base (d_model = the last axis); else a preset table
+     * (the last axis has one element per col entry; base is ignored) */
+    const sinpe_spec *spec;
+    int64_t pos_comp_stride; /* with spec and positions: bytes between components */
 } sinpe_job;
 
 /* Sets a job for a C-contiguous float32 destination of the given shape. */
@@ -192,6 +226,31 @@ typedef struct {
     int fma, avx2, avx512f, avx512dq, f16c, os_ymm, os_zmm, neon;
 } sinpe_cpu_info;
 const sinpe_cpu_info *sinpe_cpu(void);
+
+/* Frequency vectors of the presets (sinpe_freqs.c): out[i] for i < n, from the integer
+ * k_i = start + step * (i / group) (a float32 value, as torch's arange(...).float()):
+ *   EXP_MUL:    exp(k_i * a) * m            (float32 steps; the multiply by m when m != 1)
+ *   EXP_MULDIV: exp((k_i * a) / b)
+ *   POW:        base ** (k_i / b), then 1 / that when recip
+ *   POW64:      (double) base ** (k_i / b), then 1 / that when recip (float64 out)
+ * (ALiBi's torch.pow(base, int32 powers) is POW with b = 1.)
+ * exp and pow of the backend: the built-in's correctly rounded ones; oneMKL's exp with
+ * pow as torch computes it (pow_lanes: torch's float32 vector width, 0 for its DEFAULT
+ * capability; the C library's powf for the rest); the 'sleef' backend's SLEEF exp and
+ * torch-on-aarch64's pow.  POW64 uses the C library's pow on every backend. */
+typedef enum {
+    SINPE_FREQ_EXP_MUL = 0, SINPE_FREQ_EXP_MULDIV, SINPE_FREQ_POW, SINPE_FREQ_POW64,
+    SINPE_FREQ_COUNT
+} sinpe_freq_kind;
+typedef struct {
+    sinpe_freq_kind kind;
+    int64_t start, step, group;
+    float a, b, m, base;
+    double b64, base64;
+    int recip;
+    int pow_lanes;
+} sinpe_freq;
+int sinpe_freqs(const sinpe_freq *f, void *out, int64_t n, const sinpe_opts *o);
 
 /* Human-readable text of a status code (static storage). */
 const char *sinpe_strerror(int status);

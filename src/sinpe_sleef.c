@@ -249,3 +249,12 @@ void sinpe_sleef_sincos(sinpe_sleef_trig trig, int path, const float *a, float *
 #endif
     sincos_generic(trig, path, a, s, c, n);
 }
+
+float sinpe_sleef_powf(float x, float y, int x86)
+{
+#ifdef HAVE_FMA_COPY
+    if (use_fma())
+        return powf_fma(x, y, x86);
+#endif
+    return powf_generic(x, y, x86);
+}

@@ -18,4 +18,8 @@ int sinpe_sleef_path(sinpe_sleef_trig trig, float d);
 void sinpe_sleef_sincos(sinpe_sleef_trig trig, int path, const float *a, float *s, float *c,
                         size_t n);
 
+/* SLEEF's Sleef_powf*_u10 (FMA builds; lane-independent).  x86: x86-64's float-to-int
+ * conversion (it matters only when |y log x| > 2^31), else AArch64's. */
+float sinpe_sleef_powf(float x, float y, int x86);
+
 #endif

@@ -339,3 +339,118 @@ static void FN(exp_block)(const float *in, float *out, size_t n)
     for (size_t i = 0; i < n; i++)
         out[i] = FN(expf)(in[i]);
 }
+
+/* ---- pow u10 (torch's Vectorized<float>::pow: Sleef_powf*_u10) ---------------------------
+ * SLEEF 3.8's xpowf in its FMA build (src/libm/sleefsimdsp.c: logkf, expkf, xpowf; the
+ * double-float helpers of src/common/df.h under ENABLE_FMA_SP), one lane: lanes do not
+ * interact.  x86 selects how a float too large for int32 converts (x86's cvtps_epi32
+ * gives INT_MIN, AArch64's vcvtq_s32_f32 saturates): only |y log x| > 2^31 sees it. */
+
+static inline int32_t FN(rint_i32)(float x, int x86)
+{
+    if (x != x)
+        return x86 ? INT32_MIN : 0;
+    float r = rintf(x);
+    if (r >= 0x1p31f)
+        return x86 ? INT32_MIN : INT32_MAX;
+    if (r < -0x1p31f)
+        return INT32_MIN;
+    return (int32_t)r;
+}
+
+/* vldexp_vf_vf_vi2: x * 2^q in five scalings, in wrapping int32 arithmetic. */
+static inline float FN(ldexp5)(float x, int32_t q)
+{
+    uint32_t uq = (uint32_t)q;
+    int32_t m = q < 0 ? -1 : 0;
+    m = (int32_t)((uint32_t)(((int32_t)((uint32_t)m + uq) >> 6) - m) << 4);
+    uq -= (uint32_t)m << 2;
+    m = (int32_t)((uint32_t)m + 127u);
+    m = m > 0 ? m : 0;
+    m = m > 255 ? 255 : m;
+    float u = from_bits((uint32_t)m << 23);
+    x = (((x * u) * u) * u) * u;
+    return x * from_bits((uq + 127u) << 23);
+}
+
+/* dfdiv_vf2_vf2_vf2, FMA form. */
+static inline df FN(div_pp)(df n, df d)
+{
+    float t = 1.0f / d.h, s = n.h * t;
+    float u = FN(fms)(t, n.h, s);
+    float v = fmaf(-d.l, t, fmaf(-d.h, t, 1.0f));
+    return (df){ s, fmaf(s, v, fmaf(n.l, t, u)) };
+}
+
+/* dfadd_vf2_vf2_vf2 (|p| >= |q|). */
+static inline df FN(quick_pp)(df p, df q)
+{
+    float s = p.h + q.h;
+    return (df){ s, (((p.h - s) + q.h) + p.l) + q.l };
+}
+
+/* logkf: log(d) as a double-float, d > 0 (other inputs give values xpowf overrides). */
+static inline df FN(logk)(float d)
+{
+    int small = d < 0x1p-126f;
+    if (small)
+        d *= 0x1p64f;
+    int32_t e = (int32_t)((bits(d * (1.0f / 0.75f)) >> 23) & 255u) - 127;
+    float m = from_bits(bits(d) - ((uint32_t)e << 23));
+    if (small)
+        e -= 64;
+    df x = FN(div_pp)(FN(twosum)(-1.0f, m), FN(twosum)(1.0f, m));
+    df x2 = FN(sq)(x);
+    float t = 0x1.ec2d14p-3f;            /* 0.240320354700088500976562 */
+    t = fmaf(t, x2.h, 0x1.23f494p-2f);   /* 0.285112679004669189453125 */
+    t = fmaf(t, x2.h, 0x1.999bb2p-2f);   /* 0.400007992982864379882812 */
+    df c = { 0x1.555554p-1f, 0x1.fb6706p-29f }; /* 0.66666662693..., 3.6918386e-09 */
+    df s = FN(prod_pf)((df){ 0x1.62e43p-1f, -0x1.05c61p-29f }, (float)e);
+    s = FN(quick_pp)(s, (df){ x.h * 2.0f, x.l * 2.0f });
+    s = FN(quick_pp)(s, FN(prod_pp)(FN(prod_pp)(x2, x), FN(twosum_pp)(FN(prod_pf)(x2, t), c)));
+    return s;
+}
+
+/* expkf: exp of a double-float. */
+static inline float FN(expk)(df d, int x86)
+{
+    int32_t q = FN(rint_i32)((d.h + d.l) * 0x1.715476p+0f, x86);
+    float fq = (float)q;
+    df s = FN(twosum_pf)(d, fq * -0x1.62e4p-1f);   /* L2Uf 0.693145751953125 */
+    s = FN(twosum_pf)(s, fq * -0x1.7f7d1cp-20f);   /* L2Lf 1.428606765330187045e-06 */
+    s = FN(norm)(s);
+    float u = 0x1.655decp-10f;            /* 0.00136324646882712841033936 */
+    u = fmaf(u, s.h, 0x1.1222d6p-7f);     /* 0.00836596917361021041870117 */
+    u = fmaf(u, s.h, 0x1.555e98p-5f);     /* 0.0416710823774337768554688 */
+    u = fmaf(u, s.h, 0x1.5554bcp-3f);     /* 0.166665524244308471679688 */
+    u = fmaf(u, s.h, 0x1.fffff6p-2f);     /* 0.499999850988388061523438 */
+    df t = FN(quick_pp)(s, FN(prod_pf)(FN(sq)(s), u));
+    t = FN(quick_fp)(1.0f, t);
+    float r = FN(ldexp5)(t.h + t.l, q);
+    return d.h < -104.0f ? 0.0f : r;
+}
+
+static float FN(powf)(float x, float y, int x86)
+{
+    float ay = fabsf(y);
+    int yisint = truncf(y) == y || ay > 0x1p24f;
+    int yisodd = ay < 0x1p24f && yisint && (((int32_t)y & 1) == 1);
+    float r = FN(expk)(FN(prod_pf)(FN(logk)(fabsf(x)), y), x86);
+    if (r != r)
+        r = INFINITY;
+    r *= x > 0.0f ? 1.0f : yisint ? (yisodd ? -1.0f : 1.0f) : NAN;
+    if (isinf(y)) {
+        float efx = from_bits(bits(fabsf(x) - 1.0f) ^ (bits(y) & 0x80000000u));
+        r = efx < 0.0f ? 0.0f : efx == 0.0f ? 1.0f : INFINITY;
+    }
+    if (isinf(x) || x == 0.0f) {
+        int neg_y = (bits(y) >> 31) != 0;
+        float m = neg_y != (x == 0.0f) ? 0.0f : INFINITY;
+        r = from_bits(bits(m) ^ (bits(yisodd ? x : 1.0f) & 0x80000000u));
+    }
+    if (x != x || y != y)
+        r = from_bits(0xffffffffu);
+    if (y == 0.0f || x == 1.0f)
+        r = 1.0f;
+    return r;
+}

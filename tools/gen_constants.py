@@ -88,6 +88,8 @@ def main():
     w("    double exp2_64[64][2];      /* 2^(j/64) as hi + lo */")
     w("    double inv_fact[32][2];     /* 1/n! as hi + lo, n = 0..31 */")
     w("    double sin_p[5], cos_q[5];  /* AVX2 path: Chebyshev P, Q, highest degree first */")
+    w("    double ln2[2];              /* ln 2 as hi + lo (pow) */")
+    w("    double inv_odd[32][2];      /* 1/(2k+1) as hi + lo, k = 0..31 (pow's atanh series) */")
     w("} SINPE_C = {")
     w(f"    {hx(float(64 / mpmath.log(2)))}, /* 64/ln2 */")
     w(f"    {hx(hi)}, {hx(mid)}, {hx(lo)}, /* ln2/64 = hi + mid + lo; hi, mid have 39 bits */")
@@ -111,6 +113,13 @@ def main():
     w("    { " + ", ".join(hx(c) for c in pc) + " },")
     w(f"    /* cos y = 1 + y^2 Q(y^2): max relative error 2^{qe:.1f} on |y| <= 0.7854 */")
     w("    { " + ", ".join(hx(c) for c in qc) + " },")
+    a, b = dd(mpmath.log(2))
+    w(f"    {{{hx(a)}, {hx(b)}}}, /* ln 2 */")
+    w("    {")
+    for k in range(32):
+        a, b = dd(mpf(1) / (2 * k + 1))
+        w(f"        {{{hx(a)}, {hx(b)}}},")
+    w("    },")
     w("};")
     w("")
     # 2/pi bits for Payne-Hanek: word i holds fraction bits 32*i+1 .. 32*i+32.
