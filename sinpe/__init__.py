@@ -31,6 +31,8 @@ except ImportError:  # a message for a common mistake
     ) from None
 from . import _choice
 from ._sinpe import add_pe, positional_encoding
+from . import presets
+from ._extra import apply_rope, shift_matrix
 from ._choice import backends, load_mkl, numerics, reproduces
 from ._sinpe import (
     elementwise,
@@ -57,6 +59,9 @@ __all__ = [
     "set_threads",
     "elementwise",
     "reproduces",
+    "presets",
+    "apply_rope",
+    "shift_matrix",
 ]
 __version__ = "0.1.0"
 

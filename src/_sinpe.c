@@ -1467,6 +1467,95 @@ fail:
     return NULL;
 }
 
+PyDoc_STRVAR(rope_doc,
+"_rope($module, x, cos, sin, /, *, seq_axis, batch_axis=-1, pairs=False, threads=None)\n"
+"--\n\n"
+"Rotates x in place (sinpe_core.h, sinpe_rope) with float32 tables cos and sin of shape\n"
+"(tables, x.shape[seq_axis], rot); returns x.\n");
+
+static PyObject *py_rope(PyObject *self, PyObject *args, PyObject *kw)
+{
+    module_state *ms = state_of(self);
+    static char *kwlist[] = { "", "", "", "seq_axis", "batch_axis", "pairs", "threads", NULL };
+    PyObject *o_x, *o_cos, *o_sin, *o_thr = NULL;
+    int seq_axis, batch_axis = -1, pairs = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO|$iipO:_rope", kwlist, &o_x, &o_cos, &o_sin,
+                                     &seq_axis, &batch_axis, &pairs, &o_thr))
+        return NULL;
+    int threads;
+    if (get_threads(ms, o_thr, &threads) < 0)
+        return NULL;
+    PyArrayObject *c = (PyArrayObject *)PyArray_FROM_OTF(o_cos, NPY_FLOAT, NPY_ARRAY_IN_ARRAY);
+    PyArrayObject *sn = c ? (PyArrayObject *)PyArray_FROM_OTF(o_sin, NPY_FLOAT, NPY_ARRAY_IN_ARRAY)
+                          : NULL;
+    if (!sn) {
+        Py_XDECREF(c);
+        return NULL;
+    }
+    view v;
+    if (view_get(o_x, "x", &v) < 0) {
+        Py_DECREF(c);
+        Py_DECREF(sn);
+        return NULL;
+    }
+    sinpe_rope r;
+    memset(&r, 0, sizeof r);
+    r.data = v.data;
+    r.type = v.type;
+    r.ndim = v.ndim;
+    memcpy(r.shape, v.shape, sizeof v.shape);
+    memcpy(r.strides, v.strides, sizeof v.strides);
+    r.seq_axis = seq_axis;
+    r.batch_axis = batch_axis;
+    r.pairs = pairs;
+    int ok = PyArray_NDIM(c) == 3 && PyArray_NDIM(sn) == 3 && v.ndim >= 2 && seq_axis >= 0
+             && seq_axis < v.ndim - 1;
+    for (int i = 0; ok && i < 3; i++)
+        ok = PyArray_DIM(c, i) == PyArray_DIM(sn, i);
+    if (ok) {
+        r.tables = PyArray_DIM(c, 0);
+        r.rot = PyArray_DIM(c, 2);
+        ok = PyArray_DIM(c, 1) == v.shape[seq_axis];
+    }
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "_rope: cos and sin must have shape "
+                                          "(tables, x.shape[seq_axis], rot)");
+        goto fail;
+    }
+    r.cos = (const float *)PyArray_DATA(c);
+    r.sin = (const float *)PyArray_DATA(sn);
+    int st = sinpe_rope_check(&r);
+    if (st == SINPE_OK) {
+        Py_BEGIN_ALLOW_THREADS
+        st = sinpe_rope_run(&r, threads);
+        Py_END_ALLOW_THREADS
+    }
+    if (st != SINPE_OK) {
+        sinpe_job j;
+        memset(&j, 0, sizeof j);
+        j.ndim = v.ndim;
+        memcpy(j.shape, v.shape, sizeof v.shape);
+        call_ctx ctx = { "x", "seq_len", &j, NULL, NULL };
+        if (st == SINPE_E_DMODEL)
+            PyErr_Format(PyExc_ValueError, "the rotated part (%lld columns) must be even and "
+                         "at most x.shape[-1] = %lld", (long long)r.rot,
+                         (long long)v.shape[v.ndim - 1]);
+        else
+            raise_status(st, &ctx);
+        goto fail;
+    }
+    view_release(&v);
+    Py_DECREF(c);
+    Py_DECREF(sn);
+    Py_INCREF(o_x);
+    return o_x;
+fail:
+    view_release(&v);
+    Py_DECREF(c);
+    Py_DECREF(sn);
+    return NULL;
+}
+
 static int vml_lib(PyObject *o, sinpe_vml *lib)
 {
     for (int i = 0; i < SINPE_VML_COUNT; i++)
@@ -1637,11 +1726,12 @@ static PyObject *py_cpu_features(PyObject *self, PyObject *unused)
     (void)self;
     (void)unused;
     const sinpe_cpu_info *c = sinpe_cpu();
-    return Py_BuildValue("{s:s,s:O,s:O,s:O,s:O,s:O,s:O}", "vendor", c->vendor, "fma",
-                         c->fma ? Py_True : Py_False, "avx2", c->avx2 ? Py_True : Py_False,
-                         "avx512f", c->avx512f ? Py_True : Py_False, "avx512dq",
-                         c->avx512dq ? Py_True : Py_False, "f16c", c->f16c ? Py_True : Py_False,
-                         "neon", c->neon ? Py_True : Py_False);
+#define B(v) ((v) ? Py_True : Py_False)
+    return Py_BuildValue("{s:s,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O}", "vendor", c->vendor, "fma",
+                         B(c->fma), "avx2", B(c->avx2), "avx512f", B(c->avx512f), "avx512dq",
+                         B(c->avx512dq), "avx512bw", B(c->avx512bw), "avx512vl", B(c->avx512vl),
+                         "f16c", B(c->f16c), "neon", B(c->neon));
+#undef B
 }
 
 PyDoc_STRVAR(kernels_doc,
@@ -1726,6 +1816,7 @@ static PyMethodDef methods[] = {
     { "_freqs", (PyCFunction)(void (*)(void))py_freqs, METH_VARARGS | METH_KEYWORDS, freqs_doc },
     { "_preset_table", (PyCFunction)(void (*)(void))py_preset_table, METH_VARARGS | METH_KEYWORDS,
       preset_table_doc },
+    { "_rope", (PyCFunction)(void (*)(void))py_rope, METH_VARARGS | METH_KEYWORDS, rope_doc },
     { "load_vml", py_load_vml, METH_VARARGS, load_vml_doc },
     { "vml_info", py_vml_info, METH_O, vml_info_doc },
     { "_set_resolver", py_set_resolver, METH_O, set_resolver_doc },

@@ -223,7 +223,7 @@ const char *sinpe_path_name(sinpe_path p);
  * AVX-512). */
 typedef struct {
     char vendor[16]; /* "GenuineIntel", "AuthenticAMD", "arm64", ... */
-    int fma, avx2, avx512f, avx512dq, f16c, os_ymm, os_zmm, neon;
+    int fma, avx2, avx512f, avx512dq, avx512bw, avx512vl, f16c, os_ymm, os_zmm, neon;
 } sinpe_cpu_info;
 const sinpe_cpu_info *sinpe_cpu(void);
 
@@ -235,7 +235,7 @@ const sinpe_cpu_info *sinpe_cpu(void);
  *   POW64:      (double) base ** (k_i / b), then 1 / that when recip (float64 out)
  * (ALiBi's torch.pow(base, int32 powers) is POW with b = 1.)
  * exp and pow of the backend: the built-in's correctly rounded ones; oneMKL's exp with
- * pow as torch computes it (pow_lanes: torch's float32 vector width, 0 for its DEFAULT
+ * pow as torch computes it (pow_lanes: x86-64 torch's float32 vector width, 0 for its DEFAULT
  * capability; the C library's powf for the rest); the 'sleef' backend's SLEEF exp and
  * torch-on-aarch64's pow.  POW64 uses the C library's pow on every backend. */
 typedef enum {
@@ -251,6 +251,31 @@ typedef struct {
     int pow_lanes;
 } sinpe_freq;
 int sinpe_freqs(const sinpe_freq *f, void *out, int64_t n, const sinpe_opts *o);
+
+/* Rotary position embedding applied in place (sinpe_rope.c): x has ndim >= 2 axes
+ * (..., D); every vector along the last axis has its first `rot` elements (even) rotated by
+ * the cos/sin of its position: the table row (b, s) of cos and sin (float32, C order,
+ * shape (tables, shape[seq_axis], rot)), with s its index along seq_axis and b its index
+ * along batch_axis (tables > 1) or 0 (tables = 1, batch_axis -1).
+ *   pairs = 0 (transformers' apply_rotary_pos_emb, rotate_half of the halves):
+ *     y = x * cos + cat(-x2, x1) * sin, with cos and sin rounded to x's type first and
+ *     every operation rounded to x's type (torch's eager ops in that dtype);
+ *   pairs = 1 (rotary-embedding-torch's apply_rotary_emb, pairwise rotate_half):
+ *     y = x * cos + (-x_odd, x_even) * sin in float32 (float64 for a float64 x), rounded
+ *     once to x's type (torch's promotion of x with float32 cos/sin).
+ * No two elements of x may share memory. */
+typedef struct {
+    void *data;
+    sinpe_type type;
+    int ndim;
+    int64_t shape[SINPE_MAX_DIMS], strides[SINPE_MAX_DIMS];
+    int seq_axis, batch_axis;
+    int64_t rot, tables;
+    const float *cos, *sin;
+    int pairs;
+} sinpe_rope;
+int sinpe_rope_check(const sinpe_rope *r);
+int sinpe_rope_run(const sinpe_rope *r, int threads);
 
 /* Human-readable text of a status code (static storage). */
 const char *sinpe_strerror(int status);

@@ -40,6 +40,8 @@ static void probe(sinpe_cpu_info *info)
     info->avx2 = info->fma && ((b >> 5) & 1);
     info->avx512f = info->avx2 && info->os_zmm && ((b >> 16) & 1);
     info->avx512dq = info->avx512f && ((b >> 17) & 1);
+    info->avx512bw = info->avx512f && ((b >> 30) & 1);
+    info->avx512vl = info->avx512f && ((b >> 31) & 1);
 }
 #elif defined(__aarch64__)
 static void probe(sinpe_cpu_info *info)

@@ -44,7 +44,8 @@ static void pow_kind(const sinpe_freq *f, float *out, int64_t n, const sinpe_opt
 {
     /* one call over the whole vector: torch's SLEEF/C-library split depends on where each
      * element lies in its thread chunk */
-    sinpe_pow_profile prof = { f->pow_lanes, o->backend != SINPE_BACKEND_SLEEF,
+    int sleef = o->backend == SINPE_BACKEND_SLEEF;
+    sinpe_pow_profile prof = { sleef ? o->sleef.lanes : f->pow_lanes, o->backend != SINPE_BACKEND_SLEEF,
                                o->backend == SINPE_BACKEND_SLEEF ? 1 : sinpe_glibc_powf_fused(),
                                o->backend != SINPE_BACKEND_SLEEF,
                                o->backend == SINPE_BACKEND_SLEEF ? o->sleef.torch_threads : 1 };

@@ -32,3 +32,25 @@ def cr(func, x):
 
 def cr_array(func, xs):
     return np.array([cr(func, x) for x in np.asarray(xs, np.float32).ravel()], np.float32)
+
+
+def cr_pow(x, y):
+    """Correctly rounded float32 x ** y (x > 0 finite, y finite; else NaN/inf/0/1 by C99)."""
+    x, y = np.float32(x), np.float32(y)
+    xf, yf = float(x), float(y)
+    if yf == 0.0 or xf == 1.0:
+        return np.float32(1.0)
+    if not (math.isfinite(xf) and math.isfinite(yf)) or xf <= 0.0:
+        with np.errstate(all="ignore"):
+            return np.float32(np.power(np.float64(xf), np.float64(yf)))
+    with mpmath.workprec(300):
+        v = mpmath.power(mpmath.mpf(xf), mpmath.mpf(yf))
+        if v >= _OVERFLOW:
+            return np.float32(np.inf)
+        with np.errstate(over="ignore", under="ignore"):
+            f0 = np.float32(float(v))
+        cands = [np.nextafter(f0, np.float32(-np.inf)), f0, np.nextafter(f0, np.float32(np.inf))]
+        cands = [c for c in cands if np.isfinite(c)]
+        best = min(abs(mpmath.mpf(float(c)) - v) for c in cands)
+        ties = [c for c in cands if abs(mpmath.mpf(float(c)) - v) == best]
+        return min(ties, key=lambda c: int(np.asarray(c).view(np.uint32)) & 1)  # ties to even

@@ -14,3 +14,10 @@ sinpe.set_kernel("scalar")
 sinpe.set_threads(2)
 n: int = sinpe.get_threads()
 info = sinpe.numerics()
+from sinpe import presets
+
+f1 = presets.fairseq(100, 64, 1)
+c1, s1 = presets.llama_rope(64, np.arange(10)[None])
+q = np.zeros((1, 2, 10, 64), np.float32)
+sinpe.apply_rope(q, layout="pairs")
+R = sinpe.shift_matrix(3, 64)

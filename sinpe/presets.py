@@ -1,0 +1,644 @@
+"""Other libraries' deterministic positional encodings, bit for bit with their functions.
+
+Each function reproduces one library's table with that library's own parameter names and
+defaults, and returns NumPy arrays. The operations of each are listed, step by step with
+their dtypes, in ``../shared/notes/presets.md`` (and the README's table says which release
+was compared): formulas that look alike give different bits, so each preset follows its
+library's order of operations exactly.
+
+All the work is done by sinpe's C core: the frequency vector (``_sinpe._freqs``: float32
+exp/pow steps, or float64 ones) and then the table (``_sinpe._preset_table``: each row's
+angles, their sin/cos, and a column map). Float32 steps run on the same backend choice as
+the tutorial table (``backend=``: torch's bits where torch computes them, the built-in's
+correctly rounded functions otherwise); float64 steps (XLM, Marian, the TF tutorial, MAE)
+use the C library's double pow/sin/cos and round to the library's float32 values.
+
+Every table function takes ``dtype=`` (rounded from the float32 values as torch rounds
+them), ``out=``, ``backend=``, ``threads=`` and ``torch_threads=`` as
+:func:`sinpe.positional_encoding` does.
+"""
+from __future__ import annotations
+
+import math
+import operator
+import os
+import sys
+from typing import Any, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import _sinpe
+
+__all__ = [
+    "fairseq", "fairseq_positions", "m2m100", "speech2text", "fsmt", "musicgen", "fairseq2",
+    "tensor2tensor", "keras_hub", "tf_tutorial", "xlm", "marian", "whisper",
+    "diffusers_timestep", "mae_2d", "timm_2d", "llama_rope", "rotary_embedding_torch",
+    "rotary_embedding_torch_freqs", "tatp22_1d", "tatp22_2d", "alibi_slopes", "alibi_bias",
+]
+
+SIN, COS, ANGLE, ZERO = 0, 1, 2, 3
+
+
+# ---- shared helpers -------------------------------------------------------------------------
+
+def _int(value: Any, name: str, minimum: int = 0) -> int:
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {value!r} "
+                        f"({type(value).__name__})") from None
+    if v < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {v}")
+    return v
+
+
+def _x86_pow_lanes() -> int:
+    """torch's float32 vector width on x86-64, which decides where torch.pow switches from
+    SLEEF to the C library (aten/src/ATen/native/DispatchStub.cpp: ATEN_CPU_CAPABILITY, else
+    AVX512 with avx512f/vl/bw/dq, AVX2 with avx2 and fma)."""
+    torch = sys.modules.get("torch")
+    cap = None
+    if torch is not None:
+        try:
+            cap = torch.backends.cpu.get_cpu_capability()
+        except Exception:  # an old or partial torch: fall back to the rule
+            cap = None
+    if cap is None:
+        cap = os.environ.get("ATEN_CPU_CAPABILITY", "").strip().upper() or None
+    if cap is None:
+        f = _sinpe.cpu_features()
+        cap = ("AVX512" if all(f.get(k) for k in ("avx512f", "avx512vl", "avx512bw", "avx512dq"))
+               else "AVX2" if f.get("avx2") and f.get("fma") else "DEFAULT")
+    return {"AVX512": 16, "AVX2": 8}.get(str(cap).upper(), 0)
+
+
+def _freqs(kind: str, n: int, opts: dict, **kw: Any) -> np.ndarray:
+    return _sinpe._freqs(kind, n, pow_lanes=_x86_pow_lanes(), backend=opts.get("backend"),
+                         torch_threads=opts.get("torch_threads"), **kw)
+
+
+def _table(rows: Any, freq: np.ndarray, col: Sequence[int], opts: dict, **kw: Any) -> np.ndarray:
+    return _sinpe._preset_table(rows, freq, np.asarray(col, np.int64), **kw, **opts)
+
+
+def _opts(dtype: Any, out: Any, backend: Optional[str], threads: Optional[int],
+          torch_threads: Optional[int]) -> dict:
+    return {"dtype": dtype, "out": out, "backend": backend, "threads": threads,
+            "torch_threads": torch_threads}
+
+
+def _halves(n_sin: int, n_cos: Optional[int] = None, *, first: int = SIN, pad: int = 0,
+            t0: int = 0) -> list:
+    """[first(a_t0..) | other(a_t0..)] then pad zero columns."""
+    n_cos = n_sin if n_cos is None else n_cos
+    other = COS if first == SIN else SIN
+    n1, n2 = (n_sin, n_cos) if first == SIN else (n_cos, n_sin)
+    return ([4 * (t0 + t) + first for t in range(n1)] + [4 * (t0 + t) + other for t in range(n2)]
+            + [ZERO] * pad)
+
+
+def _interleaved(n_cols: int, t0: int = 0) -> list:
+    """sin a_t, cos a_t, sin a_t+1, ... for n_cols columns."""
+    return [4 * (t0 + j // 2) + (SIN if j % 2 == 0 else COS) for j in range(n_cols)]
+
+
+def _round_to(values: np.ndarray, dtype: Any) -> np.ndarray:
+    """float32 values rounded to dtype as torch rounds them (and the tables do)."""
+    if dtype is None or np.dtype(dtype) == np.float32:
+        return values
+    return _sinpe._round(np.ascontiguousarray(values, np.float32).ravel(), dtype).reshape(values.shape)
+
+
+def _pad_row(padding_idx: Optional[int], n: int) -> int:
+    """The row torch's ``emb[padding_idx, :] = 0`` clears (negative indices from the end)."""
+    if padding_idx is None:
+        return -1
+    p = _int(padding_idx, "padding_idx", minimum=-(1 << 62))
+    row = p + n if p < 0 else p
+    if not 0 <= row < n:
+        raise IndexError(f"padding_idx {p} is out of bounds for a table of {n} rows")
+    return row
+
+
+def _into(out: Any, shape: Tuple[int, ...]) -> Any:
+    """out viewed as shape (an ndarray view of out's memory, for a library shape with a
+    leading 1 the core does not write directly), or None."""
+    if out is None:
+        return None
+    a = np.asarray(out)
+    if a.shape != shape:
+        raise ValueError(f"out has shape {a.shape}; expected {shape}")
+    return a
+
+
+# ---- fairseq and its copies -------------------------------------------------------------------
+
+def fairseq(num_embeddings: int, embedding_dim: int, padding_idx: Optional[int] = None, *,
+            dtype: Any = None, out: Any = None, backend: Optional[str] = None,
+            threads: Optional[int] = None, torch_threads: Optional[int] = None) -> np.ndarray:
+    """fairseq ``SinusoidalPositionalEmbedding.get_embedding`` (fairseq/modules/
+    sinusoidal_positional_embedding.py @3d262bb, the same in 0.12.2): row p is position p,
+    ``[sin | cos]`` of ``p * exp(i * f32(-log(10000) / (d//2 - 1)))``, a zero column when
+    embedding_dim is odd, row ``padding_idx`` zero. Shape (num_embeddings, embedding_dim).
+    The rows a model reads are :func:`fairseq_positions` of its tokens."""
+    return _fairseq_like(num_embeddings, embedding_dim, padding_idx, SIN,
+                         _opts(dtype, out, backend, threads, torch_threads))
+
+
+def _fairseq_like(num_embeddings: int, embedding_dim: int, padding_idx: Optional[int],
+                  first: int, opts: dict) -> np.ndarray:
+    n = _int(num_embeddings, "num_embeddings")
+    d = _int(embedding_dim, "embedding_dim")
+    h = d // 2
+    if h < 2:
+        raise ValueError(f"embedding_dim must be >= 4 (the library divides by "
+                         f"embedding_dim // 2 - 1), got {d}")
+    zero = _pad_row(padding_idx, n)
+    freq = _freqs("exp_mul", h, opts, a=-(math.log(10000) / (h - 1)))
+    return _table(n, freq, _halves(h, first=first, pad=d % 2), opts, zero_row=zero)
+
+
+def fairseq_positions(tokens: Any, padding_idx: int, cache_length: int = 0) -> np.ndarray:
+    """fairseq's ``make_positions`` (and transformers' ``create_position_ids_from_input_ids``):
+    the table rows tokens of shape (batch, seq) read: padding_idx + 1, + 2, ... for real
+    tokens (shifted by cache_length), padding_idx for pads. int64."""
+    t = np.asarray(tokens)
+    if t.ndim != 2:
+        raise ValueError(f"tokens must have shape (batch, seq), got {t.shape}")
+    mask = (t != padding_idx).astype(np.int64)
+    return (np.cumsum(mask, axis=1) + int(cache_length)) * mask + int(padding_idx)
+
+
+def m2m100(num_positions: int, embedding_dim: int, padding_idx: Optional[int] = None, **kw: Any
+           ) -> np.ndarray:
+    """transformers ``M2M100SinusoidalPositionalEmbedding(...).weights`` (5.24.0; also NLLB,
+    XGLM, TrOCR, Kosmos-2, SeamlessM4T, SpeechT5): fairseq's table of num_positions + 2
+    rows (the module's offset), row padding_idx zero."""
+    return fairseq(_int(num_positions, "num_positions") + 2, embedding_dim, padding_idx, **kw)
+
+
+def speech2text(num_positions: int, embedding_dim: int, padding_idx: Optional[int] = None,
+                **kw: Any) -> np.ndarray:
+    """transformers ``Speech2TextSinusoidalPositionalEmbedding(...).weights``: as
+    :func:`m2m100`."""
+    return m2m100(num_positions, embedding_dim, padding_idx, **kw)
+
+
+def fsmt(num_positions: int, embedding_dim: int, padding_idx: int, **kw: Any) -> np.ndarray:
+    """transformers FSMT ``SinusoidalPositionalEmbedding.get_embedding(num_positions,
+    embedding_dim, padding_idx)``: fairseq's table (no offset)."""
+    return fairseq(num_positions, embedding_dim, padding_idx, **kw)
+
+
+def musicgen(num_embeddings: int, embedding_dim: int, *, dtype: Any = None, out: Any = None,
+             backend: Optional[str] = None, threads: Optional[int] = None,
+             torch_threads: Optional[int] = None) -> np.ndarray:
+    """transformers ``MusicgenSinusoidalPositionalEmbedding.get_embedding`` (and
+    MusicGen-Melody): fairseq's frequencies with the halves swapped, ``[cos | sin]``, no
+    padding row."""
+    return _fairseq_like(num_embeddings, embedding_dim, None, COS,
+                         _opts(dtype, out, backend, threads, torch_threads))
+
+
+def fairseq2(encoding_dim: int, max_seq_len: int, *, _legacy_pad_idx: Optional[int] = None,
+             dtype: Any = None, out: Any = None, backend: Optional[str] = None,
+             threads: Optional[int] = None, torch_threads: Optional[int] = None) -> np.ndarray:
+    """fairseq2 ``SinusoidalPositionEncoder``'s table (src/fairseq2/nn/position_encoder.py
+    @027bdeb, ``_fill_sin_freq_table``; 0.8.1): shape (max_seq_len + 1, encoding_dim), row 0
+    zero (the pad), row k >= 1 position off + k - 1 with off = 0, or 1 + _legacy_pad_idx;
+    ``[sin | cos]`` of ``exp((i * f32(-log 10000)) / f32(E//2 - 1))``. encoding_dim must be
+    even (ValueError, as fairseq2)."""
+    opts = _opts(dtype, out, backend, threads, torch_threads)
+    e = _int(encoding_dim, "encoding_dim")
+    s = _int(max_seq_len, "max_seq_len")
+    if e % 2:
+        raise ValueError(f"encoding_dim must be even, got {e}")
+    if e < 2:
+        raise ValueError(f"encoding_dim must be >= 2, got {e}")
+    h = e // 2
+    off = 0 if _legacy_pad_idx is None else 1 + _int(_legacy_pad_idx, "_legacy_pad_idx",
+                                                     minimum=-(1 << 62))
+    freq = _freqs("exp_muldiv", h, opts, a=-math.log(10000.0), b=float(h - 1))
+    steps = np.concatenate([[0.0], np.arange(off, off + s, dtype=np.float64)]).astype(np.float32)
+    return _table(steps, freq, _halves(h), opts, zero_row=0, trow_shift=-1)
+
+
+# ---- TensorFlow lineage -----------------------------------------------------------------------
+
+def tensor2tensor(length: int, channels: int, min_timescale: float = 1.0,
+                  max_timescale: float = 1.0e4, start_index: int = 0, *, dtype: Any = None,
+                  out: Any = None, backend: Optional[str] = None, threads: Optional[int] = None,
+                  torch_threads: Optional[int] = None) -> np.ndarray:
+    """tensor2tensor ``get_timing_signal_1d`` (layers/common_attention.py @bafdc1b), the math
+    as written in float32 steps on sinpe's backends (TF's own Eigen kernels are not
+    reproduced): ``inc = f32(log(max/min)) / max(f32(n) - 1, 1)``, ``inv = f32(min) *
+    exp(i * -inc)``, ``[sin | cos]`` of ``(start_index + p) * inv``, channels % 2 zero
+    columns. Shape (1, length, channels)."""
+    L = _int(length, "length")
+    c = _int(channels, "channels")
+    n = c // 2
+    if n < 1:
+        raise ValueError(f"channels must be >= 2, got {c}")
+    opts = _opts(dtype, None, backend, threads, torch_threads)
+    inc = np.float32(math.log(float(max_timescale) / float(min_timescale))) / max(
+        np.float32(n) - np.float32(1), np.float32(1))
+    freq = _freqs("exp_mul", n, opts, a=float(-inc), m=float(min_timescale))
+    col = _halves(n, pad=c % 2)
+    start = _int(start_index, "start_index", minimum=-(1 << 62))
+    dst = _into(out, (1, L, c))
+    opts["out"] = None if dst is None else dst[0]
+    if start >= 0:
+        t = _table(L, freq, col, opts, offset=start)
+    else:
+        t = _table(np.arange(start, start + L, dtype=np.float64), freq, col, opts)
+    return t[None] if dst is None else dst
+
+
+def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
+              positions: Any = None, *, dtype: Any = None, out: Any = None,
+              backend: Optional[str] = None, threads: Optional[int] = None,
+              torch_threads: Optional[int] = None) -> np.ndarray:
+    """keras-hub ``SinePositionEncoding(max_wavelength)(inputs, start_index, positions)``
+    (src/layers/modeling/sine_position_encoding.py @71453d0, 0.32.0) on keras' torch backend:
+    interleaved ``sin, cos`` of ``pos * f32(1/max_wavelength) ** (f32(2*(j//2)) / f32(d))``,
+    broadcast to inputs' shape. inputs: an array (its shape; the result is float32, or
+    dtype=) or a shape tuple (..., seq_length, hidden_size); positions: (seq,) or
+    (batch, seq). The sum ``sin*mask + cos*mask`` keras forms equals the chosen function
+    but for the sign of a zero sine at a position of -0.0."""
+    shape = tuple(int(s) for s in (inputs if isinstance(inputs, (tuple, list)) else
+                                   np.shape(inputs)))
+    if len(shape) < 2:
+        raise ValueError(f"inputs must have at least 2 dimensions (..., seq, hidden), got {shape}")
+    L, d = shape[-2], shape[-1]
+    if d < 1:
+        raise ValueError(f"hidden_size must be >= 1, got {d}")
+    opts = _opts(dtype, None, backend, threads, torch_threads)
+    freq = _freqs("pow", d, opts, step=2, group=2, b=float(d), base=1 / max_wavelength)
+    col = [4 * j + (SIN if j % 2 == 0 else COS) for j in range(d)]
+    if positions is None:
+        start = _int(start_index, "start_index", minimum=-(1 << 62))
+        pos = np.arange(L, dtype=np.int64) + start
+        pe = _table(pos.astype(np.float32)[None], freq, col, opts)
+    else:
+        p = np.asarray(positions)
+        pe = _table((p[None] if p.ndim == 1 else p).astype(np.float32), freq, col, opts)
+    result = np.broadcast_to(pe, shape)
+    if out is None:
+        return np.ascontiguousarray(result)
+    dst = _into(out, shape)
+    dst[...] = result
+    return out
+
+
+def tf_tutorial(length: int, depth: int, *, legacy: bool = False, dtype: Any = None,
+                out: Any = None, backend: Optional[str] = None, threads: Optional[int] = None,
+                torch_threads: Optional[int] = None) -> np.ndarray:
+    """The TensorFlow Transformer tutorial's ``positional_encoding`` (tensorflow/text,
+    docs/tutorials/transformer.ipynb), float64 math rounded to float32 as ``tf.cast`` does:
+    - current (since e54bc4f): ``[sin | cos]`` of ``p / 10000**(k / (depth/2))``,
+      k < ceil(depth/2); shape (length, 2*ceil(depth/2));
+    - legacy=True (through 2be0104, ``get_angles``): interleaved, rate
+      ``1 / 10000**(2*(j//2) / depth)``; shape (1, length, depth)."""
+    L = _int(length, "length")
+    dp = _int(depth, "depth", minimum=1)
+    opts = _opts(dtype, out, backend, threads, torch_threads)
+    if not legacy:
+        n = math.ceil(dp / 2)
+        rate = _freqs("pow64", n, opts, b=dp / 2, base=10000.0, recip=True)
+        return _table(L, rate, _halves(n), opts)
+    n = math.ceil(dp / 2)
+    rate = _freqs("pow64", n, opts, step=2, b=float(dp), base=10000.0, recip=True)
+    dst = _into(out, (1, L, dp))
+    opts["out"] = None if dst is None else dst[0]
+    t = _table(L, rate, _interleaved(dp), opts)
+    return t[None] if dst is None else dst
+
+
+# ---- transformers' float64 tables, Whisper ------------------------------------------------------
+
+def xlm(n_pos: int, dim: int, *, dtype: Any = None, out: Any = None,
+        backend: Optional[str] = None, threads: Optional[int] = None,
+        torch_threads: Optional[int] = None) -> np.ndarray:
+    """transformers ``create_sinusoidal_embeddings(n_pos, dim, out)`` (models/xlm/
+    modeling_xlm.py, 5.24.0; DistilBERT and Flaubert copy it): interleaved ``sin, cos`` of
+    ``p / 10000**(2*(j//2)/dim)`` in float64, rounded to float32. Shape (n_pos, dim)."""
+    n, d = _int(n_pos, "n_pos"), _int(dim, "dim", minimum=1)
+    opts = _opts(dtype, out, backend, threads, torch_threads)
+    p = _freqs("pow64", math.ceil(d / 2), opts, step=2, b=float(d), base=10000.0)
+    return _table(n, p, _interleaved(d), opts, f64_div=True)
+
+
+def marian(num_positions: int, embedding_dim: int, *, dtype: Any = None, out: Any = None,
+           backend: Optional[str] = None, threads: Optional[int] = None,
+           torch_threads: Optional[int] = None) -> np.ndarray:
+    """transformers ``MarianSinusoidalPositionalEmbedding(...).create_weight()`` (Pegasus,
+    Informer, Autoformer, TimeSeriesTransformer and RoFormer have the same body): XLM's
+    float64 angles, ``[sin of the ceil(dim/2) even columns | cos of the dim//2 odd ones]``."""
+    n, d = _int(num_positions, "num_positions"), _int(embedding_dim, "embedding_dim", minimum=1)
+    opts = _opts(dtype, out, backend, threads, torch_threads)
+    p = _freqs("pow64", math.ceil(d / 2), opts, step=2, b=float(d), base=10000.0)
+    return _table(n, p, _halves(math.ceil(d / 2), d // 2), opts, f64_div=True)
+
+
+def whisper(length: int, channels: int, max_timescale: float = 10000, *, dtype: Any = None,
+            out: Any = None, backend: Optional[str] = None, threads: Optional[int] = None,
+            torch_threads: Optional[int] = None) -> np.ndarray:
+    """openai-whisper ``whisper.model.sinusoids`` (@c0d2f62, 20250625; transformers'
+    ``modeling_whisper.sinusoids`` is the same): ``[sin | cos]`` of
+    ``p * exp(f32(-log(max_timescale) / (channels//2 - 1)) * i)``. channels must be even
+    and >= 4 (the library asserts evenness and divides by channels//2 - 1)."""
+    L, c = _int(length, "length"), _int(channels, "channels")
+    if c % 2:
+        raise ValueError(f"channels must be even, got {c}")
+    if c < 4:
+        raise ValueError(f"channels must be >= 4 (channels // 2 - 1 is a divisor), got {c}")
+    opts = _opts(dtype, out, backend, threads, torch_threads)
+    h = c // 2
+    freq = _freqs("exp_mul", h, opts, a=-(math.log(max_timescale) / (h - 1)))
+    return _table(L, freq, _halves(h), opts)
+
+
+# ---- diffusers, MAE, timm ---------------------------------------------------------------------
+
+def diffusers_timestep(timesteps: Any, embedding_dim: int, flip_sin_to_cos: bool = False,
+                       downscale_freq_shift: float = 1, scale: float = 1,
+                       max_period: int = 10000, *, dtype: Any = None, out: Any = None,
+                       backend: Optional[str] = None, threads: Optional[int] = None,
+                       torch_threads: Optional[int] = None) -> np.ndarray:
+    """diffusers ``get_timestep_embedding`` (src/diffusers/models/embeddings.py @58eb52c,
+    0.42.1): ``freq = exp((f32(-log max_period) * i) / f32(d//2 - shift))``, ``arg = f32(scale)
+    * (t * freq)`` for 1-D timesteps (fractional allowed; rounded as ``.float()``),
+    ``[sin | cos]`` (``[cos | sin]`` with flip_sin_to_cos), a zero column when
+    embedding_dim is odd. Shape (N, embedding_dim)."""
+    t = np.asarray(timesteps)
+    if t.ndim != 1:
+        raise ValueError(f"timesteps must be a 1-d array, got shape {t.shape}")
+    d = _int(embedding_dim, "embedding_dim")
+    h = d // 2
+    if h < 1:
+        raise ValueError(f"embedding_dim must be >= 2, got {d}")
+    opts = _opts(dtype, out, backend, threads, torch_threads)
+    freq = _freqs("exp_muldiv", h, opts, a=-math.log(max_period),
+                  b=float(h - downscale_freq_shift))
+    col = _halves(h, first=COS if flip_sin_to_cos else SIN, pad=d % 2)
+    return _table(t, freq, col, opts, scale=float(scale))
+
+
+def mae_2d(embed_dim: int, grid_size: int, cls_token: bool = False, *, dtype: Any = None,
+           out: Any = None, backend: Optional[str] = None, threads: Optional[int] = None,
+           torch_threads: Optional[int] = None) -> np.ndarray:
+    """MAE ``get_2d_sincos_pos_embed(embed_dim, grid_size, cls_token)`` (facebookresearch/mae
+    @efb2a80, util/pos_embed.py), as MAE uses it (``torch.from_numpy(pos).float()``): float64
+    math rounded to float32. Row i*G + j: ``[sin w | cos w | sin h | cos h]`` (w = j, h = i;
+    omega_k = 1/10000**(k/(D/4))), a zero first row with cls_token. diffusers'
+    ``get_2d_sincos_pos_embed(D, G, base_size=G)`` gives the same float32 values.
+    embed_dim must be a multiple of 4."""
+    D, G = _int(embed_dim, "embed_dim"), _int(grid_size, "grid_size")
+    if D % 4 or D == 0:
+        raise ValueError(f"embed_dim must be a positive multiple of 4, got {D}")
+    opts = _opts(dtype, out, backend, threads, torch_threads)
+    q = D // 4
+    omega = _freqs("pow64", q, opts, b=float(q), base=10000.0, recip=True)
+    freq = np.concatenate([omega, omega])
+    comp = np.repeat(np.arange(2, dtype=np.int32), q)  # w first, then h
+    col = _halves(q) + _halves(q, t0=q)
+    i, j = np.divmod(np.arange(G * G, dtype=np.int64), G)
+    pos = np.stack([j, i], axis=1).astype(np.float32)
+    if cls_token:
+        pos = np.concatenate([np.zeros((1, 2), np.float32), pos])
+    return _table(pos, freq, col, opts, comp=comp, zero_row=0 if cls_token else -1)
+
+
+def timm_2d(feat_shape: Sequence[int], dim: int = 64, temperature: float = 10000.,
+            reverse_coord: bool = False, interleave_sin_cos: bool = False, *,
+            dtype: Any = None, out: Any = None, backend: Optional[str] = None,
+            threads: Optional[int] = None, torch_threads: Optional[int] = None) -> np.ndarray:
+    """timm ``build_sincos2d_pos_embed`` (timm/layers/pos_embed_sincos.py @aa4b585, 1.0.31):
+    ``bands = 1 / temperature ** (arange(dim//4) / (dim//4))``; rows over the ij grid of
+    feat_shape ([H, W], or [W, H] with reverse_coord), ``[sin h | sin w | cos h | cos w]``
+    (``[sin h | cos h | sin w | cos w]`` with interleave_sin_cos). dim must be a multiple of
+    4. Shape (H*W, dim)."""
+    fs = [int(s) for s in feat_shape]
+    if len(fs) != 2:
+        raise ValueError(f"feat_shape must have 2 entries, got {feat_shape!r}")
+    d = _int(dim, "dim")
+    if d % 4 or d == 0:
+        raise ValueError(f"dim must be a positive multiple of 4, got {d}")
+    if reverse_coord:
+        fs = fs[::-1]
+    opts = _opts(dtype, out, backend, threads, torch_threads)
+    q = d // 4
+    bands = _freqs("pow", q, opts, b=float(q), base=float(temperature), recip=True)
+    freq = np.concatenate([bands, bands])
+    comp = np.repeat(np.arange(2, dtype=np.int32), q)
+    a, b = np.divmod(np.arange(fs[0] * fs[1], dtype=np.int64), max(fs[1], 1))
+    pos = np.stack([a, b], axis=1).astype(np.float32)
+    s = [4 * t + SIN for t in range(2 * q)]
+    c = [4 * t + COS for t in range(2 * q)]
+    col = (s[:q] + c[:q] + s[q:] + c[q:]) if interleave_sin_cos else (s + c)
+    return _table(pos, freq, col, opts, comp=comp)
+
+
+# ---- rotary ------------------------------------------------------------------------------------
+
+def _rope_inv_freq(dim: int, theta: float, opts: dict) -> np.ndarray:
+    """``1 / (theta ** (arange(0, dim, 2).float() / dim))``: HF Llama's default rope,
+    rotary-embedding-torch's 'lang' freqs and tatp22's inv_freq (with dim = its channels)."""
+    return _freqs("pow", (dim + 1) // 2, opts, step=2, b=float(dim), base=float(theta),
+                  recip=True)
+
+
+def llama_rope(head_dim: int, position_ids: Any, rope_theta: float = 10000.0,
+               attention_scaling: float = 1.0, *, dtype: Any = None,
+               backend: Optional[str] = None, threads: Optional[int] = None,
+               torch_threads: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray]:
+    """transformers ``LlamaRotaryEmbedding`` with the default rope (models/llama/
+    modeling_llama.py, 5.24.0): ``inv_freq = 1 / rope_theta ** (arange(0, dim, 2) / dim)``,
+    ``emb = cat(freqs, freqs)`` for ``freqs = position_ids.float()[..., None] * inv_freq``;
+    returns ``(cos(emb) * attention_scaling, sin(emb) * attention_scaling)``, each of shape
+    position_ids.shape + (head_dim,), in dtype (x.dtype in the library; float32 default).
+    position_ids: an array (batch, seq) or (seq,), or an int n for arange(n)."""
+    dim = _int(head_dim, "head_dim", minimum=2)
+    if dim % 2:
+        raise ValueError(f"head_dim must be even, got {dim}")
+    opts = _opts(None, None, backend, threads, torch_threads)
+    pos = np.arange(_int(position_ids, "position_ids")) if isinstance(position_ids, int) \
+        else np.asarray(position_ids)
+    inv = _rope_inv_freq(dim, rope_theta, opts)
+    h = dim // 2
+    freq = np.concatenate([inv, inv])
+    cos = _table(pos, freq, [4 * t + COS for t in range(dim)], opts)
+    sin = _table(pos, freq, [4 * t + SIN for t in range(dim)], opts)
+    if attention_scaling != 1.0:
+        s = np.float32(attention_scaling)
+        cos, sin = cos * s, sin * s
+    del h
+    return _round_to(cos, dtype), _round_to(sin, dtype)
+
+
+def rotary_embedding_torch_freqs(dim: int, theta: float = 10000, theta_rescale_factor: float = 1.,
+                                 freqs_for: str = "lang", num_freqs: int = 1, *,
+                                 backend: Optional[str] = None,
+                                 torch_threads: Optional[int] = None) -> np.ndarray:
+    """rotary-embedding-torch ``RotaryEmbedding(dim, ...).freqs`` (0.9.1): 'lang'
+    ``1 / (theta' ** (arange(0, dim, 2)[:dim//2] / dim))`` with ``theta' = theta *
+    theta_rescale_factor ** (dim / (dim - 2))`` in Python floats, or 'constant' ones
+    (num_freqs). 'pixel' (torch.linspace) is not reproduced."""
+    d = _int(dim, "dim", minimum=1)
+    opts = _opts(None, None, backend, None, torch_threads)
+    if freqs_for == "constant":
+        return np.ones(_int(num_freqs, "num_freqs"), np.float32)
+    if freqs_for != "lang":
+        raise ValueError(f"freqs_for={freqs_for!r} is not reproduced; use 'lang' or 'constant'")
+    th = theta * theta_rescale_factor ** (d / (d - 2)) if d != 2 else \
+        theta * theta_rescale_factor ** float("inf") if theta_rescale_factor != 1 else theta
+    return _rope_inv_freq(d, th, opts)[:d // 2]
+
+
+def rotary_embedding_torch(dim: int, seq_len: Optional[int] = None, *, t: Any = None,
+                           offset: int = 0, theta: float = 10000,
+                           theta_rescale_factor: float = 1., interpolate_factor: float = 1.,
+                           freqs_for: str = "lang", num_freqs: int = 1, dtype: Any = None,
+                           out: Any = None, backend: Optional[str] = None,
+                           threads: Optional[int] = None,
+                           torch_threads: Optional[int] = None) -> np.ndarray:
+    """rotary-embedding-torch ``RotaryEmbedding(dim, ...)(t)``: the angles
+    ``t[:, None] * freqs``, each repeated for a pair of columns ``[a0, a0, a1, a1, ...]``
+    (its apply_rotary_emb takes their cos and sin: :func:`sinpe.apply_rope` with
+    layout='pairs'). t: positions (float32 values); default
+    ``(arange(seq_len) + offset) / interpolate_factor`` in float32 (its get_seq_pos).
+    Shape (len(t), 2 * len(freqs))."""
+    opts = _opts(dtype, out, backend, threads, torch_threads)
+    freqs = rotary_embedding_torch_freqs(dim, theta, theta_rescale_factor, freqs_for, num_freqs,
+                                         backend=backend, torch_threads=torch_threads)
+    if t is None:
+        n = _int(seq_len, "seq_len")
+        t = (np.arange(n, dtype=np.float32) + np.float32(offset)) / np.float32(interpolate_factor)
+    pos = np.asarray(t)
+    col = [4 * (j // 2) + ANGLE for j in range(2 * len(freqs))]
+    return _table(pos, np.ascontiguousarray(freqs, np.float32), col, opts)
+
+
+def _tatp_shape(tensor: Any, ndim: int) -> Tuple[Tuple[int, ...], Any]:
+    if isinstance(tensor, (tuple, list)):
+        shape, dt = tuple(int(s) for s in tensor), None
+    else:
+        shape, dt = tuple(np.shape(tensor)), getattr(tensor, "dtype", None)
+    if len(shape) != ndim:
+        raise ValueError(f"The input tensor has to be {ndim}d! (got shape {shape})")
+    return shape, dt
+
+
+def _tatp_axis(n: int, c: int, inv: np.ndarray, opts: dict) -> np.ndarray:
+    """tatp22's get_emb: interleaved sin, cos of arange(n) * inv_freq, c columns."""
+    return _table(n, inv, _interleaved(c), opts)
+
+
+def tatp22_1d(channels: int, tensor: Any, *, dtype: Any = None, out: Any = None,
+              backend: Optional[str] = None, threads: Optional[int] = None,
+              torch_threads: Optional[int] = None) -> np.ndarray:
+    """positional-encodings (tatp22) ``PositionalEncoding1D(channels)(tensor)``
+    (torch_encodings.py @efeb8d9, 6.0.3): c = ceil(channels/2)*2, ``inv_freq = 1 / 10000 **
+    (arange(0, c, 2) / c)``, interleaved sin, cos of x * inv_freq, truncated to tensor's last
+    axis and repeated over its batch. tensor: an array (batch, x, ch) (its dtype is the
+    result's unless dtype=) or that shape as a tuple."""
+    (B, X, ch), tdt = _tatp_shape(tensor, 3)
+    c = math.ceil(_int(channels, "channels", minimum=1) / 2) * 2
+    opts = _opts(dtype if dtype is not None else tdt, None, backend, threads, torch_threads)
+    inv = _rope_inv_freq(c, 10000.0, opts)
+    emb = _tatp_axis(X, min(c, ch), inv, opts)
+    if ch > c:  # the library's zeros beyond its channels are cut by [:orig_ch] first
+        emb = emb[:, :c]
+    res = np.broadcast_to(emb[None], (B,) + emb.shape)
+    if out is None:
+        return np.ascontiguousarray(res)
+    dst = _into(out, res.shape)
+    dst[...] = res
+    return out
+
+
+def tatp22_2d(channels: int, tensor: Any, *, dtype: Any = None, out: Any = None,
+              backend: Optional[str] = None, threads: Optional[int] = None,
+              torch_threads: Optional[int] = None) -> np.ndarray:
+    """positional-encodings (tatp22) ``PositionalEncoding2D(channels)(tensor)``: c =
+    ceil(channels/4)*2; each (x, y) holds ``[x's interleaved encoding (c) | y's (c)]``,
+    truncated to tensor's last axis, repeated over the batch. torch builds the x and y
+    encodings as two tensors, and so does sinpe (their SLEEF vectors on 64-bit Arm).
+    tensor: an array (batch, x, y, ch) or that shape."""
+    (B, X, Y, ch), tdt = _tatp_shape(tensor, 4)
+    c = math.ceil(_int(channels, "channels", minimum=1) / 4) * 2
+    opts = _opts(dtype if dtype is not None else tdt, None, backend, threads, torch_threads)
+    inv = _rope_inv_freq(c, 10000.0, opts)
+    ex, ey = _tatp_axis(X, c, inv, opts), _tatp_axis(Y, c, inv, opts)
+    width = min(ch, 2 * c)
+    dst = _into(out, (B, X, Y, width)) if out is not None else np.empty((B, X, Y, width), ex.dtype)
+    nx = min(c, width)
+    dst[..., :nx] = ex[None, :, None, :nx]
+    if width > c:
+        dst[..., c:width] = ey[None, None, :, :width - c]
+    return out if out is not None else dst
+
+
+# ---- ALiBi --------------------------------------------------------------------------------------
+
+def _paper_slopes(n: int) -> list:
+    # the ALiBi paper's reference, in Python floats (ofirpress/attention_with_linear_biases,
+    # fairseq/models/transformer.py, get_slopes)
+    def power_of_2(m: int) -> list:
+        start = 2 ** (-2 ** -(math.log2(m) - 3))
+        return [start * start ** i for i in range(m)]
+    if math.log2(n).is_integer():
+        return power_of_2(n)
+    p = 2 ** math.floor(math.log2(n))
+    return power_of_2(p) + _paper_slopes(2 * p)[0::2][:n - p]
+
+
+def alibi_slopes(num_heads: int, *, method: str = "bloom", backend: Optional[str] = None,
+                 torch_threads: Optional[int] = None) -> np.ndarray:
+    """ALiBi's per-head slopes, float32.
+    method='bloom': transformers ``_get_alibi_slopes`` (models/bloom/modeling_bloom.py):
+    ``torch.pow(f32(2 ** -(2 ** -(log2(p) - 3))), arange(1, p + 1))`` for p the largest power
+    of 2 <= num_heads, then the odd powers of the next base for the rest (torch's pow).
+    method='paper': the ALiBi paper's ``get_slopes`` in Python floats, then float32
+    (``torch.Tensor(get_slopes(n))``)."""
+    n = _int(num_heads, "num_heads", minimum=1)
+    if method == "paper":
+        return np.array(_paper_slopes(n), np.float64).astype(np.float32)
+    if method != "bloom":
+        raise ValueError(f"method must be 'bloom' or 'paper', got {method!r}")
+    opts = _opts(None, None, backend, None, torch_threads)
+    p = 2 ** math.floor(math.log2(n))
+    base = 2 ** (-(2 ** -(math.log2(p) - 3)))
+    slopes = _freqs("pow", p, opts, start=1, base=base, b=1.0)
+    if p != n:
+        extra = 2 ** (-(2 ** -(math.log2(2 * p) - 3)))
+        r = min(p, n - p)
+        slopes = np.concatenate([slopes, _freqs("pow", r, opts, start=1, step=2, base=extra,
+                                                b=1.0)])
+    return slopes
+
+
+def alibi_bias(attention_mask: Any = None, num_heads: int = 8, *, seq_length: Optional[int] = None,
+               method: str = "bloom", dtype: Any = None, backend: Optional[str] = None,
+               torch_threads: Optional[int] = None) -> np.ndarray:
+    """ALiBi's bias.
+    method='bloom': transformers ``build_alibi_tensor(attention_mask, num_heads, dtype)``:
+    ``slopes[:, None] * ((cumsum(mask) - 1) * mask)`` in float32, shape
+    (batch * num_heads, 1, seq_length), rounded to dtype (float32 default; BLOOM passes its
+    compute dtype). attention_mask (batch, seq) of 0/1, or seq_length= for all ones.
+    method='paper': the reference's ``slopes[:, None, None] * arange(maxpos)``, shape
+    (num_heads, 1, seq_length) (attention_mask unused)."""
+    slopes = alibi_slopes(num_heads, method=method, backend=backend, torch_threads=torch_threads)
+    if method == "paper":
+        L = _int(seq_length if seq_length is not None else np.shape(attention_mask)[-1],
+                 "seq_length")
+        bias = slopes[:, None, None] * np.arange(L, dtype=np.float32)[None, None, :]
+        return _round_to(bias.astype(np.float32), dtype)
+    if attention_mask is None:
+        attention_mask = np.ones((1, _int(seq_length, "seq_length")), np.int64)
+    m = np.asarray(attention_mask).astype(np.int64)
+    if m.ndim != 2:
+        raise ValueError(f"attention_mask must have shape (batch, seq), got {m.shape}")
+    ar = ((np.cumsum(m, axis=-1) - 1) * m)[:, None, :].astype(np.float32)  # int64 -> float32
+    bias = slopes[None, :, None] * ar  # (batch, heads, seq): float32 products
+    return _round_to(bias.reshape(m.shape[0] * slopes.shape[0], 1, m.shape[1]), dtype)
