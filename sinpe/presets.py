@@ -465,15 +465,15 @@ def llama_rope(head_dim: int, position_ids: Any, rope_theta: float = 10000.0,
     pos = np.arange(_int(position_ids, "position_ids")) if isinstance(position_ids, int) \
         else np.asarray(position_ids)
     inv = _rope_inv_freq(dim, rope_theta, opts)
-    h = dim // 2
     freq = np.concatenate([inv, inv])
-    cos = _table(pos, freq, [4 * t + COS for t in range(dim)], opts)
-    sin = _table(pos, freq, [4 * t + SIN for t in range(dim)], opts)
+    both = _table(pos, freq, [4 * t + COS for t in range(dim)] + [4 * t + SIN for t in range(dim)],
+                  opts)
+    cos, sin = both[..., :dim], both[..., dim:]
     if attention_scaling != 1.0:
         s = np.float32(attention_scaling)
         cos, sin = cos * s, sin * s
-    del h
-    return _round_to(cos, dtype), _round_to(sin, dtype)
+    return (np.ascontiguousarray(_round_to(cos, dtype)),
+            np.ascontiguousarray(_round_to(sin, dtype)))
 
 
 def rotary_embedding_torch_freqs(dim: int, theta: float = 10000, theta_rescale_factor: float = 1.,

@@ -31,6 +31,7 @@
 #include "sinpe_mkl.h"
 #include "sinpe_paths.h"
 #include "sinpe_sleef.h"
+#include "sinpe_spec.h"
 #include "sinpe_store.h"
 #include "sinpe_threads.h"
 
@@ -367,6 +368,7 @@ struct sinpe_plan {
     /* geometry; rowlen: values per row of a tile (2 J, or a preset's columns) */
     int64_t half, J, ncb, C, nrows, nrc, B, nb, nbt, ntiles, rowlen;
     const sinpe_spec *spec;
+    sinpe_spec_prog prog; /* the spec compiled: angles computed per row, column runs */
     int ncomp;
     int direct;
     int64_t rstride; /* by offset: the rows' axis */
@@ -573,9 +575,15 @@ int sinpe_plan_new(const sinpe_job *j, const sinpe_opts *o, sinpe_plan **out)
     p->npos = positions_alias(j) ? row_count(j) : 0;
     geometry(p);
     p->nslots = threads_for(p);
+    if (j->spec && sinpe_spec_compile(j->spec, j->shape[j->ndim - 1],
+                                      o->backend != SINPE_BACKEND_SLEEF, &p->prog) != SINPE_OK) {
+        free(p);
+        return SINPE_E_NOMEM;
+    }
     int64_t nf = scratch_floats(p);
     if (nf > 0) {
         if ((uint64_t)nf > SIZE_MAX / sizeof(float) || !(p->mem = malloc((size_t)nf * sizeof(float)))) {
+            sinpe_spec_prog_free(&p->prog);
             free(p);
             return SINPE_E_NOMEM;
         }
@@ -610,6 +618,7 @@ int sinpe_plan_new(const sinpe_job *j, const sinpe_opts *o, sinpe_plan **out)
 void sinpe_plan_free(sinpe_plan *p)
 {
     if (p) {
+        sinpe_spec_prog_free(&p->prog);
         free(p->mem);
         free(p);
     }
@@ -707,13 +716,14 @@ static void spec_angles(const sinpe_plan *p, const float *pos, int64_t first, in
                         float *a)
 {
     const sinpe_spec *sp = p->spec;
-    int64_t T = sp->nang;
+    const sinpe_spec_prog *pr = &p->prog;
+    int64_t T = pr->K;
     for (int64_t r = 0; r < nr; r++) {
         float p0 = pos ? pos[r * p->ncomp] : (float)(first + r);
         float p1 = pos && p->ncomp > 1 ? pos[r * p->ncomp + 1] : 0.0f;
         float *ar = a + r * T;
         for (int64_t t = 0; t < T; t++) {
-            float v = (sp->comp && sp->comp[t] ? p1 : p0) * sp->freq[t];
+            float v = (pr->comp && pr->comp[t] ? p1 : p0) * pr->freq[t];
             ar[t] = sp->scaled ? sp->scale * v : v;
         }
     }
@@ -725,13 +735,14 @@ static void spec_f64(const sinpe_plan *p, const float *pos, int64_t first, int64
                      float *s, float *c)
 {
     const sinpe_spec *sp = p->spec;
-    int64_t T = sp->nang;
+    const sinpe_spec_prog *pr = &p->prog;
+    int64_t T = pr->K;
     for (int64_t r = 0; r < nr; r++) {
         double p0 = pos ? (double)pos[r * p->ncomp] : (double)(first + r);
         double p1 = pos && p->ncomp > 1 ? (double)pos[r * p->ncomp + 1] : 0.0;
         for (int64_t t = 0; t < T; t++) {
-            double v = sp->comp && sp->comp[t] ? p1 : p0;
-            double x = sp->f64_div ? v / sp->freq64[t] : v * sp->freq64[t];
+            double v = pr->comp && pr->comp[t] ? p1 : p0;
+            double x = sp->f64_div ? v / pr->freq64[t] : v * pr->freq64[t];
             a[r * T + t] = (float)x;
             s[r * T + t] = (float)sin(x);
             c[r * T + t] = (float)cos(x);
@@ -745,17 +756,24 @@ static void spec_rows(const sinpe_plan *p, slot *sl, float *out, ptrdiff_t ostri
                       const float *pos, int64_t first, int64_t table_row0, int64_t nr)
 {
     const sinpe_spec *sp = p->spec;
-    int64_t T = sp->nang, n = nr * T;
+    const sinpe_spec_prog *pr = &p->prog;
+    int64_t T = pr->K, n = nr * T;
     float *a = sl->wa, *s = sl->ws, *c = sl->wc;
+    int any = pr->need_s || pr->need_c;
     if (sp->freq64) {
         spec_f64(p, pos, first, nr, a, s, c);
     } else {
         spec_angles(p, pos, first, nr, a);
-        if (vml_of(p->o.backend) >= 0) {
+        if (!any) {
+            /* angles only */
+        } else if (vml_of(p->o.backend) >= 0) {
+            sinpe_vml lib = (sinpe_vml)vml_of(p->o.backend);
             for (int64_t i = 0; i < n; i += SINPE_BLOCK) {
                 size_t m = (size_t)(n - i < SINPE_BLOCK ? n - i : SINPE_BLOCK);
-                sinpe_vml_map((sinpe_vml)vml_of(p->o.backend), 1, a + i, s + i, m);
-                sinpe_vml_map((sinpe_vml)vml_of(p->o.backend), 2, a + i, c + i, m);
+                if (pr->need_s)
+                    sinpe_vml_map(lib, 1, a + i, s + i, m);
+                if (pr->need_c)
+                    sinpe_vml_map(lib, 2, a + i, c + i, m);
             }
         } else if (p->o.backend == SINPE_BACKEND_SLEEF) {
             int64_t skip = table_row0 + sp->trow_shift < 0 ? T : 0; /* the pad row: zeros */
@@ -767,20 +785,12 @@ static void spec_rows(const sinpe_plan *p, slot *sl, float *out, ptrdiff_t ostri
                                 (size_t)(n - i < SINPE_BLOCK ? n - i : SINPE_BLOCK));
         }
     }
-    int64_t d = p->rowlen;
     for (int64_t r = 0; r < nr; r++) {
         float *dst = out + (ptrdiff_t)r * ostride;
-        if (table_row0 + r == sp->zero_row) {
-            memset(dst, 0, (size_t)d * sizeof(float));
-            continue;
-        }
-        const float *ar = a + r * T, *sr = s + r * T, *cr = c + r * T;
-        for (int64_t k = 0; k < d; k++) {
-            int64_t code = sp->col[k], t = code >> 2;
-            int kind = (int)(code & 3);
-            dst[k] = kind == SINPE_COL_SIN ? sr[t] : kind == SINPE_COL_COS ? cr[t]
-                     : kind == SINPE_COL_ANGLE ? ar[t] : 0.0f;
-        }
+        if (table_row0 + r == sp->zero_row)
+            memset(dst, 0, (size_t)p->rowlen * sizeof(float));
+        else
+            sinpe_spec_gather(pr, p->path, dst, a + r * T, s + r * T, c + r * T);
     }
 }
 

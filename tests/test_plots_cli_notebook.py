@@ -108,4 +108,23 @@ def test_quickstart_notebook_runs(tmp_path):
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     text = "".join(o.get("text", "") for o in outputs)
     assert "bit-identical buffers: True" in text
-    assert sum("image/png" in o.get("data", {}) for o in outputs) == 3
+    assert sum("image/png" in o.get("data", {}) for o in outputs) >= 3
+
+
+def test_widget_update_without_a_browser():
+    from sinpe.widget import Explorer, explore
+    ex = Explorer(64, 16)
+    d = ex.update(5, 3)
+    pe = sinpe.positional_encoding(64, 16)
+    assert d["value"] == pe[5, 3] and d["kind"] == "cos"
+    assert np.array_equal(d["wave"], pe[:, 3]) and np.array_equal(d["vector"], pe[5])
+    assert abs(d["wavelength"] - 2 * np.pi / np.exp(2 * -np.log(10000) / 16)) < 1e-4
+    assert len(ex.wave_ax.lines) == 2 and ex.vec_ax.get_title() == "position 5"
+    ex.update(63, 15)
+    assert ex.vec_ax.get_title() == "position 63" and "dimension 15" in ex.wave_ax.get_title()
+    with pytest.raises(ValueError, match="pos must be in"):
+        ex.update(64, 0)
+    box = explore(32, 8)
+    sliders = box.children[0].children
+    sliders[0].value, sliders[1].value = 7, 2  # a slider move redraws
+    assert box.explorer.pos == 7 and box.explorer.dim == 2
