@@ -72,7 +72,27 @@ def _x86_pow_lanes() -> int:
     return {"AVX512": 16, "AVX2": 8}.get(str(cap).upper(), 0)
 
 
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def _guard(what: str, n: int, itemsize: int = 4) -> None:
+    """Refuse, before any work, a result or a frequency vector of n values that cannot fit
+    (the table itself is checked again, with its scratch, by the core)."""
+    size = n * itemsize
+    if size > 1 << 60:
+        raise OverflowError(f"{what} of {n} values is larger than memory can address")
+    mem = _physical_memory()
+    if mem and size > mem:
+        raise MemoryError(f"{what} of {n} values needs {size / 2 ** 30:.1f} GiB, more than "
+                          f"this machine's {mem / 2 ** 30:.1f} GiB of memory")
+
+
 def _freqs(kind: str, n: int, opts: dict, **kw: Any) -> np.ndarray:
+    _guard("a frequency vector", n, 8 if kind == "pow64" else 4)
     return _sinpe._freqs(kind, n, pow_lanes=_x86_pow_lanes(), backend=opts.get("backend"),
                          torch_threads=opts.get("torch_threads"), **kw)
 
@@ -154,6 +174,7 @@ def _fairseq_like(num_embeddings: int, embedding_dim: int, padding_idx: Optional
         raise ValueError(f"embedding_dim must be >= 4 (the library divides by "
                          f"embedding_dim // 2 - 1), got {d}")
     zero = _pad_row(padding_idx, n)
+    _guard("a table", n * d)
     freq = _freqs("exp_mul", h, opts, a=-(math.log(10000) / (h - 1)))
     return _table(n, freq, _halves(h, first=first, pad=d % 2), opts, zero_row=zero)
 
@@ -353,6 +374,7 @@ def whisper(length: int, channels: int, max_timescale: float = 10000, *, dtype: 
     if c < 4:
         raise ValueError(f"channels must be >= 4 (channels // 2 - 1 is a divisor), got {c}")
     opts = _opts(dtype, out, backend, threads, torch_threads)
+    _guard("a table", L * c)
     h = c // 2
     freq = _freqs("exp_mul", h, opts, a=-(math.log(max_timescale) / (h - 1)))
     return _table(L, freq, _halves(h), opts)

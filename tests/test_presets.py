@@ -507,3 +507,79 @@ def test_shift_matrix_relative_position_property():
     div = sinpe.presets._freqs("exp_mul", 4, {"backend": None}, step=2, a=-math.log(10000) / 8).astype(np.float64)
     exact = lambda p: np.stack([np.sin(p * div), np.cos(p * div)], 1).ravel()
     assert np.abs(exact(12.0 + 7) - R @ exact(12.0)).max() < 1e-12
+
+
+# ---- hostile input ----------------------------------------------------------------------------------
+
+def test_apply_rope_on_odd_buffers():
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 3, 40, 16)).astype(np.float32)
+    want = sinpe.apply_rope(x.copy())
+    # a view with negative strides on the batch and sequence axes
+    y = x[::-1, :, ::-1].copy()[::-1, :, ::-1]
+    sinpe.apply_rope(y)
+    assert_same(y, want, "negative strides")
+    # unaligned: float32 elements at an odd address
+    raw = bytearray(x.nbytes + 1)
+    u = np.frombuffer(memoryview(raw)[1:], np.float32).reshape(x.shape)
+    u[...] = x
+    sinpe.apply_rope(u)
+    assert_same(u, want, "unaligned")
+    # a memoryview and a ctypes array (no ndarray)
+    m = x.copy()
+    assert sinpe.apply_rope(memoryview(m)) is not None
+    assert_same(m, want, "memoryview")
+    import ctypes
+    c = (ctypes.c_float * x.size)()
+    ctypes.memmove(c, x.ctypes.data, x.nbytes)
+    cv = np.ctypeslib.as_array(c).reshape(x.shape)
+    sinpe.apply_rope(cv)
+    assert_same(cv, want, "ctypes")
+    # an empty sequence and an empty batch
+    for shape in ((0, 3, 40, 16), (2, 3, 0, 16)):
+        e = np.zeros(shape, np.float32)
+        assert sinpe.apply_rope(e) is e
+
+
+def test_presets_into_buffers_and_extremes():
+    want = P.fairseq(50, 16, 1)
+    m = bytearray(want.nbytes)
+    P.fairseq(50, 16, 1, out=np.frombuffer(m, np.float32).reshape(50, 16))
+    assert_same(np.frombuffer(m, np.float32).reshape(50, 16), want, "bytearray out")
+    with pytest.raises(MemoryError, match="needs .* GiB"):
+        P.fairseq(10 ** 12, 1024)
+    with pytest.raises(OverflowError, match="larger than memory can address"):
+        P.whisper(1 << 62, 1 << 40)
+    with pytest.raises(MemoryError, match="frequency vector of .* needs"):
+        P.keras_hub((1, 1, 1 << 38))
+    with pytest.raises((MemoryError, OverflowError)):
+        P.xlm(10, 1 << 62)
+    # non-finite and huge timesteps: torch's values (NaN where torch gives NaN)
+    t = np.array([np.inf, -np.inf, np.nan, 1e30, -1e30, 3.4e38, 0.0, -0.0], np.float32)
+    for be in BACKENDS:
+        got = P.diffusers_timestep(t, 16, backend=be)
+        want = O.diffusers_timestep(O.TorchF, t, 16)
+        assert np.array_equal(np.isnan(got), np.isnan(want))
+        fin = ~np.isnan(want)
+        assert_same(got[fin], want[fin], f"extreme timesteps [{be}]")
+
+
+def test_presets_from_many_threads_at_once():
+    import threading
+    want = {k: P.whisper(300, 64 + 8 * k) for k in range(8)}
+    got, errors = {}, []
+
+    def work(k):
+        try:
+            for _ in range(5):
+                got[k] = P.whisper(300, 64 + 8 * k, threads=2)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors
+    for k in range(8):
+        assert_same(got[k], want[k], f"thread {k}")
