@@ -16,6 +16,8 @@ def core_sources():
 
 
 SOURCES = ["src/_sinpe.c"] + core_sources()  # the CPython / NumPy binding, then the pure-C core
+# every header: a changed header rebuilds the objects (setuptools otherwise reuses them)
+HEADERS = sorted("src/" + n for n in os.listdir(os.path.join(HERE, "src")) if n.endswith(".h"))
 
 if sys.platform == "win32":
     cflags = ["/O2", "/fp:precise"]
@@ -31,6 +33,7 @@ setup(
             "sinpe._sinpe",
             sources=SOURCES,
             include_dirs=["src", numpy.get_include()],
+            depends=HEADERS,
             extra_compile_args=cflags,
             libraries=libs,
         )

@@ -61,13 +61,37 @@ def cpu_name():
 
 
 def configs():
-    """(backend, kernel) pairs available here; the kernel matters for builtin."""
-    out = []
-    for k in sinpe.kernels():
-        out.append(("builtin", k))
-    if sinpe.backends()["mkl"]:
-        out.append(("mkl", sinpe.kernels()[-1]))
+    """(backend, kernel) pairs available here; the kernel matters for builtin (the others
+    use the default path only for their stores)."""
+    out = [("builtin", k) for k in sinpe.kernels()]
+    default = sinpe.get_kernel()
+    for be in ("mkl", "torch"):
+        if sinpe.backends()[be]:
+            out.append((be, default))
     return out
+
+
+def alternating(sinpe_call, torch_call, repeats):
+    """One sinpe call, one torch call, in turn (torch gets recycled memory from its
+    allocator this way, as in a loop that builds tables): medians of each."""
+    sinpe_call(), torch_call()
+    ts, tt = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        sinpe_call()
+        t1 = time.perf_counter()
+        torch_call()
+        t2 = time.perf_counter()
+        ts.append(t1 - t0)
+        tt.append(t2 - t1)
+    return statistics.median(ts), statistics.median(tt)
+
+
+def torch_parallel_work():
+    """Parallel torch work whose OpenMP workers may spin afterwards."""
+    a = torch.randn(1024, 1024)
+    for _ in range(3):
+        a = torch.tanh(a @ a)
 
 
 def main():
@@ -107,6 +131,27 @@ def main():
             }, a.repeats)
             rows.append((f"add_pe {B}x{S}x{D}", be, k, threads, t["sinpe"], t["torch"], t["numpy"], None))
     sinpe.set_kernel(old_kernel)
+    alt = []
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        for be in [c[0] for c in configs() if c[0] != "builtin"] + ["builtin"]:
+            s_, t_ = alternating(lambda: sinpe.positional_encoding(L, d, backend=be, threads=threads),
+                                 lambda: SinusoidalPositionalEncoding(d, L), max(a.repeats, 9))
+            alt.append((be, threads, s_, t_))
+    near = []
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        x = np.random.default_rng(0).standard_normal((B, S, D)).astype(np.float32)
+        for what, call in (("table", lambda: sinpe.positional_encoding(L, d, threads=threads)),
+                           ("add_pe", lambda: sinpe.add_pe(x, threads=threads))):
+            quiet = interleaved({"x": call}, a.repeats)["x"]
+            after = []
+            for _ in range(a.repeats):
+                torch_parallel_work()
+                t0 = time.perf_counter()
+                call()
+                after.append(time.perf_counter() - t0)
+            near.append((what, threads, quiet, statistics.median(after)))
     print()
     print("| case | backend | kernel | threads | sinpe ms | torch ms | torch/sinpe | NumPy ms | NumPy/sinpe | np.full ms | sinpe/np.full |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -116,6 +161,31 @@ def main():
               f"{npt*1e3:.1f} | {npt/s:.2f} | {full_s} |")
     print("\nNumPy: the formula in NumPy (its own sin/cos) for tables; np.add(x, pe, out=x) "
           "with a precomputed pe for add_pe.")
+
+    print(f"\nAlternating protocol, table {L}x{d}: one sinpe call, one torch constructor, in turn:")
+    print("| backend | threads | sinpe ms | torch ms | torch/sinpe |")
+    print("|---|---|---|---|---|")
+    for be, th, s_, t_ in alt:
+        print(f"| {be} | {th} | {s_*1e3:.1f} | {t_*1e3:.1f} | {t_/s_:.2f} |")
+
+    print(f"\nRight after parallel torch work (matmuls on torch's threads; its OpenMP workers may "
+          f"spin), default backend:")
+    print("| call | threads | quiet ms | after torch ms | after/quiet |")
+    print("|---|---|---|---|---|")
+    for what, th, q_, a_ in near:
+        print(f"| {what} | {th} | {q_*1e3:.2f} | {a_*1e3:.2f} | {a_/q_:.2f} |")
+
+    print(f"\nThe write floor, table {L}x{d} into a preallocated out= (no page faults):")
+    print("| backend | kernel | threads | sinpe ms | out.fill ms | sinpe/fill |")
+    print("|---|---|---|---|---|---|")
+    out = np.empty((L, d), np.float32)
+    for threads in (1, 2):
+        for be, k in configs():
+            sinpe.set_kernel(k)
+            t = interleaved({"s": lambda: sinpe.positional_encoding(L, d, backend=be, threads=threads, out=out),
+                             "f": lambda: out.fill(1.0)}, a.repeats)
+            print(f"| {be} | {k} | {threads} | {t['s']*1e3:.2f} | {t['f']*1e3:.2f} | {t['s']/t['f']:.2f} |")
+    sinpe.set_kernel(old_kernel)
 
     print("\nKernel throughput, 1 thread, out= a preallocated table (no page faults):")
     print("| backend | kernel | ns per value (sin or cos) |")

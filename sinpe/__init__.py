@@ -93,7 +93,7 @@ def _configure() -> None:
             set_kernel(kernel)
         except ValueError:
             raise ValueError(f"SINPE_KERNEL={os.environ['SINPE_KERNEL']!r} is not valid: unknown "
-                             f"kernel {kernel!r}; use auto, scalar, avx2 or neon (this CPU has "
+                             f"kernel {kernel!r}; use auto, scalar, avx2, avx512 or neon (this CPU has "
                              f"{', '.join(kernels())})") from None
         except RuntimeError as exc:
             raise RuntimeError(f"SINPE_KERNEL={kernel!r}: {exc}") from None

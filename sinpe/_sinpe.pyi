@@ -8,7 +8,7 @@ _Name = Literal["auto", "builtin", "mkl", "torch", "sleef", "torch-aarch64-2.13"
                 "torch-aarch64-2.13-sve256", "torch-aarch64-2.14", "torch-aarch64-2.14-sve256",
                 "torch-aarch64-2.15", "torch-aarch64-2.15-sve256"]
 _Backend = Optional[_Name]
-_Kernel = Literal["scalar", "avx2", "neon"]
+_Kernel = Literal["scalar", "avx2", "avx512", "neon"]
 _DType = Union[None, str, npt.DTypeLike, Any]
 _X = TypeVar("_X")
 

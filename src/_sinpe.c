@@ -20,6 +20,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sinpe_core.h"
@@ -902,6 +903,18 @@ static int table_prepare(PyObject *self, PyObject *o_len, PyObject *o_d, PyObjec
     return check_memory(new_bytes, j, &t->args.opts);
 }
 
+/* How fresh results are prepared (SINPE_FRESH=plain|huge for measurements; huge pages by
+ * default: README, Speed). */
+static int fresh_mode(void)
+{
+    static int mode = -1;
+    if (mode < 0) {
+        const char *e = getenv("SINPE_FRESH");
+        mode = e && !strcmp(e, "plain") ? SINPE_FRESH_PLAIN : SINPE_FRESH_HUGE;
+    }
+    return mode;
+}
+
 /* The fresh result array of a prepared call (its job's memory). */
 static int table_allocate(table_call *t)
 {
@@ -917,6 +930,7 @@ static int table_allocate(table_call *t)
     j->data = PyArray_BYTES(r);
     for (int i = 0; i < j->ndim; i++)
         j->strides[i] = PyArray_STRIDES(r)[i];
+    sinpe_fresh_memory(j->data, (int64_t)PyArray_NBYTES(r), fresh_mode());
     return 0;
 }
 
@@ -1762,13 +1776,14 @@ PyDoc_STRVAR(set_kernel_doc,
 "set_kernel($module, name, /)\n"
 "--\n\n"
 "Force the built-in backend's code path: 'scalar', 'avx2' (x86-64 with AVX2\n"
-"and FMA) or 'neon' (AArch64).  Every path gives the same bits.\n");
+"and FMA), 'avx512' (x86-64 with AVX-512F) or 'neon' (AArch64).  Every path gives\n"
+"the same bits.\n");
 
 static PyObject *py_set_kernel(PyObject *self, PyObject *arg)
 {
     module_state *ms = state_of(self);
     if (!PyUnicode_Check(arg)) {
-        PyErr_Format(PyExc_TypeError, "kernel must be 'scalar', 'avx2' or 'neon', got %R (%s)",
+        PyErr_Format(PyExc_TypeError, "kernel must be 'scalar', 'avx2', 'avx512' or 'neon', got %R (%s)",
                      arg, Py_TYPE(arg)->tp_name);
         return NULL;
     }
@@ -1783,7 +1798,7 @@ static PyObject *py_set_kernel(PyObject *self, PyObject *arg)
             Py_RETURN_NONE;
         }
     }
-    PyErr_Format(PyExc_ValueError, "unknown kernel %R: choose 'scalar', 'avx2' or 'neon'", arg);
+    PyErr_Format(PyExc_ValueError, "unknown kernel %R: choose 'scalar', 'avx2', 'avx512' or 'neon'", arg);
     return NULL;
 }
 

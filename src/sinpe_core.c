@@ -33,6 +33,7 @@
 #include "sinpe_sleef.h"
 #include "sinpe_spec.h"
 #include "sinpe_store.h"
+#include "sinpe_verified.h"
 #include "sinpe_threads.h"
 
 /* Columns per tile (pairs): 4096 pairs = 8192 floats = 32 KiB of scratch. */
@@ -90,7 +91,19 @@ static const sinpe_path_ops *const PATHS[SINPE_PATH_COUNT] = {
 #else
     NULL,
 #endif
+#ifdef SINPE_HAVE_AVX512_PATH
+    &sinpe_path_avx512,
+#else
+    NULL,
+#endif
 };
+
+/* Whether the probe may choose a path by itself: only paths with a passed exhaustive check
+ * (src/sinpe_verified.h); the others can be forced. */
+static int path_verified(sinpe_path p)
+{
+    return p != SINPE_PATH_AVX512 || SINPE_VERIFIED_AVX512;
+}
 
 const sinpe_path_ops *sinpe_path_ops_get(sinpe_path p)
 {
@@ -111,14 +124,14 @@ int sinpe_path_available(sinpe_path p)
 sinpe_path sinpe_path_best(void)
 {
     for (int p = SINPE_PATH_COUNT - 1; p > 0; p--)
-        if (sinpe_path_available((sinpe_path)p))
+        if (sinpe_path_available((sinpe_path)p) && path_verified((sinpe_path)p))
             return (sinpe_path)p;
     return SINPE_PATH_SCALAR;
 }
 
 const char *sinpe_path_name(sinpe_path p)
 {
-    static const char *names[SINPE_PATH_COUNT] = { "scalar", "avx2", "neon" };
+    static const char *names[SINPE_PATH_COUNT] = { "scalar", "avx2", "neon", "avx512" };
     return (int)p >= 0 && p < SINPE_PATH_COUNT ? names[p] : "unknown";
 }
 

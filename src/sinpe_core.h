@@ -78,7 +78,8 @@ typedef enum {
     SINPE_PATH_SCALAR = 0, /* portable C */
     SINPE_PATH_AVX2 = 1,   /* x86-64 AVX2 + FMA */
     SINPE_PATH_NEON = 2,   /* AArch64 Advanced SIMD */
-    SINPE_PATH_COUNT = 3
+    SINPE_PATH_AVX512 = 3, /* x86-64 AVX-512F */
+    SINPE_PATH_COUNT = 4
 } sinpe_path;
 
 /* Element types: the first four can be written; all can hold positions. */
@@ -276,6 +277,13 @@ typedef struct {
 } sinpe_rope;
 int sinpe_rope_check(const sinpe_rope *r);
 int sinpe_rope_run(const sinpe_rope *r, int threads);
+
+/* A freshly allocated output of `bytes` bytes at data, before anything touches it
+ * (sinpe_mem.c): with SINPE_FRESH_HUGE, its 2 MiB-aligned part is advised to use
+ * transparent huge pages (Linux madvise MADV_HUGEPAGE), so that the threads filling it take
+ * one page fault per 2 MiB instead of per 4 KiB.  Returns 1 when the advice was taken. */
+enum { SINPE_FRESH_PLAIN = 0, SINPE_FRESH_HUGE = 1 };
+int sinpe_fresh_memory(void *data, int64_t bytes, int how);
 
 /* Human-readable text of a status code (static storage). */
 const char *sinpe_strerror(int status);

@@ -1,7 +1,7 @@
 /* Code paths of the built-in backend (internal, pure C).
  *
  * One table of functions per path, in the path's own file: sinpe_scalar.c,
- * sinpe_avx2.c, sinpe_neon.c.  sinpe_path_ops_get (sinpe_core.c) is the one
+ * sinpe_avx2.c, sinpe_avx512.c, sinpe_neon.c.  sinpe_path_ops_get (sinpe_core.c) is the one
  * place that picks a table.  Every path gives the same bits: the vector
  * paths prove each lane correctly rounded or redo it with the scalar kernel.
  */
@@ -38,6 +38,10 @@ extern const sinpe_path_ops sinpe_path_scalar;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define SINPE_HAVE_AVX2_PATH 1
 extern const sinpe_path_ops sinpe_path_avx2;
+#endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define SINPE_HAVE_AVX512_PATH 1
+extern const sinpe_path_ops sinpe_path_avx512;
 #endif
 #if defined(__aarch64__)
 #define SINPE_HAVE_NEON_PATH 1 /* Advanced SIMD is part of every AArch64 CPU */

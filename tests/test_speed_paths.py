@@ -26,6 +26,24 @@ def test_probe_finds_avx2_where_the_cpu_has_it():
     assert "scalar" in sinpe.kernels()
 
 
+def test_probe_chooses_the_widest_verified_path():
+    """AVX-512F where the CPU (and OS) has it: src/sinpe_verified.h records its exhaustive
+    check, which is what lets the probe choose it; the fastest available path otherwise."""
+    flags = _cpu_flags()
+    if "avx512f" in flags:
+        assert "avx512" in sinpe.kernels()
+        want = "avx512"
+    elif {"avx2", "fma"} <= flags:
+        want = "avx2"
+    else:
+        want = sinpe.kernels()[-1]
+    r = run_python("import sinpe; print(sinpe.get_kernel())")
+    assert r.returncode == 0 and r.stdout.strip() == want, r.stdout + r.stderr
+    for k in sinpe.kernels():  # each can be forced
+        r = run_python("import sinpe; print(sinpe.get_kernel())", SINPE_KERNEL=k)
+        assert r.stdout.strip() == k, r.stderr
+
+
 def test_all_paths_same_bits():
     tables = {}
     old = sinpe.get_kernel()
