@@ -83,9 +83,14 @@ def kernel(request):
 
 def run_python(code, timeout=120, **env):
     """Runs code in a fresh interpreter outside the source tree (so that the installed
-    sinpe is imported), with extra environment variables."""
+    sinpe is imported), with extra environment variables (None removes one that is
+    inherited)."""
     e = dict(os.environ)
-    e.update(env)
+    for k, v in env.items():
+        if v is None:
+            e.pop(k, None)
+        else:
+            e[k] = v
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e,
                           timeout=timeout, cwd=os.path.dirname(os.path.abspath(__file__)))
 
