@@ -167,9 +167,13 @@ TARGET static void avx2_interleave(const float *s, const float *c, float *dst, s
 
 /* x[j] += pe[j] for j < n (add_pe's inner loop; IEEE float adds, the same
  * bits as the scalar loop). */
+/* x[j] += pe[j]: the first values one by one until x is 32-byte aligned (the PE
+ * scratch shares x's offset, so both are then aligned), then by vectors. */
 TARGET static void avx2_add(float *x, const float *pe, size_t n)
 {
     size_t j = 0;
+    for (; j < n && ((uintptr_t)(x + j) & 31) != 0; j++)
+        x[j] += pe[j];
     for (; j + 16 <= n; j += 16) {
         __m256 a = _mm256_add_ps(_mm256_loadu_ps(x + j), _mm256_loadu_ps(pe + j));
         __m256 b = _mm256_add_ps(_mm256_loadu_ps(x + j + 8), _mm256_loadu_ps(pe + j + 8));

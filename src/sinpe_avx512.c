@@ -161,9 +161,13 @@ TARGET static void avx512_interleave(const float *s, const float *c, float *dst,
     }
 }
 
+/* x[j] += pe[j]: the first values one by one until x is 64-byte aligned (the PE
+ * scratch shares x's offset, so both are then aligned), then by vectors. */
 TARGET static void avx512_add(float *x, const float *pe, size_t n)
 {
     size_t j = 0;
+    for (; j < n && ((uintptr_t)(x + j) & 63) != 0; j++)
+        x[j] += pe[j];
     for (; j + 32 <= n; j += 32) {
         __m512 a = _mm512_add_ps(_mm512_loadu_ps(x + j), _mm512_loadu_ps(pe + j));
         __m512 b = _mm512_add_ps(_mm512_loadu_ps(x + j + 16), _mm512_loadu_ps(pe + j + 16));

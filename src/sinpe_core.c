@@ -40,6 +40,14 @@
 #define SINPE_TILE_PAIRS 4096
 /* Values per tile, about, counting the leading-axes block. */
 #define SINPE_TILE_VALUES 65536
+/* Values of PE rows per tile when adding to a batch: 512 KiB, inside a core's L2
+ * (1 MiB on Zen 4/5 and recent Xeons), so that each batch is streamed in long
+ * contiguous runs (measured on Zen 5: 32 KiB runs with jumps between batches
+ * cost 5.1 ms for 128 MiB against 4.0 ms for 512 KiB runs; see the README). */
+#define SINPE_ADD_VALUES 131072
+/* Floats of slack per slot, to give each PE scratch the output's offset modulo
+ * 64 bytes (then the add kernels, which align their stores, load PE aligned). */
+#define SINPE_ALIGN_FLOATS 16
 /* Work is counted in units of about one table value computed (storing or
  * adding a value costs about 1/8 of one); a thread gets at least this much,
  * so that small calls stay on the calling thread (starting a thread costs
@@ -451,6 +459,8 @@ static void geometry(sinpe_plan *p)
         p->ncb = ceil_div64(p->half, p->J);
         p->rowlen = 2 * p->J;
         p->C = SINPE_TILE_PAIRS / p->J;
+        if (j->add && !j->use_pos) /* longer runs of x per batch for the prefetcher */
+            p->C = SINPE_ADD_VALUES / p->rowlen > 0 ? SINPE_ADD_VALUES / p->rowlen : 1;
     }
     p->em.type = j->type;
     p->em.add = j->add;
@@ -538,11 +548,20 @@ static int threads_for(const sinpe_plan *p)
 
 /* The scratch of a plan, in floats: divisors and their column blocks'
  * ranges, per-slot rows and positions, copied positions. */
+/* The first float at or after m whose address is congruent to data's modulo 64 bytes
+ * (data's modulo 4 is ignored: unaligned float32 outputs take the slow emitters). */
+static float *align_like(float *m, const void *data)
+{
+    uintptr_t want = ((uintptr_t)data / 4) % SINPE_ALIGN_FLOATS;
+    uintptr_t have = ((uintptr_t)m / 4) % SINPE_ALIGN_FLOATS;
+    return m + (want + SINPE_ALIGN_FLOATS - have) % SINPE_ALIGN_FLOATS;
+}
+
 static int64_t scratch_floats(const sinpe_plan *p)
 {
     if (p->ntiles == 0 || p->nslots == 0)
         return 0;
-    int64_t per_slot = p->C * p->ncomp + (p->direct ? 0 : p->C * p->rowlen)
+    int64_t per_slot = p->C * p->ncomp + (p->direct ? 0 : p->C * p->rowlen + SINPE_ALIGN_FLOATS)
                        + (p->spec ? 3 * p->C * p->J : 0);
     return p->half + 2 * p->ncb + (int64_t)p->nslots * per_slot + p->npos * p->ncomp;
 }
@@ -611,8 +630,8 @@ int sinpe_plan_new(const sinpe_job *j, const sinpe_opts *o, sinpe_plan **out)
             p->slots[t].posf = m;
             m += p->C * p->ncomp;
             if (!p->direct) {
-                p->slots[t].pe = m;
-                m += p->C * p->rowlen;
+                p->slots[t].pe = align_like(m, p->j.data);
+                m += p->C * p->rowlen + SINPE_ALIGN_FLOATS;
             }
             if (p->spec) {
                 p->slots[t].wa = m;
