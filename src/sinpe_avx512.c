@@ -67,9 +67,10 @@ TARGET static inline __mmask8 sincos8(__m256 xf, __m256 *sf, __m256 *cf, int che
     const __m512i sign = _mm512_set1_epi64((long long)(1ULL << 63));
     __m512d sv = _mm512_mask_blend_pd(swap, s, c);
     __m512d cv = _mm512_mask_blend_pd(swap, c, s);
-    sv = _mm512_castsi512_pd(_mm512_xor_epi64(_mm512_castpd_si512(sv), _mm512_and_epi64(b10, sign)));
-    cv = _mm512_castsi512_pd(_mm512_xor_epi64(_mm512_castpd_si512(cv),
-                                              _mm512_and_epi64(_mm512_xor_epi64(b10, b0), sign)));
+    /* one ternary-logic op each: a ^ (b & c) is truth table 0x78 */
+    sv = _mm512_castsi512_pd(_mm512_ternarylogic_epi64(_mm512_castpd_si512(sv), b10, sign, 0x78));
+    cv = _mm512_castsi512_pd(_mm512_ternarylogic_epi64(_mm512_castpd_si512(cv),
+                                                       _mm512_xor_epi64(b10, b0), sign, 0x78));
     __mmask8 bad = near_midpoint(sv) | near_midpoint(cv);
     if (checked) {
         __m512d ax = _mm512_castsi512_pd(_mm512_andnot_epi64(_mm512_set1_epi64((long long)(1ULL << 63)),
@@ -85,9 +86,10 @@ TARGET static inline __mmask8 sincos8(__m256 xf, __m256 *sf, __m256 *cf, int che
 /* Interleaved store of 8 sin/cos pairs; lanes in mask redone by the scalar kernel. */
 TARGET static inline void store8(float *dst, __m256 a, __m256 s, __m256 c, __mmask8 mask)
 {
-    __m256 lo = _mm256_unpacklo_ps(s, c), hi = _mm256_unpackhi_ps(s, c);
-    _mm256_storeu_ps(dst, _mm256_permute2f128_ps(lo, hi, 0x20));
-    _mm256_storeu_ps(dst + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+    /* s0 c0 s1 c1 ... in one two-source permute: index i < 16 picks s[i], 16 + i picks c[i] */
+    const __m512i idx = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    _mm512_storeu_ps(dst, _mm512_permutex2var_ps(_mm512_castps256_ps512(s), idx,
+                                                 _mm512_castps256_ps512(c)));
     if (mask) {
         float av[8];
         _mm256_storeu_ps(av, a);

@@ -11,6 +11,9 @@
  *   sin avx512  AMD EPYC family 26 (Zen 5, AVX-512F/DQ/BW/VL), 2026-12-01:
  *               0 wrong of 4294967296 (66 sent to MPFR, 878 slow paths), 150 s, 2 threads
  *   cos avx512  same CPU and date: 0 wrong of 4294967296 (66 to MPFR, 878 slow), 160 s
+ *   sin avx512  again after the sign fix-up became ternary logic (same CPU and date):
+ *               0 wrong of 4294967296 (66 to MPFR, 878 slow), 101 s, 2 threads
+ *   cos avx512  the same: 0 wrong of 4294967296 (66 to MPFR, 878 slow), 134 s
  * (commands: make -C tools exhaustive && tools/exhaustive sin --kernel avx512, and cos)
  */
 #ifndef SINPE_VERIFIED_H
