@@ -1,6 +1,12 @@
 """Shared fixtures.  torch and oneMKL are required oracles: when one is
 missing the tests that need it fail (import error / assertion), they are
-never skipped."""
+never skipped.
+
+The one exception is explicit: CI's passes on every Python from 3.9 to 3.13
+install sinpe without torch (the test-core extra) and set SINPE_TORCH_FREE=1.
+Then the modules in TORCH_MODULES are not collected and the tests marked
+needs_torch are deselected; the report header names both, and so does the
+README.  Any other test that touched torch would fail there."""
 import math
 import os
 import subprocess
@@ -8,19 +14,63 @@ import sys
 
 import numpy as np
 import pytest
-import torch
 
 import sinpe
-from reference import SinusoidalPositionalEncoding
 
-DEFAULT_THREADS = torch.get_num_threads()
+TORCH_FREE = os.environ.get("SINPE_TORCH_FREE") == "1"
+#: Modules about torch throughout (its module, its parity grid, the other libraries' own
+#: functions, torch's dtypes): not collected in the torch-free passes.
+TORCH_MODULES = ["test_dtypes_positions.py", "test_parity.py", "test_presets.py",
+                 "test_torch_module.py"]
 
-# Warm-up once, single-threaded, before torch is trusted as an oracle
-# (pytorch/pytorch issue 188792: a first-call race in oneMKL's dispatch).
-torch.set_num_threads(1)
-SinusoidalPositionalEncoding(64, 64)
-torch.exp(torch.ones(4096)); torch.sin(torch.ones(4096)); torch.cos(torch.ones(4096))
-torch.set_num_threads(DEFAULT_THREADS)
+if TORCH_FREE:
+    torch = None
+    collect_ignore = list(TORCH_MODULES)
+    DEFAULT_THREADS = os.cpu_count() or 1
+else:
+    import torch
+    from reference import SinusoidalPositionalEncoding
+
+    DEFAULT_THREADS = torch.get_num_threads()
+    # Warm-up once, single-threaded, before torch is trusted as an oracle
+    # (pytorch/pytorch issue 188792: a first-call race in oneMKL's dispatch).
+    torch.set_num_threads(1)
+    SinusoidalPositionalEncoding(64, 64)
+    torch.exp(torch.ones(4096)); torch.sin(torch.ones(4096)); torch.cos(torch.ones(4096))
+    torch.set_num_threads(DEFAULT_THREADS)
+
+
+#: The parity grid (tests/test_parity.py, and the backends' own checks).
+D_MODELS = [2, 4, 6, 10, 64, 100, 128, 510, 512, 768, 1024, 4096]
+MAX_LENS = [0, 1, 2, 7, 17, 100, 5000, 20000]
+
+
+def _needs_torch(item):
+    """Marked needs_torch, or run with a fixture whose instance is torch itself."""
+    if item.get_closest_marker("needs_torch"):
+        return True
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if "torch_threads" in params:
+        return True
+    return params.get("parity_backend") in ("torch", "sleef")  # 'sleef': torch's Arm profile
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if _needs_torch(item) and not item.get_closest_marker("needs_torch"):
+            item.add_marker(pytest.mark.needs_torch)
+    if TORCH_FREE:
+        gone = [i for i in items if _needs_torch(i)]
+        if gone:
+            config.hook.pytest_deselected(items=gone)
+            items[:] = [i for i in items if not _needs_torch(i)]
+
+
+def pytest_report_header(config):
+    if TORCH_FREE:
+        return ["SINPE_TORCH_FREE=1: without torch; not collected: " + ", ".join(TORCH_MODULES)
+                + "; tests marked needs_torch deselected (README: Tests)"]
+    return []
 
 
 def assert_bits_equal(got, want, what=""):
@@ -48,6 +98,7 @@ def torch_threads(request):
 
 
 def reference_table(d_model, max_len, base=10000.0):
+    from reference import SinusoidalPositionalEncoding
     return SinusoidalPositionalEncoding(d_model, max_len, base=base).pe[0].numpy()
 
 

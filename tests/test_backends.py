@@ -7,15 +7,14 @@ import types
 
 import numpy as np
 import pytest
-import torch
 
 import sinpe
-from conftest import reference_table, run_python
-from test_parity import D_MODELS, MAX_LENS
+from conftest import D_MODELS, MAX_LENS, reference_table, run_python, torch
 
 pytestmark = pytest.mark.x86_64  # torch's oneMKL and the mkl wheel exist on x86-64 only
 
 
+@pytest.mark.needs_torch
 def test_auto_follows_torch_imported_later():
     code = ("import sys, sinpe\n"
             "print(sinpe.get_backend(), 'torch' in sys.modules)\n"
@@ -63,6 +62,7 @@ def test_torch_backend_without_importing_torch_on_the_grid(torch_threads):
     assert got["digests"]["add"] == want
 
 
+@pytest.mark.needs_torch
 def test_torch_library_that_cannot_be_loaded_falls_back(tmp_path):
     bogus = tmp_path / "libtorch_cpu.so"
     bogus.write_bytes(b"not a library")
@@ -96,7 +96,7 @@ def test_torch_package_without_its_library(tmp_path):
 
 def test_no_torch_installed(monkeypatch):
     from sinpe import _torchlib
-    monkeypatch.delitem(sys.modules, "torch")
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
     monkeypatch.setattr(_torchlib.importlib.util, "find_spec", lambda name: None)
     monkeypatch.delenv("SINPE_TORCH_LIBRARY", raising=False)
     assert _torchlib.find_torch_library() == (None, "torch is not installed")
@@ -126,6 +126,7 @@ def test_mkl_release_table(version, equal):
     assert _mkl.release_matches(version) is equal
 
 
+@pytest.mark.needs_torch
 def test_pinned_backend_and_auto():
     old = sinpe._sinpe._get_default()
     try:
@@ -141,6 +142,7 @@ def test_pinned_backend_and_auto():
     assert r.stdout.strip() == "builtin", r.stderr
 
 
+@pytest.mark.needs_torch
 def test_torch_backend_in_a_forked_child_after_parallel_torch_work():
     """torch's oneMKL threads its VML calls with OpenMP; sinpe runs them on one MKL thread,
     so a forked child of a process whose OpenMP pool ran does not hang."""
@@ -160,6 +162,7 @@ def test_torch_backend_in_a_forked_child_after_parallel_torch_work():
     os.waitpid(pid, 0)
 
 
+@pytest.mark.needs_torch
 def test_torch_module_uses_torch_kernels_whatever_the_default():
     from reference import SinusoidalPositionalEncoding as Ref
     from sinpe.torch import SinusoidalPositionalEncoding

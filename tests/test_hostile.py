@@ -16,11 +16,10 @@ import time
 import ml_dtypes
 import numpy as np
 import pytest
-import torch
 from numpy.lib.stride_tricks import as_strided
 
 import sinpe
-from conftest import TORCH_BITS, X86_64, assert_bits_equal, run_python, torch_add
+from conftest import TORCH_BITS, X86_64, assert_bits_equal, run_python, torch, torch_add
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIME_SCALE = float(os.environ.get("SINPE_TEST_TIME_SCALE", "1"))
@@ -131,6 +130,7 @@ def test_partially_overlapping_elements_refused():
     assert (raw == 0).all()
 
 
+@pytest.mark.needs_torch
 @pytest.mark.parametrize("dt", DTYPES, ids=str)
 def test_disjoint_interleavings_accepted(dt):
     s = dt.itemsize
@@ -152,6 +152,7 @@ def test_disjoint_interleavings_accepted(dt):
         assert np.array_equal(bits(base[~touched]), bits(keep[~touched]))
 
 
+@pytest.mark.needs_torch
 def test_any_layout_of_x_and_out():
     big = np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32)
     x = big[:, ::2]  # strided last axis
@@ -173,6 +174,7 @@ def test_any_layout_of_x_and_out():
 
 # ---- 4. out sharing memory with positions ---------------------------------------------
 
+@pytest.mark.needs_torch
 @pytest.mark.parametrize("backend", ["builtin", TORCH_BITS])
 def test_out_sharing_memory_with_positions(backend):
     d = 16
@@ -195,6 +197,7 @@ def test_out_sharing_memory_with_positions(backend):
 
 # ---- 5. offsets at the end of int64, for every dtype -----------------------------------
 
+@pytest.mark.needs_torch
 @pytest.mark.parametrize("dt", DTYPES, ids=str)
 def test_offset_bounds(dt):
     x = np.zeros((4, 8), dt)
@@ -309,13 +312,18 @@ def test_ctrl_c_latency_any_shape(case):
     ("single", np.float32), (np.float32, np.float32), ("e", np.float16), ("f2", np.float16),
     ("half", np.float16), ("float16", np.float16), ("d", np.float64), ("f8", np.float64),
     (float, np.float64), ("float", np.float64), ("double", np.float64),
-    ("bfloat16", BF16), (ml_dtypes.bfloat16, BF16), (BF16, BF16),
-    (torch.float16, np.float16), (torch.bfloat16, BF16), (torch.float64, np.float64),
-    (torch.float32, np.float32)], ids=repr)
+    ("bfloat16", BF16), (ml_dtypes.bfloat16, BF16), (BF16, BF16)], ids=repr)
 def test_dtype_spellings(spelling, want):
     t = PE(5, 8, dtype=spelling)
     assert t.dtype == np.dtype(want)
     assert same(t, sinpe._sinpe._round(PE(5, 8).ravel(), want).reshape(5, 8))
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("name,want", [("float16", np.float16), ("bfloat16", BF16),
+                                       ("float64", np.float64), ("float32", np.float32)])
+def test_dtype_spellings_torch(name, want):
+    test_dtype_spellings(getattr(torch, name), want)
 
 
 @pytest.mark.parametrize("bad", ["int32", np.int64, "float8", "c8", ">f4", "S4", object, "bool"])
@@ -337,6 +345,7 @@ def test_memoryview_out_every_dtype(fmt, dt):
     assert same(np.frombuffer(mv, dt).reshape(6, 8), PE(6, 8, dtype=dt))
 
 
+@pytest.mark.needs_torch
 def test_rounding_matches_torch_on_every_kind_of_value():
     rng = np.random.default_rng(5)
     u = np.concatenate([rng.integers(0, 2**32, 200_000, dtype=np.uint64),
@@ -355,6 +364,7 @@ def test_rounding_matches_torch_on_every_kind_of_value():
                           t.double().numpy().view(np.uint64))
 
 
+@pytest.mark.needs_torch
 def test_float16_add_nan_payloads():
     """Measured torch 2.13 rule, pinned: float16 x.add_(pe) keeps a NaN's payload (made
     quiet, as F16C does) in its vector loop, but its scalar tail (the last n % 8 elements
@@ -374,6 +384,7 @@ def test_float16_add_nan_payloads():
         assert (x.view(np.uint16) == 0x7fff).all()
 
 
+@pytest.mark.needs_torch
 def test_bfloat16_nan_bits_equal_torch():
     p = np.array([0.0, np.inf, -np.inf, np.nan, 5.0], np.float32)
     f32 = PE(d_model=8, positions=p, backend=TORCH_BITS)
@@ -388,6 +399,7 @@ def test_bfloat16_nan_bits_equal_torch():
 
 # ---- 11. messages that name the right thing --------------------------------------------
 
+@pytest.mark.needs_torch
 def test_messages():
     be = np.zeros((4, 8), ">f4")
     with pytest.raises(TypeError, match="native byte order, got big-endian float32"):
@@ -451,6 +463,7 @@ def test_loose_input(dt):
 
 # ---- 13. numerics() describes the library in use ---------------------------------------
 
+@pytest.mark.needs_torch
 @pytest.mark.x86_64
 def test_numerics_with_another_onemkl_release(monkeypatch):
     real = sinpe._sinpe.vml_info
@@ -509,9 +522,11 @@ def _module(*a, **k):
     return SinusoidalPositionalEncoding(*a, **k)
 
 
-@pytest.mark.parametrize("default", [torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("default", ["float64", "float16", "bfloat16"])
 def test_torch_module_follows_default_dtype(default, parity_backend):
     from reference import SinusoidalPositionalEncoding as Ref
+    default = getattr(torch, default)
     old = torch.get_default_dtype()
     torch.set_default_dtype(default)
     try:
@@ -527,6 +542,7 @@ def test_torch_module_follows_default_dtype(default, parity_backend):
     assert a.dtype == b.dtype and torch.equal(a.view(torch.uint8), b.view(torch.uint8))
 
 
+@pytest.mark.needs_torch
 def test_torch_module_meta_and_resize():
     from reference import SinusoidalPositionalEncoding as Ref
     with torch.device("meta"):
@@ -539,6 +555,7 @@ def test_torch_module_meta_and_resize():
 
 # ---- 16. plots ---------------------------------------------------------------------------
 
+@pytest.mark.needs_torch
 def test_plots_take_a_module_buffer_and_refuse_bad_dims():
     import matplotlib
     matplotlib.use("Agg")

@@ -5,11 +5,9 @@ import pytest
 import torch
 
 import sinpe
-from conftest import TORCH_BITS, assert_bits_equal, reference_table
+from conftest import D_MODELS, MAX_LENS, TORCH_BITS, assert_bits_equal, reference_table
 from reference import SinusoidalPositionalEncoding
 
-D_MODELS = [2, 4, 6, 10, 64, 100, 128, 510, 512, 768, 1024, 4096]
-MAX_LENS = [0, 1, 2, 7, 17, 100, 5000, 20000]
 BASES = [10000.0, 10.0, 2.0, 1.0001, 500000.0, 1e6, 12345.678]
 
 

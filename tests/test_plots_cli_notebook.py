@@ -98,6 +98,7 @@ def test_cli_help(tmp_path):
     assert r.returncode == 0 and "--max-len" in r.stdout and "--numerics" in r.stdout
 
 
+@pytest.mark.needs_torch
 def test_quickstart_notebook_runs(tmp_path):
     import nbclient
     import nbformat

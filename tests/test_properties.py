@@ -7,12 +7,11 @@ import math
 
 import numpy as np
 import pytest
-import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sinpe
-from conftest import TORCH_BITS, X86_64, torch_formula
+from conftest import TORCH_BITS, X86_64, torch, torch_formula
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -44,6 +43,7 @@ def bits_equal(a, b):
                                                  np.ascontiguousarray(b).view(np.uint32))
 
 
+@pytest.mark.needs_torch
 @SETTINGS
 @given(L=lengths, d=d_models, base=bases, off=st.integers(0, 10**6))
 def test_rows_match_references(L, d, base, off):
@@ -56,6 +56,7 @@ def test_rows_match_references(L, d, base, off):
         assert bits_equal(sinpe.positional_encoding(L, d, base, backend=TORCH_BITS), got_m)
 
 
+@pytest.mark.needs_torch
 @SETTINGS
 @given(d=d_models, base=bases,
        pos=st.lists(st.one_of(st.integers(-10**6, 10**6),
@@ -78,6 +79,7 @@ def torch_rows(off, L, d, base):
     return torch_formula(np.arange(max(5000, off + L)), d, base)[off:off + L]
 
 
+@pytest.mark.needs_torch
 @SETTINGS
 @given(B=st.integers(1, 4), L=st.integers(1, 20), d=d_models, base=bases,
        off=st.integers(0, 10**5 if X86_64 else 6000), step_b=st.sampled_from([1, 2, -1]),

@@ -136,6 +136,7 @@ class _PEDataset:
         return sinpe.add_pe(x, offset=i, threads=1)
 
 
+@pytest.mark.needs_torch
 @pytest.mark.parametrize("method", ["fork", "spawn"])
 def test_torch_dataloader_workers(method):
     import torch

@@ -151,6 +151,7 @@ def arm64_oracle_inputs():
     return mod.mixed_inputs()
 
 
+@pytest.mark.needs_torch
 def test_sleef_names_and_the_default_profile():
     import torch
     # the profile of the imported torch's release (2.13 here), at its thread count

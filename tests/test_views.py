@@ -11,12 +11,11 @@ import os
 import ml_dtypes
 import numpy as np
 import pytest
-import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sinpe
-from conftest import TORCH_BITS, torch_add
+from conftest import TORCH_BITS, torch, torch_add
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BF16, np.dtype(np.float64)]
@@ -85,6 +84,7 @@ def equal_bytes(got, want, addr, dt):
     return np.array_equal(got, want)
 
 
+@pytest.mark.needs_torch
 @pytest.mark.parametrize("backend", ["builtin", TORCH_BITS])
 @SETTINGS
 @given(layout=layouts(), seed=st.integers(0, 2**16), off=st.integers(0, 3))
@@ -107,6 +107,7 @@ def test_add_pe_on_any_view(backend, layout, seed, off):
     assert equal_bytes(raw, want, addr, dt)
 
 
+@pytest.mark.needs_torch
 @SETTINGS
 @given(layout=layouts(), seed=st.integers(0, 2**16))
 def test_add_pe_with_positions_on_any_view(layout, seed):
