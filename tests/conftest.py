@@ -55,10 +55,19 @@ def _needs_torch(item):
     return params.get("parity_backend") in ("torch", "sleef")  # 'sleef': torch's Arm profile
 
 
+#: Fixtures that compile C with gcc against the host's libraries (Python headers, Debian's
+#: libsleef-dev), and modules that run gcc, valgrind and the sanitizers.
+HOST_TOOL_FIXTURES = {"odd_buffers", "sleef_oracle"}
+HOST_TOOL_MODULES = {"test_sanitizers.py"}
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if _needs_torch(item) and not item.get_closest_marker("needs_torch"):
             item.add_marker(pytest.mark.needs_torch)
+        if (HOST_TOOL_FIXTURES & set(getattr(item, "fixturenames", ()))
+                or os.path.basename(str(item.fspath)) in HOST_TOOL_MODULES):
+            item.add_marker(pytest.mark.host_tools)
     if TORCH_FREE:
         gone = [i for i in items if _needs_torch(i)]
         if gone:
