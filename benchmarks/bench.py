@@ -217,7 +217,8 @@ def main():
         size = (L * d if what.startswith("pos") else B * S * D) * 4 // 1024
         print(f"| {what} | {size} KiB | {r.stdout.strip() or r.stderr.strip()} KiB |")
     print("(C scratch per call: d_model/2 divisors, plus per thread 3 x 2048 floats of stack for "
-          "oneMKL blocks and, in add_pe, one chunk of PE rows of 8192 floats.)")
+          "oneMKL blocks and one tile of PE rows: 131072 floats (512 KiB) in add_pe, 8192 "
+          "floats in other-dtype tables.)")
 
 if __name__ == "__main__":
     main()

@@ -106,4 +106,17 @@ static inline int sinpe_round_is_safe(double y, double e, float *out)
     return a == b;
 }
 
+/* exp(r) - 1 = r(1 + r/2(1 + r/3 ...)) in double-double by Horner on 1/n!, n = 11 down to 1
+ * (inv_fact[n] = 1/n! as hi, lo), for the small reduced arguments of sinpe_expf.c and
+ * sinpe_powf_cr.c (|r| <= ln2/128 about). */
+static inline sinpe_dd dd_expm1_small(sinpe_dd r, const double inv_fact[][2])
+{
+    sinpe_dd p = { inv_fact[11][0], inv_fact[11][1] };
+    for (int i = 10; i >= 1; i--) {
+        sinpe_dd c = { inv_fact[i][0], inv_fact[i][1] };
+        p = dd_add(dd_mul(p, r), c);
+    }
+    return dd_mul(p, r);
+}
+
 #endif

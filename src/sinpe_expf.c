@@ -44,13 +44,7 @@ static float expf_slow(double xd, double n)
     sinpe_dd r = dd_two_sum(xd - n * C->ln2_64_hi, -(n * C->ln2_64_mid));
     r.lo -= n * C->ln2_64_lo;
     r = dd_fast_two_sum(r.hi, r.lo);
-    /* p = exp(r) - 1 = r(1 + r/2(1 + r/3 ...)) by Horner on 1/n!. */
-    sinpe_dd p = { C->inv_fact[11][0], C->inv_fact[11][1] };
-    for (int i = 10; i >= 1; i--) {
-        sinpe_dd c = { C->inv_fact[i][0], C->inv_fact[i][1] };
-        p = dd_add(dd_mul(p, r), c);
-    }
-    p = dd_mul(p, r);
+    sinpe_dd p = dd_expm1_small(r, C->inv_fact); /* exp(r) - 1 */
     sinpe_dd t = { C->exp2_64[j][0], C->exp2_64[j][1] };
     sinpe_dd y = dd_add(t, dd_mul(t, p));
     /* -151 <= k <= 128: an exact scaling, nothing subnormal. */

@@ -78,12 +78,7 @@ static sinpe_dd dd_exp(sinpe_dd t)
     sinpe_dd r = dd_two_sum(t.hi - n * C->ln2_64_hi, -(n * C->ln2_64_mid));
     r.lo += t.lo - n * C->ln2_64_lo;
     r = dd_fast_two_sum(r.hi, r.lo);
-    sinpe_dd p = { C->inv_fact[11][0], C->inv_fact[11][1] };
-    for (int i = 10; i >= 1; i--) {
-        sinpe_dd c = { C->inv_fact[i][0], C->inv_fact[i][1] };
-        p = dd_add(dd_mul(p, r), c);
-    }
-    p = dd_mul(p, r);
+    sinpe_dd p = dd_expm1_small(r, C->inv_fact); /* exp(r) - 1 */
     sinpe_dd tj = { C->exp2_64[j][0], C->exp2_64[j][1] };
     sinpe_dd y = dd_add(tj, dd_mul(tj, p));
     double s = sinpe_asdouble((uint64_t)(k + 1023) << 52); /* -151 <= k <= 128 */

@@ -29,3 +29,28 @@ def test_sources_listed_once_and_completely():
     assert "sources.txt" in setup and "sinpe_core.c" not in setup
     with open(os.path.join(ROOT, "tools", "Makefile")) as f:
         assert "sources.txt" in f.read()
+
+
+def test_readme_names_every_test_the_torch_free_runs_leave_out():
+    """The README's Tests section lists TORCH_MODULES and every function marked needs_torch
+    outside them (CI's SINPE_TORCH_FREE=1 passes deselect exactly those).  Read from the
+    sources, so that it runs with and without torch."""
+    import re
+    from conftest import TORCH_MODULES
+    names = set()
+    for path in glob.glob(os.path.join(ROOT, "tests", "test_*.py")):
+        mod = os.path.basename(path)
+        if mod in TORCH_MODULES:
+            continue
+        with open(path) as f:
+            src = f.read()
+        for m in re.finditer(r"^@pytest\.mark\.needs_torch\n(?:@.*\n|[ )\]].*\n)*def (test_\w+)", src, re.M):
+            names.add(f"{mod}::{m.group(1)}")
+    assert len(names) > 10
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    missing = sorted(n for n in names if f"`{n}`" not in readme)
+    assert not missing, f"README's torch-free list lacks: {missing}"
+    assert all(f"`{m}`" in readme for m in TORCH_MODULES)
+    listed = set(re.findall(r"`(test_\w+\.py::test_\w+)`", readme.split("**Without torch")[1].split("Tests that depend")[0]))
+    assert listed - names <= {"test_backends.py::test_torch_backend_without_importing_torch_on_the_grid"}, listed - names
