@@ -56,6 +56,6 @@ export SINPE_TEST_TIME_SCALE=${SINPE_TEST_TIME_SCALE:-40}
 # Deselected here, not on real Arm: the sanitizer runs (x86 valgrind and ASan), torch.compile
 # (inductor needs a C++ compiler inside the emulated system) and DataLoader workers by fork
 # (qemu-user 7.2 aborts forking a threaded process: "cpu_exec: assertion failed").
-exec "$SYS/usr/bin/python3.11" -m pytest -p no:cacheprovider -m "not x86_64 and not slow and not oracle_packages" \
+exec "$SYS/usr/bin/python3.11" -m pytest -p no:cacheprovider -m "not x86_64 and not slow and not dist and not oracle_packages" \
     --deselect tests/test_sanitizers.py --deselect tests/test_torch_module.py::test_torch_compile \
     --deselect "tests/test_reliability.py::test_torch_dataloader_workers[fork]" "$@"
