@@ -578,3 +578,29 @@ def test_import_in_source_tree_says_what_to_do():
                        cwd=ROOT, timeout=60)
     assert r.returncode != 0
     assert "circular import" not in r.stderr and "pip install -e ." in r.stderr, r.stderr
+
+
+# ---- 17. add_pe's tiles: every float offset of x within a cache line, padded rows ----------
+
+@pytest.mark.parametrize("d,pad", [(1024, 0), (1000, 0), (1024, 16), (998, 7), (8, 0)])
+def test_add_pe_at_every_offset_in_a_cache_line(d, pad):
+    """The PE scratch copies x's offset modulo 64 bytes and the add kernels peel to align
+    x: every offset 0..15 floats, rows of any length and padding, on every kernel path, adds
+    exactly the table (0 + pe is pe) and writes nothing outside x."""
+    L, B = 70, 3
+    want = PE(L, d, backend="builtin")
+    old = sinpe.get_kernel()
+    try:
+        for k in sinpe.kernels():
+            sinpe.set_kernel(k)
+            for off in range(16):
+                buf = np.full(off + B * L * (d + pad) + 32, 7.0, np.float32)
+                x = buf[off:off + B * L * (d + pad)].reshape(B, L, d + pad)[..., :d]
+                x[...] = 0
+                sinpe.add_pe(x, backend="builtin")
+                assert same(x, np.broadcast_to(want, x.shape)), (k, off)
+                assert (buf[:off] == 7).all() and (buf[off + B * L * (d + pad):] == 7).all()
+                if pad:
+                    assert (buf[off:off + B * L * (d + pad)].reshape(B, L, d + pad)[..., d:] == 7).all()
+    finally:
+        sinpe.set_kernel(old)
