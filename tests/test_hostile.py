@@ -270,6 +270,10 @@ def test_cli_refuses_a_table_larger_than_memory(tmp_path):
 # ---- 9. Ctrl-C within 0.25 s for any shape, backend and dtype ----------------------------
 
 def _latency(f, after=0.3):
+    # Python's own handler, whatever this process inherited: a shell starts background jobs
+    # with SIGINT ignored, and then no KeyboardInterrupt could come (seen running the suite
+    # with nohup ... &)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(after, lambda: os.kill(os.getpid(), signal.SIGINT))
     t0 = time.perf_counter()
     timer.start()
@@ -278,6 +282,7 @@ def _latency(f, after=0.3):
             f()
     finally:
         timer.join()
+        signal.signal(signal.SIGINT, old)
     return time.perf_counter() - t0 - after
 
 
