@@ -1,4 +1,5 @@
-/* Bit patterns of floats (internal, pure C): reinterpretation without aliasing UB. */
+/* Bit patterns of floats and doubles (internal, pure C): reinterpretation without
+ * aliasing UB. */
 #ifndef SINPE_BITS_H
 #define SINPE_BITS_H
 
@@ -17,6 +18,20 @@ static inline float sinpe_bits_f32(uint32_t u)
     float f;
     memcpy(&f, &u, 4);
     return f;
+}
+
+static inline uint64_t sinpe_asuint64(double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static inline double sinpe_asdouble(uint64_t u)
+{
+    double x;
+    memcpy(&x, &u, sizeof x);
+    return x;
 }
 
 #endif

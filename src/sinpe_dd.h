@@ -10,7 +10,8 @@
 
 #include <math.h>
 #include <stdint.h>
-#include <string.h>
+
+#include "sinpe_bits.h"
 
 typedef struct { double hi, lo; } sinpe_dd;
 
@@ -52,27 +53,6 @@ static inline sinpe_dd dd_mul(sinpe_dd a, sinpe_dd b)
     sinpe_dd p = dd_two_prod(a.hi, b.hi);
     p.lo += a.hi * b.lo + a.lo * b.hi;
     return dd_fast_two_sum(p.hi, p.lo);
-}
-
-static inline uint64_t sinpe_asuint64(double x)
-{
-    uint64_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static inline double sinpe_asdouble(uint64_t u)
-{
-    double x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
-static inline uint32_t sinpe_asuint32(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
 }
 
 /* Correct rounding of the double-double a (hi nonzero, |lo| <= ulp(hi)/2) to

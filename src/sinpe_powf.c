@@ -22,7 +22,6 @@
 
 #include <math.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "sinpe_bits.h"
 #include "sinpe_cpu.h"
@@ -57,20 +56,6 @@ static const struct {
     { 0x1.c6af84b912394p-5, 0x1.ebfce50fac4f3p-3, 0x1.62e42ff0c52d6p-1 },
 };
 
-static inline double asdouble(uint64_t u)
-{
-    double d;
-    memcpy(&d, &u, 8);
-    return d;
-}
-
-static inline uint64_t asuint64(double d)
-{
-    uint64_t u;
-    memcpy(&u, &d, 8);
-    return u;
-}
-
 /* a * b + c, fused (one rounding) or as written (two). */
 static inline double madd(double a, double b, double c, int fused)
 {
@@ -100,12 +85,12 @@ static double log2_inline(uint32_t ix, int fused)
 static float exp2_inline(double xd, uint64_t sign_bias, int fused)
 {
     double kd = xd + G.shift_scaled;
-    uint64_t ki = asuint64(kd);
+    uint64_t ki = sinpe_asuint64(kd);
     kd -= G.shift_scaled;
     double r = xd - kd;
     uint64_t t = G.tab[ki % 32];
     t += (ki + sign_bias) << (52 - 5);
-    double s = asdouble(t);
+    double s = sinpe_asdouble(t);
     double z = madd(G.c[0], r, G.c[1], fused);
     double r2 = r * r;
     double y = madd(G.c[2], r, 1.0, fused);
@@ -172,7 +157,7 @@ float sinpe_powf_glibc(float x, float y, int fused)
     }
     double logx = log2_inline(ix, fused);
     double ylogx = (double)y * logx;
-    if ((asuint64(ylogx) >> 47 & 0xffff) >= asuint64(126.0) >> 47) {
+    if ((sinpe_asuint64(ylogx) >> 47 & 0xffff) >= sinpe_asuint64(126.0) >> 47) {
         /* |y log2(x)| >= 126: glibc's overflow and underflow rules (WANT_ROUNDING and
          * WANT_ERRNO builds) */
         float inf = sign_bias ? -INFINITY : INFINITY;

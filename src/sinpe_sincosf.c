@@ -51,7 +51,7 @@ static uint32_t two_over_pi_bits(int p)
  * mod 4 and stores y (double-double, |y| <= pi/4) with ax = q*pi/2 + y. */
 static unsigned reduce_payne_hanek(float ax, sinpe_dd *y)
 {
-    uint32_t u = sinpe_asuint32(ax);
+    uint32_t u = sinpe_f32_bits(ax);
     int e = (int)(u >> 23);
     uint64_t m = (u & 0x7fffffu) | 0x800000u;
     int s = e - 152;
