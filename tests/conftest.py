@@ -55,8 +55,8 @@ def _needs_torch(item):
     return params.get("parity_backend") in ("torch", "sleef")  # 'sleef': torch's Arm profile
 
 
-#: Fixtures that compile C with gcc against the host's libraries (Python headers, Debian's
-#: libsleef-dev), and modules that run gcc, valgrind and the sanitizers.
+#: Fixtures that compile C with gcc (against the Python headers, or opening torch's library),
+#: and modules that run gcc, valgrind and the sanitizers: all of it the base image's.
 HOST_TOOL_FIXTURES = {"odd_buffers", "sleef_oracle"}
 HOST_TOOL_MODULES = {"test_sanitizers.py"}
 
@@ -206,24 +206,40 @@ def odd_buffers(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def sleef_oracle(tmp_path_factory):
-    """tests/c/sleef_oracle.c against Debian's libsleef 3.5.1 (libsleef-dev, required):
-    oracle(func, u35, lanes, threads, x) is torch-on-aarch64's sin/cos/exp of x computed by the
-    real SLEEF library with torch's grouping (func: 'exp', 'sin', 'cos')."""
+    """SLEEF itself, as the installed torch exports it from libtorch_cpu (tests/c/sleef_oracle.c,
+    built with gcc and opened with dlopen: nothing beyond what the README's test command
+    installs and the base image's gcc).  oracle(func, u35, lanes, threads, x, width=8) is
+    torch-on-aarch64's sin/cos/exp of x (func: 'exp', 'sin', 'cos') with torch's grouping,
+    computed by SLEEF's 8-lane AVX2 + FMA functions (width=8) or its 16-lane AVX-512F ones
+    (width=16); oracle.widths lists the widths this CPU and torch offer (8 always: a missing
+    export or a CPU without AVX2 + FMA fails the tests that need the oracle)."""
     import ctypes
+    from sinpe._torchlib import find_torch_library
+    cpu = sinpe._sinpe.cpu_features()
+    assert cpu["avx2"] and cpu["fma"], "the SLEEF oracle needs a CPU with AVX2 and FMA"
+    path, why = find_torch_library()
+    assert path, "the SLEEF oracle is torch's libtorch_cpu: " + why
     out = tmp_path_factory.mktemp("sleef") / "sleef_oracle.so"
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c", "sleef_oracle.c")
-    r = subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-mavx2", "-mfma", "-Wall", src, "-lsleef",
-                        "-o", str(out)], capture_output=True, text=True, timeout=120,
-                       env=sanitizer_free_env())
-    assert r.returncode == 0, "the libsleef oracle needs Debian's libsleef-dev: " + r.stderr
+    r = subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-mavx2", "-mfma", "-Wall", "-Wextra",
+                        "-Werror", src, "-ldl", "-o", str(out)], capture_output=True, text=True,
+                       timeout=120, env=sanitizer_free_env())
+    assert r.returncode == 0, r.stderr
     lib = ctypes.CDLL(str(out))
+    lib.oracle_open.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int]
+    msg = ctypes.create_string_buffer(256)
+    have = lib.oracle_open(os.fsencode(path), msg, 256)
+    assert have & 1, f"{path}: {msg.value.decode()}"
+    lib.oracle_map.argtypes = [ctypes.c_int] * 5 + [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64]
 
-    def oracle(func, u35, lanes, threads, x):
+    def oracle(func, u35, lanes, threads, x, width=8):
+        assert width in oracle.widths, width
         x = np.ascontiguousarray(x, np.float32)
         y = np.empty_like(x)
-        st = lib.oracle_map({"exp": 0, "sin": 1, "cos": 2}[func], int(u35), lanes, threads,
-                            x.ctypes.data_as(ctypes.c_void_p), y.ctypes.data_as(ctypes.c_void_p),
-                            ctypes.c_int64(x.size))
-        assert st == 0
+        st = lib.oracle_map({"exp": 0, "sin": 1, "cos": 2}[func], int(u35), lanes, threads, width,
+                            x.ctypes.data, y.ctypes.data, x.size)
+        assert st == 0, st
         return y
+    oracle.widths = [8] + ([16] if have & 2 and cpu["avx512f"] else [])
+    oracle.library = path
     return oracle

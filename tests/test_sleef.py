@@ -1,8 +1,10 @@
 """The 'sleef' backend: torch on 64-bit Arm, bit for bit (issue 9).
 
-Two oracles, both required: Debian's libsleef 3.5.1 (x86 FMA builds with torch's grouping,
-tests/c/sleef_oracle.c), and real aarch64 torch 2.13 and 2.15 run under qemu, whose tables'
-SHA-256 digests tools/arm64_oracle.py wrote to tests/data/torch_arm64_*.json."""
+Two oracles, both required: SLEEF itself as the installed torch exports it (libtorch_cpu's
+Sleef_*f8_*avx2 and Sleef_*f16_*avx512f, driven with torch's grouping by
+tests/c/sleef_oracle.c), and real aarch64 torch 2.13, 2.14 and 2.15 run under qemu, whose
+tables' SHA-256 digests tools/arm64_oracle.py wrote to tests/data/torch_arm64_*.json.
+(Debian's libsleef is a third, outside the suite: tools/sleefcheck, docs/testing.md.)"""
 import hashlib
 import json
 import math
@@ -35,10 +37,15 @@ def same_bits(a, b):
     return a.shape == b.shape and np.array_equal(a.view(np.uint32), b.view(np.uint32))
 
 
-@pytest.mark.x86_64  # the oracle: libsleef's x86 FMA builds
+#: The vector widths of SLEEF's x86 exports this CPU runs (16: AVX-512F).
+WIDTHS = [8] + ([16] if sinpe._sinpe.cpu_features().get("avx512f") else [])
+
+
+@pytest.mark.x86_64  # the oracle: torch's x86-64 exports of SLEEF
+@pytest.mark.needs_torch
 @pytest.mark.parametrize("profile", sorted(PROFILES))
 @pytest.mark.parametrize("threads", [1, 2, 3, 8])
-def test_elementwise_equals_libsleef(profile, threads, sleef_oracle):
+def test_elementwise_equals_sleef(profile, threads, sleef_oracle):
     u35, lanes = PROFILES[profile]
     x = mixed(60_000, threads)
     for func in ("sin", "cos"):
@@ -49,8 +56,46 @@ def test_elementwise_equals_libsleef(profile, threads, sleef_oracle):
                      sleef_oracle("exp", u35, lanes, threads, e))
 
 
+@pytest.mark.x86_64
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_sleef_oracle_serves_every_lane_count(width, sleef_oracle):
+    """The oracle's 8- and 16-lane calls give the 4- and 8-lane vectors' bits: a group is
+    copied into every part of the wider vector, so one lane past a reduction threshold sends
+    only its own group down the long path.  Inputs where that decides the bits: a 4-lane
+    group of small angles next to a group holding 1000 (u10) or 125 / 39000 (u35); sinpe's
+    profiles, whose path choice is per group, must agree with the oracle on both widths, and
+    the 4-lane and 8-lane results must differ on some of these inputs (else the test shows
+    nothing)."""
+    assert width in sleef_oracle.widths, sleef_oracle.widths
+    rng = np.random.default_rng(11)
+    small = rng.uniform(-120, 120, 4096).astype(np.float32)
+    for u35, fillers in ((0, (1000.0,)), (1, (125.0, 39000.0))):
+        for fill in fillers:
+            x = small.copy()
+            x[4::8] = fill  # one lane of every second 4-lane group; every 8-lane group
+            differ = 0
+            for lanes in (4, 8):
+                profile = f"torch-aarch64-{'2.15' if u35 else '2.13'}" + ("-sve256" if lanes == 8 else "")
+                for func in ("sin", "cos"):
+                    want = sleef_oracle(func, u35, lanes, 1, x, width=width)
+                    assert same_bits(sinpe.elementwise(func, x, backend=profile, torch_threads=1),
+                                     want), (u35, fill, lanes, func)
+            for func in ("sin", "cos"):
+                a = sleef_oracle(func, u35, 4, 1, x, width=width).view(np.uint32)
+                b = sleef_oracle(func, u35, 8, 1, x, width=width).view(np.uint32)
+                differ += int(np.count_nonzero(a != b))
+            assert differ > 0, (u35, fill)
+    if len(sleef_oracle.widths) > 1:  # the two widths of the library agree
+        x = mixed(20_000, 5)
+        for func in ("sin", "cos"):
+            for u35 in (0, 1):
+                assert same_bits(sleef_oracle(func, u35, 4, 3, x, width=8),
+                                 sleef_oracle(func, u35, 4, 3, x, width=16)), (func, u35)
+
+
 def oracle_table(oracle, profile, L, d, base, threads, positions=None):
-    """The reference module's table as torch on aarch64 builds it, through real SLEEF."""
+    """The reference module's table as torch on aarch64 builds it, through SLEEF itself."""
     u35, lanes = PROFILES[profile]
     c = np.float32(-math.log(base) / d)
     div = oracle("exp", u35, lanes, threads, np.arange(0, d, 2).astype(np.float32) * c)
@@ -62,10 +107,11 @@ def oracle_table(oracle, profile, L, d, base, threads, positions=None):
     return pe.reshape(pos.shape + (d,))
 
 
-@pytest.mark.x86_64  # the oracle: libsleef's x86 FMA builds
+@pytest.mark.x86_64  # the oracle: torch's x86-64 exports of SLEEF
+@pytest.mark.needs_torch
 @pytest.mark.parametrize("profile", sorted(PROFILES))
 @pytest.mark.parametrize("threads", [1, 2, 3])
-def test_tables_equal_libsleef_with_torch_chunking(profile, threads, sleef_oracle, kernel):
+def test_tables_equal_sleef_with_torch_chunking(profile, threads, sleef_oracle, kernel):
     for (L, d) in SHAPES:
         for base in (10000.0, 500000.0):
             want = oracle_table(sleef_oracle, profile, L, d, base, threads)
@@ -73,7 +119,8 @@ def test_tables_equal_libsleef_with_torch_chunking(profile, threads, sleef_oracl
             assert same_bits(got, want), (L, d, base)
 
 
-@pytest.mark.x86_64  # the oracle: libsleef's x86 FMA builds
+@pytest.mark.x86_64  # the oracle: torch's x86-64 exports of SLEEF
+@pytest.mark.needs_torch
 @pytest.mark.parametrize("profile", ["torch-aarch64-2.13", "torch-aarch64-2.15-sve256"])
 def test_positions_dtypes_add_pe_and_layouts(profile, sleef_oracle):
     u35, lanes = PROFILES[profile]
