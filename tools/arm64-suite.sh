@@ -8,7 +8,7 @@
 # emulated).  Usage:
 #   P=~/.cache/sinpe-arm64 ../shared/tools/arm64-torch.sh      # once
 #   P=~/.cache/sinpe-arm64 tools/arm64-suite.sh [pytest arguments]
-# The tests marked x86_64 (x86-64's oneMKL and libsleef builds) and the sanitizer driver
+# The tests marked x86_64 (x86-64's oneMKL and torch's x86 SLEEF exports) and the sanitizer driver
 # (x86 valgrind and ASan) are deselected; the README lists them.
 set -euo pipefail
 P=${P:-$HOME/.cache/sinpe-arm64}
