@@ -54,3 +54,27 @@ def test_readme_names_every_test_the_torch_free_runs_leave_out():
     assert all(f"`{m}`" in readme for m in TORCH_MODULES)
     listed = set(re.findall(r"`(test_\w+\.py::test_\w+)`", readme.split("**Without torch")[1].split("Tests that depend")[0]))
     assert listed - names <= {"test_backends.py::test_torch_backend_without_importing_torch_on_the_grid"}, listed - names
+
+
+def test_the_suite_reaches_for_no_host_package_beyond_the_base_image():
+    """The default suite runs with what the README's test command installs plus the base
+    image (gcc, valgrind, Python): no test builds against SLEEF's or MPFR's headers, links
+    libsleef or libmpfr, or runs qemu or a cross compiler.  Those belong to tools/ and to the
+    opt-in dist tests (tests/test_dist.py, marked dist), which CI runs after it installs
+    Debian packages.  A test that needs a host package fails rather than skips, so this
+    static check names the reach before a fresh machine does."""
+    import re
+    reach = re.compile(r"qemu-|-lsleef|sleef\.h|-lmpfr|mpfr\.h|aarch64-linux-gnu|apt-get|"
+                       r"libsleef\.so|libmpfr")
+    found = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "tests", "*.py"))
+                       + glob.glob(os.path.join(ROOT, "tests", "c", "*.c"))):
+        if os.path.basename(path) in ("test_dist.py", "test_build.py"):
+            continue
+        with open(path) as f:
+            for n, line in enumerate(f, 1):
+                if reach.search(line):
+                    found.append(f"{os.path.relpath(path, ROOT)}:{n}: {line.strip()}")
+    assert not found, "\n".join(found)
+    with open(os.path.join(ROOT, "tests", "test_dist.py")) as f:
+        assert "pytestmark = pytest.mark.dist" in f.read()
