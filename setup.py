@@ -15,9 +15,12 @@ def core_sources():
     return ["src/" + n for n in names]
 
 
-SOURCES = ["src/_sinpe.c"] + core_sources()  # the CPython / NumPy binding, then the pure-C core
+# the CPython / NumPy binding, then the pure-C core
+SOURCES = ["src/binding/_sinpe.c", "src/binding/convert.c", "src/binding/errors.c"] + core_sources()
 # every header: a changed header rebuilds the objects (setuptools otherwise reuses them)
-HEADERS = sorted("src/" + n for n in os.listdir(os.path.join(HERE, "src")) if n.endswith(".h"))
+HEADERS = sorted(os.path.relpath(os.path.join(d, n), HERE)
+                 for d, _, names in os.walk(os.path.join(HERE, "src")) for n in names
+                 if n.endswith(".h"))
 
 if sys.platform == "win32":
     cflags = ["/O2", "/fp:precise"]
@@ -32,7 +35,7 @@ setup(
         Extension(
             "sinpe._sinpe",
             sources=SOURCES,
-            include_dirs=["src", numpy.get_include()],
+            include_dirs=["src", "src/include", numpy.get_include()],
             depends=HEADERS,
             extra_compile_args=cflags,
             libraries=libs,

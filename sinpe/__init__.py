@@ -5,9 +5,9 @@
     >>> sinpe.add_pe(x)                               # in place, returns x
     >>> sinpe.numerics()                              # which numerics are in use
 
-The work is done by the C core (``sinpe._sinpe``); this package finds the
-optional oneMKL libraries (the mkl wheel's, torch's own) and resolves the
-default backend ('auto') when a call needs it (``sinpe._choice``).
+The work is done by the C core (``sinpe._sinpe``, which decides nothing); this package
+owns the names and the policy: which backend 'auto' means, the SLEEF profiles, the
+defaults, and finding the optional oneMKL libraries (``sinpe._choice``).
 """
 from __future__ import annotations
 
@@ -30,16 +30,18 @@ except ImportError:  # a message for a common mistake
         "extension into this folder."
     ) from None
 from . import _choice
-from ._sinpe import add_pe, positional_encoding
+from ._api import _round, add_pe, elementwise, positional_encoding
 from . import presets
 from ._extra import apply_rope, shift_matrix
-from ._choice import backends, load_mkl, numerics, reproduces
-from ._sinpe import (
-    elementwise,
+from ._choice import (
+    backends,
     get_backend,
     get_kernel,
     get_threads,
     kernels,
+    load_mkl,
+    numerics,
+    reproduces,
     set_backend,
     set_kernel,
     set_threads,
@@ -100,18 +102,14 @@ def _configure() -> None:
     threads = _env("SINPE_NUM_THREADS")
     if threads:
         try:
-            n = int(threads)
-            if not 1 <= n <= 256:
-                raise ValueError
+            set_threads(int(threads))
         except ValueError:
             raise ValueError(f"SINPE_NUM_THREADS={os.environ['SINPE_NUM_THREADS']!r} is not "
                              "valid: use an integer from 1 to 256 (or leave it unset)") from None
-        set_threads(n)
     else:
         set_threads(min(_usable_cpus(), 256))
 
 
-_sinpe._set_resolver(_choice.resolve)
 load_mkl()
 _choice.configure_default(os.environ.get("SINPE_BACKEND"))
 _configure()

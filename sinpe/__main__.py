@@ -52,7 +52,7 @@ def _fill(sinpe: Any, table: Any, args: argparse.Namespace, backend: Optional[st
     n, d = args.max_len, args.d_model
     block = max(1, (1 << 20) // d)
     from sinpe._choice import PROFILES, resolve
-    if resolve(backend or sinpe._sinpe._get_default())[0] in PROFILES:
+    if resolve(backend or sinpe._choice.get_default())[0] in PROFILES:
         block = max(n, 1)  # torch's vectors on Arm span the whole table: one call
     after = float(os.environ.get("SINPE_PROGRESS_AFTER", "1.0"))  # seconds; tests set 0
     t0 = time.perf_counter()
@@ -107,7 +107,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     backend = None if args.numerics == "auto" else args.numerics
     try:
         # every check (sizes, base, dtype, memory) before the (possibly long) fill
-        table = sinpe._sinpe.empty_table(args.max_len, args.d_model, args.base, dtype=args.dtype,
+        table = sinpe._api.empty_table(args.max_len, args.d_model, args.base, dtype=args.dtype,
                                          backend=backend, torch_threads=args.torch_threads,
                                          threads=args.threads)
         _fill(sinpe, table, args, backend)

@@ -1,7 +1,10 @@
-"""Which backend a call uses, and whose bits that gives.
+"""Policy: which backend, code path and thread count a call uses, and whose bits that gives.
 
-The default is 'auto', resolved when a call needs it (not frozen at import), so a notebook
-that imports sinpe first and torch later gets torch's bits from then on:
+The C core takes plain values (backend and path indices, counts); every name and default is
+decided here, once per call (``opts``), and nothing in C calls back into Python.
+
+The default backend is 'auto', resolved when a call needs it (not frozen at import), so a
+notebook that imports sinpe first and torch later gets torch's bits from then on:
 
 1. torch is imported: what that torch computes: on x86-64 its own kernels (its
    libtorch_cpu's oneMKL), 'torch'; on 64-bit Arm the SLEEF profile of its version, CPU
@@ -11,17 +14,19 @@ that imports sinpe first and torch later gets torch's bits from then on:
    thread count;
 3. else the correctly rounded built-in kernels, 'builtin' (the same bits everywhere).
 
-set_backend(name) / SINPE_BACKEND pins a backend instead.  The C binding calls resolve()
-for 'auto' and for any backend whose library is not loaded yet.
+set_backend(name) / SINPE_BACKEND pins a backend instead.  Libraries are loaded once per
+process; a caller that needs one while another thread loads it waits for that load.
 """
 from __future__ import annotations
 
 import os
 import platform
 import sys
-from typing import Any, Dict, List, Optional, Tuple
+import threading
+from typing import Any, Dict, List, Optional, SupportsIndex, Tuple
 
 from . import _sinpe
+from ._types import Kernel, Name
 from ._mkl import DIFFERENT, EQUAL_TO_TORCH, TORCH_MKL_RELEASE, find_mkl, release, release_matches
 from ._torchlib import find_torch_library, torch_version
 
@@ -29,10 +34,14 @@ MACHINE = platform.machine().lower()
 X86_64 = MACHINE in ("x86_64", "amd64")
 ARM64 = MACHINE in ("aarch64", "arm64")
 
+#: The core's registries: backend and path indices are the options' values.
+REGISTRY = _sinpe.registry()
+BACKEND_INDEX: Dict[str, int] = {name: i for i, (name, _) in enumerate(REGISTRY["backends"])}
+PATH_NAMES: List[str] = [p[0] for p in REGISTRY["paths"]]
+
 #: What torch on 64-bit Arm computes, per release and CPU capability (measured under qemu:
-#: ../shared/notes/torch-arm64.md, tests/data/torch_arm64_*.json; 0 differences in every
-#: table and thread split).
-#: name -> (torch release, capabilities, sin/cos, lanes)
+#: docs/backends.md, tests/data/torch_arm64_*.json; 0 differences in every table and thread
+#: split).  name -> (torch release, capabilities, sin/cos, lanes)
 PROFILES: Dict[str, Tuple[str, str, str, int]] = {
     "torch-aarch64-2.13": ("2.13", "DEFAULT (NEON) or SVE128", "SLEEF u10", 4),
     "torch-aarch64-2.13-sve256": ("2.13", "SVE256", "SLEEF u10", 8),
@@ -51,27 +60,41 @@ _LIB: Dict[str, Dict[str, Any]] = {
     "mkl": {"path": None, "reason": "oneMKL was not looked for", "tried": False},
     "torch": {"path": None, "reason": "torch's library was not looked for", "tried": False},
 }
+_LOAD_LOCK = threading.Lock()
+
+# The process's defaults (set_backend, set_kernel, set_threads; the environment at import).
+_STATE: Dict[str, Any] = {"backend": "auto", "path": REGISTRY["best_path"], "threads": 1}
+
+
+# ---- libraries ------------------------------------------------------------------------------
+
+def library_info(lib: str) -> Optional[Dict[str, Any]]:
+    """The core's view of a library backend: None until it is loaded."""
+    return _sinpe.backend_info(BACKEND_INDEX[lib])
 
 
 def _load(lib: str, finder: Any) -> bool:
-    """Loads a library once per process; records the path or the reason it cannot be used."""
-    state = _LIB[lib]
-    if _sinpe.vml_info(lib) is not None:
+    """Loads a library once per process; records the path or the reason it cannot be used.
+    Every caller waits for a load under way (the core's load releases the GIL)."""
+    if library_info(lib) is not None:
         return True
-    if state["tried"]:
-        return False
-    state["tried"] = True
-    path, reason = finder()
-    if path is None:
-        state["reason"] = reason
-        return False
-    try:
-        _sinpe.load_vml(lib, path)
-    except OSError as exc:
-        state["reason"] = f"{path}: {exc}"
-        return False
-    state["path"], state["reason"] = path, ""
-    return True
+    state = _LIB[lib]
+    with _LOAD_LOCK:
+        if library_info(lib) is not None:
+            return True
+        if state["tried"]:
+            return False
+        path, reason = finder()
+        if path is None:
+            state["reason"] = reason
+        else:
+            try:
+                _sinpe.load(BACKEND_INDEX[lib], path)
+                state["path"], state["reason"] = path, ""
+            except OSError as exc:
+                state["reason"] = f"{path}: {exc}"
+        state["tried"] = True
+        return library_info(lib) is not None
 
 
 def load_mkl() -> bool:
@@ -86,9 +109,11 @@ def load_torch() -> bool:
 
 
 def _mkl_equal() -> bool:
-    info = _sinpe.vml_info("mkl")
+    info = library_info("mkl")
     return info is not None and release_matches(info["version"])
 
+
+# ---- torch on 64-bit Arm ------------------------------------------------------------------
 
 def physical_cores() -> int:
     """torch's default thread count: the physical cores (at::get_num_physical_cores)."""
@@ -132,6 +157,8 @@ def torch_profile() -> Tuple[str, int, str]:
     return name, threads, note
 
 
+# ---- resolving a backend name ---------------------------------------------------------------
+
 def auto() -> str:
     """The backend 'auto' stands for right now."""
     return _auto()[0]
@@ -148,10 +175,13 @@ def _auto() -> Tuple[str, int]:
     return "builtin", 0
 
 
-def resolve(name: str) -> Tuple[str, int]:
+def resolve(name: Any) -> Tuple[str, int]:
     """(concrete backend, default torch threads) for name ('auto', 'sleef' or a backend
-    name), loading its library if needed; ValueError for unknown names, RuntimeError (with
-    the reason) if unavailable."""
+    name), loading its library if needed; TypeError for non-strings, ValueError for unknown
+    names, RuntimeError (with the reason) if unavailable."""
+    if not isinstance(name, str):
+        raise TypeError(f"backend must be a backend name (str) or None, got {name!r} "
+                        f"({type(name).__name__})")
     if name == "auto":
         return _auto()
     if name == "sleef":  # the profile of this platform's torch (or the newest measured)
@@ -174,6 +204,118 @@ def resolve(name: str) -> Tuple[str, int]:
                      f"{', '.join(repr(n) for n in NAMES)}")
 
 
+def _x86_pow_lanes() -> int:
+    """torch's float32 vector width on x86-64, which decides where torch.pow switches from
+    SLEEF to the C library (aten/src/ATen/native/DispatchStub.cpp: ATEN_CPU_CAPABILITY, else
+    AVX512 with avx512f/vl/bw/dq, AVX2 with avx2 and fma)."""
+    torch = sys.modules.get("torch")
+    cap = None
+    if torch is not None:
+        try:
+            cap = torch.backends.cpu.get_cpu_capability()
+        except Exception:  # an old or partial torch: fall back to the rule
+            cap = None
+    if cap is None:
+        cap = os.environ.get("ATEN_CPU_CAPABILITY", "").strip().upper() or None
+    if cap is None:
+        f = REGISTRY["cpu"]
+        cap = ("AVX512" if all(f.get(k) for k in ("avx512f", "avx512vl", "avx512bw", "avx512dq"))
+               else "AVX2" if f.get("avx2") and f.get("fma") else "DEFAULT")
+    return {"AVX512": 16, "AVX2": 8}.get(str(cap).upper(), 0)
+
+
+_POW_LANES: Dict[Any, int] = {}
+
+
+def _pow_lanes() -> int:
+    key = (id(sys.modules.get("torch")), os.environ.get("ATEN_CPU_CAPABILITY"))
+    if key not in _POW_LANES:
+        _POW_LANES[key] = _x86_pow_lanes()
+    return _POW_LANES[key]
+
+
+def opts(backend: Any = None, threads: Any = None, torch_threads: Any = None) -> tuple:
+    """The core's options for one call: (backend, path, threads, trig, lanes,
+    torch_threads, pow_lanes) as plain values; threads and torch_threads stay as the caller
+    gave them (the core checks them and names them)."""
+    name, default_tt = resolve(_STATE["backend"] if backend is None else backend)
+    if name in PROFILES:
+        trig, lanes = (1 if PROFILES[name][2] == "SLEEF u35" else 0), PROFILES[name][3]
+        index = BACKEND_INDEX["sleef"]
+    else:
+        trig, lanes, index = 0, 4, BACKEND_INDEX[name]
+    tt = (default_tt or 1) if torch_threads is None else torch_threads
+    return (index, _STATE["path"], _STATE["threads"] if threads is None else threads, trig,
+            lanes, tt, _pow_lanes())
+
+
+# ---- the defaults --------------------------------------------------------------------------
+
+def set_backend(name: Name) -> None:
+    """Set the default backend: 'auto' (chosen at each call: torch's own kernels when torch
+    is imported, ...: docs/backends.md), or a backend name to pin it.  Raises if that backend
+    is unavailable."""
+    if not isinstance(name, str):
+        raise TypeError(f"backend must be a backend name (str), got {name!r} "
+                        f"({type(name).__name__})")
+    resolve(name)
+    _STATE["backend"] = name
+
+
+def get_backend() -> str:
+    """The backend a call without backend= uses now (the default, resolved)."""
+    return resolve(_STATE["backend"])[0]
+
+
+def get_default() -> str:
+    """The default as set: 'auto' or a backend name."""
+    return str(_STATE["backend"])
+
+
+def set_threads(n: SupportsIndex) -> None:
+    """Set the default number of worker threads (1 to 256)."""
+    _sinpe.check((0, _STATE["path"], n, 0, 4, 1, 0))
+    _STATE["threads"] = int(n)
+
+
+def get_threads() -> int:
+    """The default number of worker threads."""
+    return int(_STATE["threads"])
+
+
+def kernels() -> List[str]:
+    """The built-in backend's code paths this CPU can run, fastest last."""
+    return [p[0] for p in REGISTRY["paths"] if p[1]]
+
+
+def set_kernel(name: Kernel) -> None:
+    """Force the built-in backend's code path: 'scalar', 'avx2' (x86-64 with AVX2 and FMA),
+    'avx512' (x86-64 with AVX-512F) or 'neon' (AArch64).  Every path gives the same bits."""
+    if not isinstance(name, str):
+        raise TypeError(f"kernel must be 'scalar', 'avx2', 'avx512' or 'neon', got {name!r} "
+                        f"({type(name).__name__})")
+    if name not in PATH_NAMES:
+        raise ValueError(f"unknown kernel {name!r}: choose 'scalar', 'avx2', 'avx512' or 'neon'")
+    k = PATH_NAMES.index(name)
+    if not REGISTRY["paths"][k][1]:
+        raise RuntimeError(f"kernel {name!r} is not available: this build or CPU lacks it")
+    _STATE["path"] = k
+
+
+def get_kernel() -> Kernel:
+    """The built-in backend's code path in use."""
+    k: Kernel = PATH_NAMES[_STATE["path"]]  # type: ignore[assignment]
+    return k
+
+
+def cpu_features() -> Dict[str, Any]:
+    """What the CPU probe found: vendor and the vector features sinpe can use (x86 flags
+    count only when the OS saves their registers)."""
+    return dict(REGISTRY["cpu"])
+
+
+# ---- reports ------------------------------------------------------------------------------
+
 def torch_kernels() -> str:
     """The backend that computes what the imported torch computes (sinpe.torch uses it)."""
     return "torch" if X86_64 else "sleef" if ARM64 else "auto"
@@ -182,15 +324,15 @@ def torch_kernels() -> str:
 def backends() -> Dict[str, bool]:
     """Which backends can be used in this process (torch's library counts when it is loaded,
     or found and not known to fail)."""
-    torch_ok = _sinpe.vml_info("torch") is not None or (  # torch's oneMKL: x86-64 builds only
+    torch_ok = library_info("torch") is not None or (  # torch's oneMKL: x86-64 builds only
         X86_64 and not _LIB["torch"]["tried"] and find_torch_library()[0] is not None)
-    out = {"builtin": True, "mkl": _sinpe.vml_info("mkl") is not None, "torch": torch_ok}
+    out = {"builtin": True, "mkl": library_info("mkl") is not None, "torch": torch_ok}
     out.update({name: True for name in ["sleef"] + list(PROFILES)})  # portable C: everywhere
     return out
 
 
 def _cpu() -> str:
-    f = _sinpe.cpu_features()
+    f = REGISTRY["cpu"]
     isa = "AVX-512" if f.get("avx512f") else "AVX2" if f.get("avx2") else "SSE"
     return f"{f.get('vendor', '?')} CPU with {isa}"
 
@@ -211,7 +353,7 @@ def reproduces(backend: str, torch_threads: Optional[int] = None) -> str:
                 "(or torch_threads=), bit for bit: the bits depend on torch's release, CPU "
                 "capability and thread count (torch.set_num_threads changes them)"
                 + (f"; {note}" if note else ""))
-    info = _sinpe.vml_info(backend)
+    info = library_info(backend) if backend in BACKEND_INDEX else None
     version = str(info["version"]) if info else "not loaded"
     rel = release(version)
     rel_txt = f"{rel[0]}.{rel[1]}" if rel else version
@@ -229,34 +371,39 @@ def reproduces(backend: str, torch_threads: Optional[int] = None) -> str:
             f"measured equal to torch's copy: {DIFFERENT}")
 
 
+def _records() -> Dict[str, Any]:
+    return {p[0]: {"available": p[1], "verified": p[2], "records": p[3]} for p in REGISTRY["paths"]}
+
+
 def numerics() -> Dict[str, Any]:
     """The backend calls use now, whose bits it reproduces, and what is available."""
-    name = _sinpe.get_backend()
+    name = get_backend()
     mkl: Dict[str, Any] = {"loaded": False}
     torch: Dict[str, Any] = {"loaded": False, "version": torch_version()}
     for lib, d in (("mkl", mkl), ("torch", torch)):
-        info = _sinpe.vml_info(lib)
+        info = library_info(lib)
         if info is None:
             d["reason"] = _LIB[lib]["reason"]
         else:
             d.update(loaded=True, path=_LIB[lib]["path"], mkl_version=info["version"])
     if mkl["loaded"]:
         mkl["version"] = mkl.pop("mkl_version")
-        mkl["threading_layer"] = _sinpe.vml_info("mkl")["threading_layer"]
+        mkl["threading_layer"] = library_info("mkl")["threading_layer"]
         mkl["matches_torch"] = release_matches(mkl["version"])
         if not mkl["matches_torch"]:
             mkl["why_not_chosen"] = f"not a release measured equal to torch's copy: {DIFFERENT}"
     return {
         "backend": name,
-        "default": _sinpe._get_default(),
+        "default": get_default(),
         "reproduces": reproduces(name),
-        "kernel": _sinpe.get_kernel(),
-        "kernels": _sinpe.kernels(),
-        "threads": _sinpe.get_threads(),
+        "kernel": get_kernel(),
+        "kernels": kernels(),
+        "kernel_records": _records(),
+        "threads": get_threads(),
         "available": backends(),
         "mkl": mkl,
         "torch": torch,
-        "cpu": _sinpe.cpu_features(),
+        "cpu": cpu_features(),
         "machine": platform.machine(),
     }
 
@@ -268,6 +415,6 @@ def configure_default(value: Optional[str]) -> None:
         raise ValueError(f"SINPE_BACKEND={os.environ.get('SINPE_BACKEND')!r} is not valid: use "
                          f"auto or one of {', '.join(NAMES)} (or leave it unset)")
     try:
-        _sinpe.set_backend(want)
+        set_backend(want)
     except RuntimeError as exc:
         raise RuntimeError(f"SINPE_BACKEND={want!r}: {exc}") from None

@@ -11,6 +11,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _sinpe
+from ._choice import opts as _core_opts
 from .presets import COS, SIN, _freqs, _int, _opts, _rope_inv_freq, _table
 
 
@@ -67,9 +68,8 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
     col = [4 * k + COS for k in range(rot)] + [4 * k + SIN for k in range(rot)]
     tab = _table(pos, np.ascontiguousarray(freq, np.float32), col, opts)
     cos, sin = np.ascontiguousarray(tab[..., :rot]), np.ascontiguousarray(tab[..., rot:])
-    _sinpe._rope(x, cos, sin, seq_axis=sd, batch_axis=0 if pos.shape[0] > 1 else -1,
-                 pairs=layout == "pairs", threads=threads)
-    return x
+    return _sinpe.rope(_core_opts(backend, threads, torch_threads), x, cos, sin, sd,
+                       0 if pos.shape[0] > 1 else -1, layout == "pairs")
 
 
 def shift_matrix(k: int, d_model: int, base: float = 10000.0, *,

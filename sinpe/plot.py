@@ -14,7 +14,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ._sinpe import positional_encoding
+from ._api import positional_encoding
 
 
 def _figure(figsize: Any) -> Any:

@@ -2,12 +2,11 @@
 
 Each function reproduces one library's table with that library's own parameter names and
 defaults, and returns NumPy arrays. The operations of each are listed, step by step with
-their dtypes, in ``../shared/notes/presets.md`` (and the README's table says which release
-was compared): formulas that look alike give different bits, so each preset follows its
+their dtypes, in ``docs/presets.md`` (which also says which release was compared): formulas that look alike give different bits, so each preset follows its
 library's order of operations exactly.
 
-All the work is done by sinpe's C core: the frequency vector (``_sinpe._freqs``: float32
-exp/pow steps, or float64 ones) and then the table (``_sinpe._preset_table``: each row's
+All the work is done by sinpe's C core: the frequency vector (``sinpe._api.freqs``: float32
+exp/pow steps, or float64 ones) and then the table (``sinpe._api.table``: each row's
 angles, their sin/cos, and a column map). Float32 steps run on the same backend choice as
 the tutorial table (``backend=``: torch's bits where torch computes them, the built-in's
 correctly rounded functions otherwise); float64 steps (XLM, Marian, the TF tutorial, MAE)
@@ -21,13 +20,11 @@ from __future__ import annotations
 
 import math
 import operator
-import os
-import sys
 from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _sinpe
+from . import _api
 
 __all__ = [
     "fairseq", "fairseq_positions", "m2m100", "speech2text", "fsmt", "musicgen", "fairseq2",
@@ -52,53 +49,23 @@ def _int(value: Any, name: str, minimum: int = 0) -> int:
     return v
 
 
-def _x86_pow_lanes() -> int:
-    """torch's float32 vector width on x86-64, which decides where torch.pow switches from
-    SLEEF to the C library (aten/src/ATen/native/DispatchStub.cpp: ATEN_CPU_CAPABILITY, else
-    AVX512 with avx512f/vl/bw/dq, AVX2 with avx2 and fma)."""
-    torch = sys.modules.get("torch")
-    cap = None
-    if torch is not None:
-        try:
-            cap = torch.backends.cpu.get_cpu_capability()
-        except Exception:  # an old or partial torch: fall back to the rule
-            cap = None
-    if cap is None:
-        cap = os.environ.get("ATEN_CPU_CAPABILITY", "").strip().upper() or None
-    if cap is None:
-        f = _sinpe.cpu_features()
-        cap = ("AVX512" if all(f.get(k) for k in ("avx512f", "avx512vl", "avx512bw", "avx512dq"))
-               else "AVX2" if f.get("avx2") and f.get("fma") else "DEFAULT")
-    return {"AVX512": 16, "AVX2": 8}.get(str(cap).upper(), 0)
-
-
-def _physical_memory() -> int:
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return 0
-
-
-def _guard(what: str, n: int, itemsize: int = 4) -> None:
-    """Refuse, before any work, a result or a frequency vector of n values that cannot fit
-    (the table itself is checked again, with its scratch, by the core)."""
-    size = n * itemsize
-    if size > 1 << 60:
-        raise OverflowError(f"{what} of {n} values is larger than memory can address")
-    mem = _physical_memory()
-    if mem and size > mem:
-        raise MemoryError(f"{what} of {n} values needs {size / 2 ** 30:.1f} GiB, more than "
-                          f"this machine's {mem / 2 ** 30:.1f} GiB of memory")
+def _admit(shape: Tuple[int, ...], opts: dict) -> None:
+    """Refuse, before any work, a result that cannot be made (the core's rule and figures);
+    with out= the core checks out's shape instead."""
+    if opts.get("out") is None:
+        _api.admit(shape, opts.get("dtype"))
 
 
 def _freqs(kind: str, n: int, opts: dict, **kw: Any) -> np.ndarray:
-    _guard("a frequency vector", n, 8 if kind == "pow64" else 4)
-    return _sinpe._freqs(kind, n, pow_lanes=_x86_pow_lanes(), backend=opts.get("backend"),
-                         torch_threads=opts.get("torch_threads"), **kw)
+    return _api.freqs(kind, n, backend=opts.get("backend"), torch_threads=opts.get("torch_threads"),
+                      **kw)
 
 
 def _table(rows: Any, freq: np.ndarray, col: Sequence[int], opts: dict, **kw: Any) -> np.ndarray:
-    return _sinpe._preset_table(rows, freq, np.asarray(col, np.int64), **kw, **opts)
+    """The preset table of rows: an int (positions offset .. offset + rows - 1) or an array
+    of positions."""
+    where = {"rows": rows} if isinstance(rows, int) else {"positions": rows}
+    return _api.table(freq=freq, col=col, **where, **kw, **opts)
 
 
 def _opts(dtype: Any, out: Any, backend: Optional[str], threads: Optional[int],
@@ -126,7 +93,7 @@ def _round_to(values: np.ndarray, dtype: Any) -> np.ndarray:
     """float32 values rounded to dtype as torch rounds them (and the tables do)."""
     if dtype is None or np.dtype(dtype) == np.float32:
         return values
-    return _sinpe._round(np.ascontiguousarray(values, np.float32).ravel(), dtype).reshape(values.shape)
+    return _api._round(np.ascontiguousarray(values, np.float32).ravel(), dtype).reshape(values.shape)
 
 
 def _pad_row(padding_idx: Optional[int], n: int) -> int:
@@ -174,7 +141,7 @@ def _fairseq_like(num_embeddings: int, embedding_dim: int, padding_idx: Optional
         raise ValueError(f"embedding_dim must be >= 4 (the library divides by "
                          f"embedding_dim // 2 - 1), got {d}")
     zero = _pad_row(padding_idx, n)
-    _guard("a table", n * d)
+    _admit((n, d), opts)
     freq = _freqs("exp_mul", h, opts, a=-(math.log(10000) / (h - 1)))
     return _table(n, freq, _halves(h, first=first, pad=d % 2), opts, zero_row=zero)
 
@@ -374,7 +341,7 @@ def whisper(length: int, channels: int, max_timescale: float = 10000, *, dtype: 
     if c < 4:
         raise ValueError(f"channels must be >= 4 (channels // 2 - 1 is a divisor), got {c}")
     opts = _opts(dtype, out, backend, threads, torch_threads)
-    _guard("a table", L * c)
+    _admit((L, c), opts)
     h = c // 2
     freq = _freqs("exp_mul", h, opts, a=-(math.log(max_timescale) / (h - 1)))
     return _table(L, freq, _halves(h), opts)

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from ._choice import torch_kernels
-from ._sinpe import positional_encoding
+from ._api import positional_encoding
 
 __all__ = ["SinusoidalPositionalEncoding"]
 

@@ -13,7 +13,7 @@ from typing import Any, Dict
 
 import numpy as np
 
-from ._sinpe import positional_encoding
+from ._api import positional_encoding
 
 
 class Explorer:

@@ -215,7 +215,7 @@ def sleef_oracle(tmp_path_factory):
     export or a CPU without AVX2 + FMA fails the tests that need the oracle)."""
     import ctypes
     from sinpe._torchlib import find_torch_library
-    cpu = sinpe._sinpe.cpu_features()
+    cpu = sinpe._choice.cpu_features()
     assert cpu["avx2"] and cpu["fma"], "the SLEEF oracle needs a CPU with AVX2 and FMA"
     path, why = find_torch_library()
     assert path, "the SLEEF oracle is torch's libtorch_cpu: " + why

@@ -128,7 +128,7 @@ def test_mkl_release_table(version, equal):
 
 @pytest.mark.needs_torch
 def test_pinned_backend_and_auto():
-    old = sinpe._sinpe._get_default()
+    old = sinpe._choice.get_default()
     try:
         sinpe.set_backend("builtin")
         assert sinpe.get_backend() == "builtin" and sinpe.numerics()["default"] == "builtin"
@@ -166,7 +166,7 @@ def test_torch_backend_in_a_forked_child_after_parallel_torch_work():
 def test_torch_module_uses_torch_kernels_whatever_the_default():
     from reference import SinusoidalPositionalEncoding as Ref
     from sinpe.torch import SinusoidalPositionalEncoding
-    old = sinpe._sinpe._get_default()
+    old = sinpe._choice.get_default()
     sinpe.set_backend("builtin")
     try:
         m = SinusoidalPositionalEncoding(512, 2000)

@@ -255,7 +255,7 @@ def test_tables_larger_than_memory_refused_first(dt):
     with pytest.raises(MemoryError, match=r"needs \d+\.\d GiB .*more than this machine's \d+\.\d GiB"):
         PE(rows, 1024, dtype=dt)
     with pytest.raises(MemoryError, match=r"\d+\.\d GiB"):
-        sinpe._sinpe.empty_table(rows, 1024, dtype=dt)
+        sinpe._api.empty_table(rows, 1024, dtype=dt)
     assert time.perf_counter() - t0 < 0.5 * TIME_SCALE
 
 
@@ -321,7 +321,7 @@ def test_ctrl_c_latency_any_shape(case):
 def test_dtype_spellings(spelling, want):
     t = PE(5, 8, dtype=spelling)
     assert t.dtype == np.dtype(want)
-    assert same(t, sinpe._sinpe._round(PE(5, 8).ravel(), want).reshape(5, 8))
+    assert same(t, sinpe._round(PE(5, 8).ravel(), want).reshape(5, 8))
 
 
 @pytest.mark.needs_torch
@@ -361,11 +361,11 @@ def test_rounding_matches_torch_on_every_kind_of_value():
     u = np.concatenate([u, u | 0x80000000])
     x = u.view(np.float32)
     t = torch.from_numpy(x)
-    assert np.array_equal(sinpe._sinpe._round(x, "float16").view(np.uint16),
+    assert np.array_equal(sinpe._round(x, "float16").view(np.uint16),
                           t.half().view(torch.int16).numpy().view(np.uint16))
-    assert np.array_equal(sinpe._sinpe._round(x, "bfloat16").view(np.uint16),
+    assert np.array_equal(sinpe._round(x, "bfloat16").view(np.uint16),
                           t.bfloat16().view(torch.int16).numpy().view(np.uint16))
-    assert np.array_equal(sinpe._sinpe._round(x, "float64").view(np.uint64),
+    assert np.array_equal(sinpe._round(x, "float64").view(np.uint64),
                           t.double().numpy().view(np.uint64))
 
 
@@ -471,15 +471,15 @@ def test_loose_input(dt):
 @pytest.mark.needs_torch
 @pytest.mark.x86_64
 def test_numerics_with_another_onemkl_release(monkeypatch):
-    real = sinpe._sinpe.vml_info
+    real = sinpe._choice.library_info
     other = "Intel(R) oneAPI Math Kernel Library Version 2025.3-Product Build 20251007 for " \
             "Intel(R) 64 architecture applications"
 
     def info(lib):
         d = real(lib)
         return dict(d, version=other) if lib == "mkl" and d else d
-    monkeypatch.setattr(sinpe._sinpe, "vml_info", info)
-    old = sinpe._sinpe._get_default()
+    monkeypatch.setattr(sinpe._choice, "library_info", info)
+    old = sinpe._choice.get_default()
     sinpe.set_backend("mkl")
     try:
         n = sinpe.numerics()

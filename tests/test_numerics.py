@@ -57,15 +57,17 @@ def test_text_signatures():
                                   "out", "backend", "torch_threads", "threads"]
     assert list(inspect.signature(sinpe.add_pe).parameters) == [
         "x", "base", "offset", "positions", "max_len", "backend", "torch_threads", "threads"]
-    # every C function carries a text signature ("name($module, ...)\n--\n\n")
+    # every function of the binding carries a text signature ("name($module, ...)\n--\n\n")
     from sinpe import _sinpe
-    for name in ("positional_encoding", "empty_table", "add_pe", "elementwise", "_round",
-                 "load_vml", "vml_info", "cpu_features",
-                 "set_backend", "get_backend", "set_threads", "get_threads", "kernels",
-                 "set_kernel", "get_kernel"):
+    names = [n for n in dir(_sinpe) if callable(getattr(_sinpe, n)) and not n.startswith("__")]
+    assert set(names) == {"table", "add", "rope", "map", "freqs", "round", "admit", "check",
+                          "registry", "load", "backend_info"}
+    for name in names:
         f = getattr(_sinpe, name)
         assert f.__text_signature__ and f.__text_signature__.startswith("($module"), name
         inspect.signature(f)  # parses
+    for f in (sinpe.elementwise, sinpe.set_backend, sinpe.set_threads, sinpe.set_kernel):
+        assert f.__doc__ and inspect.signature(f).parameters
 
 
 def test_cli(tmp_path):

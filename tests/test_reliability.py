@@ -148,17 +148,21 @@ def test_torch_dataloader_workers(method):
     assert_bits_equal(got, want, f"DataLoader {method}")
 
 
-def test_second_module_instance_has_its_own_state():
+def test_second_module_instance_keeps_no_state():
+    """The binding holds no state (the package owns the defaults): a second instance of the
+    extension module computes the same bits from the same options, and using it changes
+    nothing the package decides."""
     spec = importlib.util.find_spec("sinpe._sinpe")
     other = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(other)
     assert other is not sinpe._sinpe
-    before = sinpe.get_threads()
-    other.set_threads(5)
-    other.set_backend("builtin")
-    assert other.get_threads() == 5 and sinpe.get_threads() == before
-    assert_bits_equal(other.positional_encoding(100, 32, backend="builtin"),
-                      sinpe.positional_encoding(100, 32, backend="builtin"), "second instance")
+    before = (sinpe.get_threads(), sinpe.get_kernel(), sinpe._choice.get_default())
+    o = sinpe._choice.opts("builtin", 5, None)
+    got = other.table(o, None, 100, 32, 10000.0, 0, None, None, np.dtype(np.float32), None, 0,
+                      None, ("out", "max_len", "d_model"), False, True)
+    assert_bits_equal(got, sinpe.positional_encoding(100, 32, backend="builtin"), "second instance")
+    assert (sinpe.get_threads(), sinpe.get_kernel(), sinpe._choice.get_default()) == before
+    assert not [n for n in dir(other) if n.startswith(("set_", "get_"))]
 
 
 # ---- leaks --------------------------------------------------------------------------

@@ -18,7 +18,8 @@ with open(os.path.join(ROOT, "src", "sources.txt")) as _f:  # the core's sources
 def _build(tmp_path, name, extra):
     exe = str(tmp_path / name)
     cmd = ["gcc", "-O1", "-g", "-ffp-contract=off", "-Wall", "-Wextra", "-Werror",
-           "-I" + os.path.join(ROOT, "src"), os.path.join(ROOT, "tests", "c", "test_core.c"),
+           "-I" + os.path.join(ROOT, "src"), "-I" + os.path.join(ROOT, "src", "include"),
+           os.path.join(ROOT, "tests", "c", "test_core.c"),
            *SOURCES, "-lm", "-ldl", "-lpthread", "-o", exe, *extra]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=sanitizer_free_env())
     assert r.returncode == 0, r.stderr

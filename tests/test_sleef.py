@@ -38,7 +38,7 @@ def same_bits(a, b):
 
 
 #: The vector widths of SLEEF's x86 exports this CPU runs (16: AVX-512F).
-WIDTHS = [8] + ([16] if sinpe._sinpe.cpu_features().get("avx512f") else [])
+WIDTHS = [8] + ([16] if sinpe._choice.cpu_features().get("avx512f") else [])
 
 
 @pytest.mark.x86_64  # the oracle: torch's x86-64 exports of SLEEF
@@ -141,7 +141,7 @@ def test_positions_dtypes_add_pe_and_layouts(profile, sleef_oracle):
     # other dtypes and a strided out: rounded from the same float32 values
     out = np.zeros((510, 5000), np.float16).T
     sinpe.positional_encoding(5000, 510, out=out, backend=profile, torch_threads=2)
-    assert np.array_equal(out.view(np.uint16), sinpe._sinpe._round(table.ravel(), "float16").reshape(
+    assert np.array_equal(out.view(np.uint16), sinpe._round(table.ravel(), "float16").reshape(
         5000, 510).view(np.uint16))
     with pytest.raises(ValueError, match="max_len=10 is smaller than offset"):
         sinpe.add_pe(x, offset=4700, max_len=10, backend=profile)

@@ -32,10 +32,10 @@ fi
 # 3. sinpe, cross-compiled as setup.py would build it
 NP=$(ls -d "$T"/site/numpy/_core/include)
 rm -rf "$T/site/sinpe" && cp -r "$ROOT/sinpe" "$T/site/sinpe"
-SRCS="$ROOT/src/_sinpe.c $(grep -v '^#' "$ROOT/src/sources.txt" | sed "s|^|$ROOT/src/|")"
+SRCS="$ROOT/src/binding/*.c $(grep -v '^#' "$ROOT/src/sources.txt" | sed "s|^|$ROOT/src/|")"
 aarch64-linux-gnu-gcc -shared -fPIC -O2 -ffp-contract=off -fno-fast-math -Wall -Wextra \
     -I"$SYS/usr/include" -I"$SYS/usr/include/python3.11" -I"$NP" \
-    -I"$ROOT/src" $SRCS -lm -ldl -lpthread -o "$T/site/sinpe/_sinpe.cpython-311-aarch64-linux-gnu.so"
+    -I"$ROOT/src" -I"$ROOT/src/include" $SRCS -lm -ldl -lpthread -o "$T/site/sinpe/_sinpe.cpython-311-aarch64-linux-gnu.so"
 # gcc inside the suite (the odd buffer exporters) must build aarch64 extensions
 cat > "$T/bin/gcc" <<EOS
 #!/bin/bash

@@ -2,7 +2,7 @@
  * sinpe_expf/sinf/cosf on every STEP-th float32 bit pattern, and of a few
  * tables, to OUT.  Build it for two architectures and compare the files
  * (cmp): the kernels are correctly rounded, so every platform must agree.
- *   cc -O2 -ffp-contract=off -I../src crosscheck.c ../src/sinpe_*.c -lm -ldl -lpthread
+ *   cc -O2 -ffp-contract=off -I../src -I../src/include crosscheck.c $(core sources) -lm -ldl -lpthread
  *   aarch64-linux-gnu-gcc ... ; qemu-aarch64 -L /usr/aarch64-linux-gnu ./crosscheck 251 arm.bin
  */
 #include <stdint.h>
@@ -10,8 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sinpe_core.h"
-#include "sinpe_kernels.h"
+#include "elem/crmath.h"
+#include "sinpe.h"
+
+static sinpe_opts opts_of(const char *backend, int path, int threads)
+{
+    sinpe_opts o;
+    sinpe_opts_init(&o);
+    o.backend = sinpe_backend_find(backend);
+    o.path = path;
+    o.threads = threads;
+    return o;
+}
 
 int main(int argc, char **argv)
 {
@@ -37,9 +47,9 @@ int main(int argc, char **argv)
      * NEON): the file holds both, so equal files mean equal paths too */
     static float t[3000 * 512];
     const double bases[3] = { 10000.0, 1.0001, 500000.0 };
-    sinpe_path paths[2] = { SINPE_PATH_SCALAR, sinpe_path_best() };
+    int paths[2] = { 0, sinpe_path_best() }; /* scalar, best */
     for (int k = 0; k < 2; k++) {
-        sinpe_opts o = { .backend = SINPE_BACKEND_BUILTIN, .path = paths[k], .threads = 2 };
+        sinpe_opts o = opts_of("builtin", paths[k], 2);
         for (int b = 0; b < 3; b++) {
             if (sinpe_table(t, 3000, 512, bases[b], &o) != SINPE_OK)
                 return 1;
@@ -51,7 +61,7 @@ int main(int argc, char **argv)
     static float x[3 * 100 * 512];
     static uint16_t h[3000 * 512];
     for (int k = 0; k < 2; k++) {
-        sinpe_opts o = { .backend = SINPE_BACKEND_BUILTIN, .path = paths[k], .threads = 2 };
+        sinpe_opts o = opts_of("builtin", paths[k], 2);
         for (int i = 0; i < 3 * 100 * 512; i++)
             x[i] = (float)((i * 2654435761u) >> 8) * 0x1p-20f - 8.0f;
         if (sinpe_add(x, 3, 100, 512, 100 * 512, 512, 12345, 10000.0, &o) != SINPE_OK)
@@ -61,9 +71,9 @@ int main(int argc, char **argv)
             sinpe_job j;
             int64_t shape[2] = { 3000, 512 };
             sinpe_job_init(&j, h, 2, shape, 10000.0);
-            j.type = t ? SINPE_BF16 : SINPE_F16;
-            j.strides[0] = 512 * 2;
-            j.strides[1] = 2;
+            j.dst.type = t ? SINPE_BF16 : SINPE_F16;
+            j.dst.strides[0] = 512 * 2;
+            j.dst.strides[1] = 2;
             if (sinpe_run(&j, &o) != SINPE_OK)
                 return 1;
             fwrite(h, 2, 3000 * 512, f);
@@ -74,14 +84,16 @@ int main(int argc, char **argv)
     for (int trig = 0; trig < 2; trig++)
         for (int lanes = 4; lanes <= 8; lanes += 4)
             for (int tt = 1; tt <= 3; tt += 2) {
-                sinpe_opts o = { .backend = SINPE_BACKEND_SLEEF, .path = SINPE_PATH_SCALAR,
-                                 .threads = 2, .sleef = { (sinpe_sleef_trig)trig, lanes, tt } };
+                sinpe_opts o = opts_of("sleef", 0, 2);
+                o.sleef.trig = trig;
+                o.sleef.lanes = lanes;
+                o.sleef.torch_threads = tt;
                 if (sinpe_table(t, 3000, 510, 10000.0, &o) != SINPE_OK)
                     return 1;
                 fwrite(t, 4, 3000 * 510, f);
             }
     /* elementwise sin and cos of the sampled inputs on the best path */
-    sinpe_opts best = { .backend = SINPE_BACKEND_BUILTIN, .path = sinpe_path_best(), .threads = 1 };
+    sinpe_opts best = opts_of("builtin", sinpe_path_best(), 1);
     enum { CH = 4096 };
     static float xs[CH], rs[CH];
     for (int func = 1; func <= 2; func++) {
@@ -92,7 +104,7 @@ int main(int argc, char **argv)
                 unsigned v = (unsigned)u;
                 memcpy(&xs[m], &v, 4);
             }
-            sinpe_map(func, xs, rs, (size_t)m, &best);
+            sinpe_map((sinpe_func)func, xs, rs, m, &best);
             fwrite(rs, 4, (size_t)m, f);
         }
     }

@@ -11,7 +11,7 @@
  * Usage: exhaustive FUNC [--kernel NAME] [--threads N] [--lo HEX] [--hi HEX] [--hard FILE]
  *   FUNC: exp, sin, cos; default range: all 2^32 patterns.
  *   --kernel NAME: check the block sin/cos of that code path (avx2, neon, ...:
- *   the path's table in sinpe_paths.h, on blocks of inputs as the tables use
+ *   the path's table (src/paths/path.h), on blocks of inputs as the tables use
  *   it) instead of the scalar functions.
  *   --hard FILE: append the inputs that needed MPFR (hard cases) to FILE.
  * Exit status 0 when nothing differs.
@@ -26,8 +26,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../src/sinpe_kernels.h"
-#include "../src/sinpe_paths.h"
+#include "elem/crmath.h"
+#include "paths/path.h"
 
 typedef float (*kfun)(float);
 typedef double (*dfun)(double);
@@ -158,11 +158,11 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--kernel")) {
             PATH_NAME = argv[i + 1];
             int found = 0;
-            for (int p = 0; p < SINPE_PATH_COUNT; p++)
-                if (!strcmp(PATH_NAME, sinpe_path_name((sinpe_path)p))) {
+            for (int p = 0; p < sinpe_paths_count(); p++)
+                if (!strcmp(PATH_NAME, sinpe_paths_name(p))) {
                     found = 1;
-                    PATH = p == SINPE_PATH_SCALAR ? NULL : sinpe_path_ops_get((sinpe_path)p);
-                    if (p != SINPE_PATH_SCALAR && !PATH) {
+                    PATH = p == 0 ? NULL : sinpe_paths_get(p); /* 0: the scalar kernels */
+                    if (p != 0 && !PATH) {
                         fprintf(stderr, "--kernel %s: not built in or not supported by this CPU\n", PATH_NAME);
                         return 2;
                     }

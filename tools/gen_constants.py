@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Generate src/sinpe_constants.h: the constants of the correctly rounded kernels.
+"""Generate src/elem/constants.h: the constants of the correctly rounded kernels.
 
 Every value is computed with mpmath at 1200 bits and rounded once to double
 (``float(mpf)`` rounds to nearest), so each hi/lo pair is the exact value to
-about 106 bits.  Run ``python tools/gen_constants.py > src/sinpe_constants.h``;
+about 106 bits.  Run ``python tools/gen_constants.py > src/elem/constants.h``;
 the header is committed so that building sinpe needs no mpmath.
 """
 import mpmath

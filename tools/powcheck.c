@@ -20,9 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sinpe_cpu.h"
-#include "sinpe_powf.h"
-#include "sinpe_sleef.h"
+#include "elem/crmath.h"
+#include "elem/powf.h"
+#include "elem/sleef.h"
+#include "platform/cpu.h"
 
 typedef __m512 (*pow16_fn)(__m512, __m512);
 typedef __m256 (*pow8_fn)(__m256, __m256);

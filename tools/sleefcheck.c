@@ -30,7 +30,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sinpe_sleef.h"
+#include "elem/sleef.h"
 
 typedef __m128 (*fn4)(__m128);
 typedef __m256 (*fn8)(__m256);

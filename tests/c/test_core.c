@@ -3,15 +3,15 @@
  * aliasing positions), the overlap decision, plans in steps, every error
  * path, and the oneMKL loader's failure paths.  Run under valgrind and the
  * sanitizers by tests/test_sanitizers.py:
- *   cc -O1 -g -ffp-contract=off -Isrc tests/c/test_core.c $(core sources) -lm -ldl -lpthread
+ *   cc -O1 -g -ffp-contract=off -Isrc -Isrc/include tests/c/test_core.c $(core sources) -lm -ldl -lpthread
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "sinpe_core.h"
-#include "sinpe_threads.h"
+#include "platform/threads.h"
+#include "sinpe.h"
 
 #ifndef _WIN32
 #include <time.h>
@@ -33,13 +33,33 @@ static int same_bits(const void *a, const void *b, size_t n)
 }
 
 enum { L = 37, D = 24 };
-static const sinpe_opts SCALAR = { .backend = SINPE_BACKEND_BUILTIN, .path = SINPE_PATH_SCALAR,
-                                   .threads = 1 };
+static sinpe_opts SCALAR; /* the built-in kernels on the scalar path, one thread */
+
+static sinpe_opts opts_of(const char *backend, int path, int threads)
+{
+    sinpe_opts o;
+    sinpe_opts_init(&o);
+    o.backend = sinpe_backend_find(backend);
+    o.path = path;
+    o.threads = threads;
+    return o;
+}
+
+/* positions of one axis of n elements of a type, stride bytes apart */
+static void use_positions(sinpe_job *j, const void *data, sinpe_type t, int64_t n, int64_t stride)
+{
+    j->pos.mode = SINPE_POS_ARRAY;
+    j->pos.at.data = (void *)(uintptr_t)data;
+    j->pos.at.type = t;
+    j->pos.at.ndim = 1;
+    j->pos.at.shape[0] = n;
+    j->pos.at.strides[0] = stride;
+}
 
 static void good_calls(const float *t)
 {
     static float u[L * D];
-    sinpe_opts fast = { .backend = SINPE_BACKEND_BUILTIN, .path = sinpe_path_best(), .threads = 3 };
+    sinpe_opts fast = opts_of("builtin", sinpe_path_best(), 3);
     CHECK(sinpe_table(u, L, D, 10000.0, &fast) == SINPE_OK);
     CHECK(same_bits(t, u, sizeof u));
     CHECK(t[0] == 0.0f && t[1] == 1.0f);
@@ -56,10 +76,7 @@ static void good_calls(const float *t)
     for (int k = 0; k < 3; k++) {
         memset(u, 0, sizeof u);
         sinpe_job_init(&j, u, 2, shape, 10000.0);
-        j.use_pos = 1;
-        j.pos = pos[k];
-        j.pos_type = pt[k];
-        j.pos_strides[0] = ps[k];
+        use_positions(&j, pos[k], pt[k], 4, ps[k]);
         CHECK(sinpe_run(&j, &fast) == SINPE_OK);
         CHECK(same_bits(u, t + 5 * D, 4 * D * sizeof(float)));
     }
@@ -78,8 +95,10 @@ static void good_calls(const float *t)
             CHECK(x[b * 3 * D + i] == 1.0f + t[3 * D + i]);
 
     /* the SLEEF backend: a table in steps equals one run, torch's chunking on 3 threads */
-    sinpe_opts sl = { .backend = SINPE_BACKEND_SLEEF, .path = SINPE_PATH_SCALAR, .threads = 2,
-                      .sleef = { SINPE_SLEEF_U35, 4, 3 } };
+    sinpe_opts sl = opts_of("sleef", 0, 2);
+    sl.sleef.trig = 1; /* u35 */
+    sl.sleef.lanes = 4;
+    sl.sleef.torch_threads = 3;
     static float s1[L * D], s2[L * D];
     CHECK(sinpe_table(s1, L, D, 10000.0, &sl) == SINPE_OK);
     sl.threads = 1;
@@ -96,9 +115,9 @@ static void good_calls(const float *t)
 
     /* elementwise */
     float in[5] = { 0.0f, 1.0f, -2.5f, 1e30f, NAN }, out[5];
-    CHECK(sinpe_map(1, in, out, 5, &SCALAR) == SINPE_OK);
+    CHECK(sinpe_map(SINPE_FN_SIN, in, out, 5, &SCALAR) == SINPE_OK);
     CHECK(out[0] == 0.0f && isnan(out[4]));
-    CHECK(sinpe_map(0, in, out, 5, &fast) == SINPE_OK && out[0] == 1.0f);
+    CHECK(sinpe_map(SINPE_FN_EXP, in, out, 5, &fast) == SINPE_OK && out[0] == 1.0f);
 }
 
 /* Every element type, a transposed and an unaligned destination. */
@@ -113,16 +132,16 @@ static void types_and_layouts(const float *t)
         sinpe_job j;
         int64_t shape[2] = { L, D };
         sinpe_job_init(&j, got + 1, 2, shape, 10000.0);
-        j.type = types[k];
-        j.strides[0] = D * w;
-        j.strides[1] = w;
+        j.dst.type = types[k];
+        j.dst.strides[0] = D * w;
+        j.dst.strides[1] = w;
         CHECK(sinpe_run(&j, &SCALAR) == SINPE_OK);
         CHECK(same_bits(got + 1, want, (size_t)(L * D * w)));
         /* transposed: element (r, c) at (c * L + r) * w */
         memset(got, 0, sizeof got);
-        j.data = got;
-        j.strides[0] = w;
-        j.strides[1] = (int64_t)L * w;
+        j.dst.data = got;
+        j.dst.strides[0] = w;
+        j.dst.strides[1] = (int64_t)L * w;
         CHECK(sinpe_run(&j, &SCALAR) == SINPE_OK);
         int ok = 1;
         for (int r = 0; r < L; r++)
@@ -139,10 +158,7 @@ static void aliasing_positions(const float *t)
     sinpe_job j;
     int64_t shape[2] = { 4, D };
     sinpe_job_init(&j, buf, 2, shape, 10000.0);
-    j.use_pos = 1;
-    j.pos = buf + 2 * D; /* rows 2 and 3 hold the positions */
-    j.pos_type = SINPE_F32;
-    j.pos_strides[0] = 4;
+    use_positions(&j, buf + 2 * D, SINPE_F32, 4, 4); /* rows 2 and 3 hold the positions */
     for (int i = 0; i < 4; i++)
         buf[2 * D + i] = (float)(9 - i); /* positions 9, 8, 7, 6 */
     CHECK(sinpe_run(&j, &SCALAR) == SINPE_OK);
@@ -156,12 +172,20 @@ static int overlap(int n, const int64_t *shape, const int64_t *strides)
     static float mem[4096];
     int64_t full[3] = { 0, 0, 2 };
     sinpe_job_init(&j, mem, n + 1, full, 10000.0);
+    j.kind = SINPE_JOB_ADD; /* any leading axes */
     for (int k = 0; k < n; k++) {
-        j.shape[k] = shape[k];
-        j.strides[k] = strides[k];
+        j.dst.shape[k] = shape[k];
+        j.dst.strides[k] = strides[k];
     }
-    j.shape[n] = 2;
-    j.strides[n] = 4;
+    j.dst.shape[n] = 2;
+    j.dst.strides[n] = 4;
+    if (n == 1) { /* one row axis: the rows */
+        j.dst.ndim = 3;
+        memmove(j.dst.shape + 1, j.dst.shape, 2 * sizeof(int64_t));
+        memmove(j.dst.strides + 1, j.dst.strides, 2 * sizeof(int64_t));
+        j.dst.shape[0] = 1;
+        j.dst.strides[0] = 0;
+    }
     return sinpe_job_check(&j, &SCALAR);
 }
 
@@ -191,7 +215,7 @@ static void steps(void)
     sinpe_job j;
     int64_t shape[2] = { SL, SD };
     sinpe_job_init(&j, u, 2, shape, 10000.0);
-    sinpe_opts o = { .backend = SINPE_BACKEND_BUILTIN, .path = sinpe_path_best(), .threads = 2 };
+    sinpe_opts o = opts_of("builtin", sinpe_path_best(), 2);
     sinpe_plan *p;
     CHECK(sinpe_plan_new(&j, &o, &p) == SINPE_OK);
     int done = 0, n = 0;
@@ -202,7 +226,9 @@ static void steps(void)
     sinpe_plan_free(p);
     CHECK(done && n > 10);
     CHECK(same_bits(u, v, sizeof(float) * SL * SD));
-    CHECK(sinpe_job_scratch_bytes(&j, &o) > 0);
+    sinpe_need need;
+    sinpe_job_need(&j, &o, &need);
+    CHECK(need.scratch > 0 && need.fresh == 0);
     free(u);
     free(v);
 }
@@ -226,60 +252,77 @@ static void errors(void)
     CHECK(sinpe_add(x, 1, 3, 8, 24, 8, -1, 10000.0, o) == SINPE_E_OFFSET);
     CHECK(sinpe_add(x, 1, 3, 8, 24, 8, INT64_MAX - 1, 10000.0, o) == SINPE_E_LASTPOS);
     CHECK(sinpe_add(x, -1, 3, 8, 24, 8, 0, 10000.0, o) == SINPE_E_ROWS);
-    sinpe_opts bad_path = { .backend = SINPE_BACKEND_BUILTIN, .path = (sinpe_path)99, .threads = 1 };
+    sinpe_opts bad_path = opts_of("builtin", 99, 1);
     CHECK(sinpe_table(x, 3, 8, 10000.0, &bad_path) == SINPE_E_PATH);
-    sinpe_opts bad_backend = { .backend = (sinpe_backend)5, .path = SINPE_PATH_SCALAR, .threads = 1 };
+    sinpe_opts bad_backend = opts_of("builtin", 0, 1);
+    bad_backend.backend = 5;
     CHECK(sinpe_table(x, 3, 8, 10000.0, &bad_backend) == SINPE_E_BACKEND);
-    sinpe_opts bad_threads = { .backend = SINPE_BACKEND_BUILTIN, .path = SINPE_PATH_SCALAR,
-                               .threads = 0 };
+    sinpe_opts bad_threads = opts_of("builtin", 0, 0);
     CHECK(sinpe_table(x, 3, 8, 10000.0, &bad_threads) == SINPE_E_THREADS);
     float in[1] = { 0 }, out[1];
-    CHECK(sinpe_map(7, in, out, 1, o) == SINPE_E_FUNC);
-    sinpe_opts bad_sleef = { .backend = SINPE_BACKEND_SLEEF, .threads = 1,
-                             .sleef = { SINPE_SLEEF_U10, 5, 1 } };
+    CHECK(sinpe_map((sinpe_func)7, in, out, 1, o) == SINPE_E_FUNC);
+    sinpe_opts bad_sleef = opts_of("sleef", 0, 1);
+    bad_sleef.sleef.lanes = 5;
     CHECK(sinpe_table(x, 3, 8, 10000.0, &bad_sleef) == SINPE_E_BACKEND);
     bad_sleef.sleef.lanes = 4;
     bad_sleef.sleef.torch_threads = 0;
-    CHECK(sinpe_table(x, 3, 8, 10000.0, &bad_sleef) == SINPE_E_BACKEND);
+    CHECK(sinpe_table(x, 3, 8, 10000.0, &bad_sleef) == SINPE_E_TORCH_THREADS);
     sinpe_job j;
     int64_t shape[2] = { 3, 8 };
     sinpe_job_init(&j, x, 2, shape, 10000.0);
-    j.type = SINPE_I32;
+    j.dst.type = SINPE_I32;
     CHECK(sinpe_run(&j, o) == SINPE_E_TYPE);
-    j.type = SINPE_F32;
-    j.ndim = 1;
+    j.dst.type = SINPE_F32;
+    j.dst.ndim = 1;
+    CHECK(sinpe_run(&j, o) == SINPE_E_SHAPE);
+    j.kind = SINPE_JOB_ADD;
     CHECK(sinpe_run(&j, o) == SINPE_E_DIMS);
-    j.ndim = 2;
-    j.strides[0] = 0; /* three rows on one */
+    j.kind = SINPE_JOB_TABLE;
+    j.dst.ndim = 2;
+    j.dst.strides[0] = 0; /* three rows on one */
     CHECK(sinpe_run(&j, o) == SINPE_E_OVERLAP);
-    j.strides[0] = 32;
-    j.use_pos = 1;
-    j.pos = NULL;
+    j.dst.strides[0] = 32;
+    use_positions(&j, NULL, SINPE_F32, 3, 4);
     CHECK(sinpe_run(&j, o) == SINPE_E_NULL);
-    j.pos = in;
-    j.pos_type = (sinpe_type)77;
+    j.pos.at.data = in;
+    j.pos.at.type = (sinpe_type)77;
     CHECK(sinpe_run(&j, o) == SINPE_E_TYPE);
+    j.pos.at.type = SINPE_F32;
+    j.offset = 2;
+    CHECK(sinpe_run(&j, o) == SINPE_E_BOTH);
+    j.offset = 0;
+    j.pos.at.shape[0] = 4;
+    CHECK(sinpe_run(&j, o) == SINPE_E_SHAPE);
+    j.pos.at.shape[0] = 3;
+    j.dst.readonly = 1;
+    CHECK(sinpe_run(&j, o) == SINPE_E_READONLY);
+    j.dst.readonly = 0;
+    j.want_type = SINPE_F16;
+    CHECK(sinpe_run(&j, o) == SINPE_E_DTYPE);
     for (int i = 0; i < 2 * 3 * D; i++)
         CHECK(x[i] == 7.0f);
 
     /* oneMKL backends: not loaded, and load failures */
-    for (int lib = 0; lib < SINPE_VML_COUNT; lib++) {
-        if (sinpe_vml_loaded((sinpe_vml)lib))
+    const char *libs[2] = { "mkl", "torch" };
+    for (int k = 0; k < 2; k++) {
+        int b = sinpe_backend_find(libs[k]);
+        CHECK(b > 0 && sinpe_backend_loadable(b));
+        if (sinpe_backend_ready(b))
             continue;
-        sinpe_opts vml = { .backend = lib == SINPE_VML_MKL ? SINPE_BACKEND_MKL : SINPE_BACKEND_TORCH,
-                           .path = SINPE_PATH_SCALAR, .threads = 1 };
+        sinpe_opts vml = opts_of(libs[k], 0, 1);
         CHECK(sinpe_table(x, 3, 8, 10000.0, &vml) == SINPE_E_BACKEND);
         char msg[256];
-        CHECK(sinpe_vml_load((sinpe_vml)lib, "/nonexistent/libmkl_rt.so.2", msg, sizeof msg)
-              == SINPE_E_LOAD);
+        CHECK(sinpe_backend_load(b, "/nonexistent/libmkl_rt.so.2", msg, sizeof msg) == SINPE_E_LOAD);
         CHECK(strstr(msg, "dlopen failed") != NULL);
-        CHECK(sinpe_vml_load((sinpe_vml)lib, NULL, msg, sizeof msg) == SINPE_E_LOAD);
-        CHECK(sinpe_vml_load((sinpe_vml)lib, "libm.so.6", msg, sizeof msg) == SINPE_E_LOAD);
+        CHECK(sinpe_backend_load(b, NULL, msg, sizeof msg) == SINPE_E_LOAD);
+        CHECK(sinpe_backend_load(b, "libm.so.6", msg, sizeof msg) == SINPE_E_LOAD);
         CHECK(strstr(msg, "symbol not found") != NULL);
-        CHECK(!sinpe_vml_loaded((sinpe_vml)lib) && sinpe_vml_version((sinpe_vml)lib)[0] == 0);
+        CHECK(!sinpe_backend_ready(b) && sinpe_backend_version(b)[0] == 0);
     }
-    CHECK(sinpe_vml_load((sinpe_vml)7, "x", NULL, 0) == SINPE_E_LOAD && !sinpe_vml_loaded((sinpe_vml)7));
-    for (int s = 0; s <= 20; s++)
+    CHECK(sinpe_backend_load(7, "x", NULL, 0) == SINPE_E_LOAD && !sinpe_backend_ready(7));
+    CHECK(sinpe_backend_load(0, "x", NULL, 0) == SINPE_E_LOAD); /* builtin: nothing to load */
+    CHECK(sinpe_backend_find("nonsense") == -1 && sinpe_backend_name(-1) == NULL);
+    for (int s = 0; s <= SINPE_STATUS_COUNT; s++)
         CHECK(sinpe_strerror(s) != NULL);
 }
 
@@ -333,6 +376,7 @@ static void parallel_for(void)
 
 int main(void)
 {
+    SCALAR = opts_of("builtin", 0, 1);
     static float t[L * D];
     CHECK(sinpe_table(t, L, D, 10000.0, &SCALAR) == SINPE_OK);
     good_calls(t);

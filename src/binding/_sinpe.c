@@ -1,0 +1,670 @@
+/* _sinpe: the CPython / NumPy binding of the sinpe core.
+ *
+ * It decides nothing.  The package (sinpe/) resolves names and defaults (which backend,
+ * which code path, how many threads) and calls these functions with plain values; every
+ * rule lives in the core (sinpe_job_prepare).  The binding only converts:
+ *   - Python objects to the core's values (binding/convert.c): integers, reals, options,
+ *     arrays and buffers to sinpe_array (view_get), position array-likes to arrays;
+ *   - here: one job builder per kind, each a few lines over the same pieces, and one runner
+ *     (run_call): prepare, allocate a fresh result, run the plan in steps with the GIL
+ *     released and signals checked between steps;
+ *   - one status-to-exception mapper (binding/errors.c), whose messages name the parameter
+ *     and its value.
+ * The module keeps no state; the libraries the backends load are process-wide.
+ */
+#define SINPE_BINDING_MAIN
+#include "binding/binding.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Jobs run in steps of about this many values per thread, with the GIL released; between
+ * steps pending signals are handled, so Ctrl-C stops any call within milliseconds (2M
+ * values: about 20 ms on the scalar path). */
+#define STEP_VALUES ((int64_t)1 << 21)
+
+const char *const SINPE_TYPE_NAMES[SINPE_TYPE_COUNT] = {
+    "float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64",
+    "uint8", "uint16", "uint32", "uint64",
+};
+#define TYPE_NAMES SINPE_TYPE_NAMES
+
+/* ---- one call -------------------------------------------------------------------------------- */
+
+void call_init(call *c, const char *what, const char *rows_name, const char *cols_name)
+{
+    memset(c, 0, sizeof *c);
+    c->job.want_type = -1;
+    c->what = what;
+    c->noun = "a table";
+    c->rows_name = rows_name;
+    c->cols_name = cols_name;
+}
+
+void call_clear(call *c)
+{
+    for (int i = 0; i < 2; i++)
+        if (c->have_buf[i])
+            PyBuffer_Release(&c->buf[i]);
+    for (int i = 0; i < c->nowned; i++)
+        Py_DECREF(c->owned[i]);
+    c->nowned = 0;
+    c->have_buf[0] = c->have_buf[1] = 0;
+    Py_CLEAR(c->descr);
+}
+
+PyObject *own(call *c, PyObject *o)
+{
+    if (o)
+        c->owned[c->nowned++] = o;
+    return o;
+}
+
+PyObject *shape_tuple(int n, const int64_t *shape)
+{
+    PyObject *t = PyTuple_New(n < 0 ? 0 : n);
+    for (int i = 0; t && i < n; i++) {
+        PyObject *v = PyLong_FromLongLong(shape[i]);
+        if (!v) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, v);
+    }
+    return t;
+}
+
+/* ---- running a call: the one loop that releases the GIL -------------------------------- */
+
+static int allocate(call *c)
+{
+    sinpe_array *x = &c->job.dst;
+    npy_intp dims[SINPE_MAX_DIMS];
+    for (int i = 0; i < x->ndim; i++)
+        dims[i] = (npy_intp)x->shape[i];
+    Py_INCREF(c->descr);
+    c->result = PyArray_NewFromDescr(&PyArray_Type, c->descr, x->ndim, dims, NULL, NULL, 0, NULL);
+    if (!c->result)
+        return -1;
+    PyArrayObject *r = (PyArrayObject *)c->result;
+    x->data = PyArray_BYTES(r);
+    for (int i = 0; i < x->ndim; i++)
+        x->strides[i] = PyArray_STRIDES(r)[i];
+    sinpe_fresh_memory(x->data, (int64_t)PyArray_NBYTES(r), c->huge);
+    return 0;
+}
+
+/* Prepares the job (every rule), allocates a fresh result, and runs the plan in steps with
+ * the GIL released, handling signals between steps (an interrupted job has done a prefix of
+ * its work: sinpe.h).  Returns the result (new reference): the fresh array, or inplace. */
+static PyObject *run_call(call *c, PyObject *inplace)
+{
+    PyObject *ret = NULL;
+    sinpe_plan *p = NULL;
+    if (c->job.kind == SINPE_JOB_MAP || c->job.kind == SINPE_JOB_FREQS) /* float32 or 64 */
+        c->job.dst.type = c->job.kind == SINPE_JOB_FREQS && c->freq.kind == SINPE_FREQ_POW64
+                              ? SINPE_F64 : SINPE_F32;
+    int st = sinpe_job_prepare(&c->job, &c->opts), done = 0;
+    if (st != SINPE_OK) {
+        raise_status(st, c);
+        goto out;
+    }
+    if (c->job.fresh) {
+        if (!c->descr && !(c->descr = PyArray_DescrFromType(c->job.dst.type == SINPE_F64
+                                                            ? NPY_DOUBLE : NPY_FLOAT)))
+            goto out;
+        if (allocate(c) < 0)
+            goto out;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    st = sinpe_plan_new(&c->job, &c->opts, &p);
+    Py_END_ALLOW_THREADS
+    while (st == SINPE_OK) {
+        Py_BEGIN_ALLOW_THREADS
+        st = sinpe_plan_step(p, STEP_VALUES * c->opts.threads, &done);
+        Py_END_ALLOW_THREADS
+        if (st != SINPE_OK || done)
+            break;
+        if (PyErr_CheckSignals() < 0)
+            goto out;
+    }
+    if (st != SINPE_OK) {
+        raise_status(st, c);
+        goto out;
+    }
+    ret = c->job.fresh ? c->result : inplace;
+    Py_INCREF(ret);
+out:
+    sinpe_plan_free(p);
+    Py_XDECREF(c->result);
+    c->result = NULL;
+    call_clear(c);
+    return ret;
+}
+
+/* ---- the job builders --------------------------------------------------------------------- */
+
+/* A preset table's description: (freq, col, comp, scale, zero_row, trow_shift, f64_div). */
+static int to_preset(call *c, PyObject *t)
+{
+    PyObject *o_freq, *o_col, *o_comp, *o_scale;
+    long long zero_row, trow_shift;
+    int f64_div;
+    if (!PyArg_ParseTuple(t, "OOOOLLp:preset", &o_freq, &o_col, &o_comp, &o_scale, &zero_row,
+                          &trow_shift, &f64_div))
+        return -1;
+    sinpe_preset *sp = &c->preset;
+    PyArrayObject *freq = (PyArrayObject *)own(c, PyArray_FROM_OF(o_freq, NPY_ARRAY_IN_ARRAY));
+    PyArrayObject *col = (PyArrayObject *)own(c, PyArray_FROM_OTF(o_col, NPY_INT64,
+                                                                 NPY_ARRAY_IN_ARRAY | NPY_ARRAY_FORCECAST));
+    if (!freq || !col)
+        return -1;
+    if (PyArray_NDIM(freq) != 1 || PyArray_NDIM(col) != 1
+        || (PyArray_TYPE(freq) != NPY_FLOAT && PyArray_TYPE(freq) != NPY_DOUBLE)) {
+        PyErr_SetString(PyExc_TypeError, "preset: freq must be 1-d float32 or float64, col 1-d "
+                                         "integers");
+        return -1;
+    }
+    sp->nang = PyArray_DIM(freq, 0);
+    if (PyArray_TYPE(freq) == NPY_FLOAT)
+        sp->freq = (const float *)PyArray_DATA(freq);
+    else
+        sp->freq64 = (const double *)PyArray_DATA(freq);
+    sp->f64_div = f64_div;
+    sp->col = (const int64_t *)PyArray_DATA(col);
+    sp->ncol = PyArray_DIM(col, 0);
+    sp->ncomp = 1;
+    if (o_comp != Py_None) {
+        PyArrayObject *comp = (PyArrayObject *)own(c, PyArray_FROM_OTF(o_comp, NPY_INT32,
+                                                                      NPY_ARRAY_IN_ARRAY | NPY_ARRAY_FORCECAST));
+        if (!comp)
+            return -1;
+        if (PyArray_NDIM(comp) != 1 || PyArray_DIM(comp, 0) != sp->nang) {
+            PyErr_SetString(PyExc_ValueError, "preset: comp must have one entry per angle");
+            return -1;
+        }
+        sp->comp = (const int32_t *)PyArray_DATA(comp);
+        for (npy_intp i = 0; i < sp->nang; i++)
+            if (sp->comp[i] > 0)
+                sp->ncomp = 2;
+    }
+    if (o_scale != Py_None) {
+        double v;
+        if (to_real(o_scale, "scale", &v) < 0)
+            return -1;
+        sp->scaled = 1;
+        sp->scale = (float)v;
+    }
+    sp->zero_row = zero_row;
+    sp->trow_shift = trow_shift;
+    c->job.preset = sp;
+    return 0;
+}
+
+/* Where the rows' positions come from: rows (an int: offset .. offset + rows - 1), positions
+ * (array-like), or grid (h, w, lead). */
+static int to_rows(call *c, PyObject *rows, PyObject *positions, PyObject *grid)
+{
+    sinpe_job *j = &c->job;
+    if (grid != Py_None) {
+        long long h, w, lead;
+        if (!PyArg_ParseTuple(grid, "LLL:grid", &h, &w, &lead))
+            return -1;
+        j->pos.mode = SINPE_POS_GRID;
+        j->pos.grid_h = h;
+        j->pos.grid_w = w;
+        j->pos.grid_lead = lead;
+        return 0;
+    }
+    if (positions != Py_None) {
+        j->pos.mode = SINPE_POS_ARRAY;
+        return positions_get(c, positions, &j->pos.at);
+    }
+    return rows == Py_None ? 0 : to_int64(rows, c->rows_name, &j->rows);
+}
+
+static const char *utf8_or(PyObject *o, const char *fallback)
+{
+    const char *s = o && PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
+    return s ? s : fallback;
+}
+
+PyDoc_STRVAR(table_doc,
+"table($module, opts, out, rows, cols, base, offset, positions, grid, dtype, dtype_asked,\n"
+"      table_rows, preset, names, huge, fill, /)\n"
+"--\n\n"
+"A table (a TABLE job): rows offset .. offset+rows-1 (rows an int), or positions (an\n"
+"array-like), or a grid (h, w, lead) of 2-d positions; cols columns (d_model), or a preset\n"
+"(freq, col, comp, scale, zero_row, trow_shift, f64_div).  out: a buffer to fill, or None for\n"
+"a fresh array of np.dtype dtype (huge: advise huge pages).  names: (out, rows, cols) as\n"
+"the messages name them.  fill=False returns the fresh array after every check, unfilled.\n");
+
+static PyObject *py_table(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *o_opts, *out, *rows, *cols, *base, *offset, *positions, *grid, *dtype, *asked;
+    PyObject *table_rows, *preset, *names, *huge, *fill;
+    if (!PyArg_UnpackTuple(args, "table", 15, 15, &o_opts, &out, &rows, &cols, &base, &offset,
+                           &positions, &grid, &dtype, &asked, &table_rows, &preset, &names,
+                           &huge, &fill))
+        return NULL;
+    call c;
+    PyObject *n0 = PyTuple_Check(names) && PyTuple_GET_SIZE(names) == 3 ? names : NULL;
+    call_init(&c, n0 ? utf8_or(PyTuple_GET_ITEM(n0, 0), "out") : "out",
+              n0 ? utf8_or(PyTuple_GET_ITEM(n0, 1), "max_len") : "max_len",
+              n0 ? utf8_or(PyTuple_GET_ITEM(n0, 2), "d_model") : "d_model");
+    sinpe_job *j = &c.job;
+    j->kind = SINPE_JOB_TABLE;
+    c.base_obj = base;
+    c.huge = PyObject_IsTrue(huge) == 1;
+    if (to_opts(o_opts, &c) < 0 || (cols != Py_None && to_int64(cols, c.cols_name, &j->cols) < 0)
+        || to_real(base, "base", &j->base) < 0
+        || to_int64(offset, "offset", &j->offset) < 0
+        || to_int64(table_rows, "max_len", &j->table_rows) < 0
+        || (preset != Py_None && to_preset(&c, preset) < 0)
+        || to_rows(&c, rows, positions, grid) < 0 || to_dtype(&c, dtype, asked) < 0
+        || to_dst(&c, out) < 0) {
+        call_clear(&c);
+        return NULL;
+    }
+    if (PyObject_IsTrue(fill) != 1) { /* checked and allocated, not filled */
+        int st = sinpe_job_prepare(j, &c.opts);
+        if (st != SINPE_OK || !j->fresh) {
+            if (st != SINPE_OK)
+                raise_status(st, &c);
+            else
+                PyErr_SetString(PyExc_ValueError, "fill=False needs a fresh result");
+            call_clear(&c);
+            return NULL;
+        }
+        PyObject *r = allocate(&c) < 0 ? NULL : c.result;
+        call_clear(&c);
+        return r;
+    }
+    return run_call(&c, out);
+}
+
+PyDoc_STRVAR(add_doc,
+"add($module, opts, x, base, offset, positions, table_rows, grow, /)\n"
+"--\n\n"
+"x += the table, in place (an ADD job); returns x.  table_rows: the length of the table the\n"
+"rows come from (grow: it may be too short, then the rows' own).\n");
+
+static PyObject *py_add(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *o_opts, *x, *base, *offset, *positions, *table_rows, *grow;
+    if (!PyArg_UnpackTuple(args, "add", 7, 7, &o_opts, &x, &base, &offset, &positions,
+                           &table_rows, &grow))
+        return NULL;
+    call c;
+    call_init(&c, "x", "seq_len", "d_model");
+    c.noun = "adding to an array";
+    sinpe_job *j = &c.job;
+    j->kind = SINPE_JOB_ADD;
+    c.base_obj = base;
+    j->table_grow = PyObject_IsTrue(grow) == 1;
+    if (to_opts(o_opts, &c) < 0 || to_real(base, "base", &j->base) < 0
+        || to_int64(offset, "offset", &j->offset) < 0
+        || to_int64(table_rows, "max_len", &j->table_rows) < 0
+        || view_get(&c, 0, x, "x", &j->dst) < 0
+        || to_rows(&c, Py_None, positions, Py_None) < 0) {
+        call_clear(&c);
+        return NULL;
+    }
+    return run_call(&c, x);
+}
+
+PyDoc_STRVAR(rope_doc,
+"rope($module, opts, x, cos, sin, seq_axis, batch_axis, pairs, /)\n"
+"--\n\n"
+"Rotates x in place (a ROPE job) by float32 tables cos and sin of shape\n"
+"(tables, x.shape[seq_axis], rot); returns x.\n");
+
+static PyObject *py_rope(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *o_opts, *x, *cos, *sin;
+    int seq_axis, batch_axis, pairs;
+    if (!PyArg_ParseTuple(args, "OOOOiip:rope", &o_opts, &x, &cos, &sin, &seq_axis, &batch_axis,
+                          &pairs))
+        return NULL;
+    call c;
+    call_init(&c, "x", "seq_len", "head_dim");
+    c.noun = "rotating an array";
+    sinpe_job *j = &c.job;
+    j->kind = SINPE_JOB_ROPE;
+    j->rope.seq_axis = seq_axis;
+    j->rope.batch_axis = batch_axis;
+    j->rope.pairs = pairs;
+    if (to_opts(o_opts, &c) < 0 || view_get(&c, 0, x, "x", &j->dst) < 0
+        || float_array(&c, cos, "cos", &j->rope.cos) < 0
+        || float_array(&c, sin, "sin", &j->rope.sin) < 0) {
+        call_clear(&c);
+        return NULL;
+    }
+    return run_call(&c, x);
+}
+
+PyDoc_STRVAR(map_doc,
+"map($module, opts, func, x, /)\n"
+"--\n\n"
+"func(x) of a float32 ndarray (a MAP job: func 0 exp, 1 sin, 2 cos), as the backend computes\n"
+"it; a new C-contiguous array.\n");
+
+static PyObject *py_map(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *o_opts, *x;
+    int func;
+    if (!PyArg_ParseTuple(args, "OiO:map", &o_opts, &func, &x))
+        return NULL;
+    call c;
+    call_init(&c, "x", "n", "n");
+    c.noun = "the result";
+    c.job.kind = SINPE_JOB_MAP;
+    c.job.func = (sinpe_func)func;
+    c.job.fresh = 1;
+    if (!PyArray_Check(x) || PyArray_TYPE((PyArrayObject *)x) != NPY_FLOAT32) {
+        PyErr_Format(PyExc_TypeError, "x must be a float32 ndarray, got %s", Py_TYPE(x)->tp_name);
+        return NULL;
+    }
+    if (to_opts(o_opts, &c) < 0 || float_array(&c, x, "x", &c.job.src) < 0) {
+        call_clear(&c);
+        return NULL;
+    }
+    return run_call(&c, NULL);
+}
+
+PyDoc_STRVAR(freqs_doc,
+"freqs($module, opts, kind, n, start, step, group, a, b, m, base, recip, /)\n"
+"--\n\n"
+"A preset's frequency vector (a FREQS job; sinpe.h: sinpe_freq): kind 0 exp_mul, 1\n"
+"exp_muldiv, 2 pow (float32; a, b, m and base rounded to float32 first, as torch rounds\n"
+"Python scalars) or 3 pow64 (float64).\n");
+
+static PyObject *py_freqs(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *o_opts;
+    int kind, recip;
+    long long n, start, step, group;
+    double a, b, m, base;
+    if (!PyArg_ParseTuple(args, "OiLLLLddddp:freqs", &o_opts, &kind, &n, &start, &step, &group,
+                          &a, &b, &m, &base, &recip))
+        return NULL;
+    call c;
+    call_init(&c, "frequencies", "n", "n");
+    c.noun = "a frequency vector";
+    sinpe_freq f = { (sinpe_freq_kind)kind, start, step, group, (float)a, (float)b, (float)m,
+                     (float)base, b, base, recip };
+    c.freq = f;
+    c.job.kind = SINPE_JOB_FREQS;
+    c.job.freq = &c.freq;
+    c.job.rows = n;
+    c.job.fresh = 1;
+    if (to_opts(o_opts, &c) < 0)
+        return NULL;
+    return run_call(&c, NULL);
+}
+
+/* ---- rounding, registries, libraries ------------------------------------------------------ */
+
+PyDoc_STRVAR(round_doc,
+"round($module, x, dtype, /)\n"
+"--\n\n"
+"The float32 array x rounded to the np.dtype dtype (float16, bfloat16 or float64) as the\n"
+"tables and add_pe round it (for tests).\n");
+
+static PyObject *py_round(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *o_x, *o_dtype;
+    if (!PyArg_ParseTuple(args, "OO:round", &o_x, &o_dtype))
+        return NULL;
+    sinpe_type t;
+    if (!PyArray_Check(o_x) || PyArray_TYPE((PyArrayObject *)o_x) != NPY_FLOAT32
+        || PyArray_NDIM((PyArrayObject *)o_x) != 1 || !PyArray_DescrCheck(o_dtype)
+        || type_of((PyArray_Descr *)o_dtype, &t) != 0 || t > SINPE_BF16) {
+        PyErr_SetString(PyExc_TypeError, "round: x must be a 1-d float32 ndarray and dtype a "
+                                         "float numpy dtype");
+        return NULL;
+    }
+    PyArrayObject *in = (PyArrayObject *)PyArray_FROM_OTF(o_x, NPY_FLOAT32, NPY_ARRAY_IN_ARRAY);
+    if (!in)
+        return NULL;
+    npy_intp n = PyArray_SIZE(in);
+    Py_INCREF(o_dtype);
+    PyObject *out = PyArray_NewFromDescr(&PyArray_Type, (PyArray_Descr *)o_dtype, 1, &n, NULL,
+                                         NULL, 0, NULL);
+    if (out)
+        sinpe_round((const float *)PyArray_DATA(in), PyArray_DATA((PyArrayObject *)out),
+                    (int64_t)n, t);
+    Py_DECREF(in);
+    return out;
+}
+
+PyDoc_STRVAR(check_doc,
+"check($module, opts, /)\n"
+"--\n\n"
+"Raises the core's exception for options that a call could not run with.\n");
+
+static PyObject *py_check(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    call c;
+    call_init(&c, "out", "rows", "cols");
+    if (to_opts(arg, &c) < 0)
+        return NULL;
+    int64_t shape[2] = { 0, 2 };
+    sinpe_job_init(&c.job, NULL, 2, shape, 10000.0);
+    int st = sinpe_job_check(&c.job, &c.opts);
+    if (st != SINPE_OK) {
+        raise_status(st, &c);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *record_dict(const sinpe_record *r)
+{
+    return Py_BuildValue("{s:s,s:s,s:s,s:K,s:K,s:d,s:s}", "func", r->func, "cpu", r->cpu,
+                         "date", r->date, "inputs", (unsigned long long)r->inputs, "wrong",
+                         (unsigned long long)r->wrong, "seconds", r->seconds, "command",
+                         r->command);
+}
+
+static PyObject *path_tuple(int p)
+{
+    PyObject *records = PyList_New(0);
+    sinpe_record r;
+    for (int k = 0; records && sinpe_path_record(p, k, &r); k++) {
+        PyObject *d = record_dict(&r);
+        if (!d || PyList_Append(records, d) < 0) {
+            Py_XDECREF(d);
+            Py_CLEAR(records);
+        }
+        Py_XDECREF(d);
+    }
+    if (!records)
+        return NULL;
+    return Py_BuildValue("(sOON)", sinpe_path_name(p), sinpe_path_available(p) ? Py_True : Py_False,
+                         sinpe_path_verified(p) ? Py_True : Py_False, records);
+}
+
+PyDoc_STRVAR(registry_doc,
+"registry($module, /)\n"
+"--\n\n"
+"The core's registries: {'backends': [(name, loadable)], 'paths': [(name, available,\n"
+"verified, records)], 'best_path': index, 'cpu': {vendor, features}}; indices are the\n"
+"options' values.\n");
+
+static PyObject *py_registry(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    PyObject *backends = PyList_New(0), *paths = PyList_New(0), *cpu = PyDict_New(), *r = NULL;
+    if (!backends || !paths || !cpu)
+        goto out;
+    for (int b = 0; b < sinpe_backend_count(); b++) {
+        PyObject *t = Py_BuildValue("(sO)", sinpe_backend_name(b),
+                                    sinpe_backend_loadable(b) ? Py_True : Py_False);
+        if (!t || PyList_Append(backends, t) < 0) {
+            Py_XDECREF(t);
+            goto out;
+        }
+        Py_DECREF(t);
+    }
+    for (int p = 0; p < sinpe_path_count(); p++) {
+        PyObject *t = path_tuple(p);
+        if (!t || PyList_Append(paths, t) < 0) {
+            Py_XDECREF(t);
+            goto out;
+        }
+        Py_DECREF(t);
+    }
+    PyObject *v = PyUnicode_FromString(sinpe_cpu_vendor());
+    if (!v || PyDict_SetItemString(cpu, "vendor", v) < 0) {
+        Py_XDECREF(v);
+        goto out;
+    }
+    Py_DECREF(v);
+    int value;
+    const char *name;
+    for (int k = 0; (name = sinpe_cpu_feature(k, &value)) != NULL; k++)
+        if (PyDict_SetItemString(cpu, name, value ? Py_True : Py_False) < 0)
+            goto out;
+    r = Py_BuildValue("{s:O,s:O,s:i,s:O}", "backends", backends, "paths", paths, "best_path",
+                      sinpe_path_best(), "cpu", cpu);
+out:
+    Py_XDECREF(backends);
+    Py_XDECREF(paths);
+    Py_XDECREF(cpu);
+    return r;
+}
+
+PyDoc_STRVAR(load_doc,
+"load($module, backend, path, /)\n"
+"--\n\n"
+"Load backend (an index)'s library from path, once per process (the package serializes\n"
+"loads).  Raises OSError with the reason on failure.\n");
+
+static PyObject *py_load(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int b;
+    PyObject *bytes;
+    if (!PyArg_ParseTuple(args, "iO&:load", &b, PyUnicode_FSConverter, &bytes))
+        return NULL;
+    char msg[512];
+    int st;
+    const char *path = PyBytes_AS_STRING(bytes);
+    Py_BEGIN_ALLOW_THREADS
+    st = sinpe_backend_load(b, path, msg, sizeof msg);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(bytes);
+    if (st != SINPE_OK) {
+        PyErr_Format(PyExc_OSError, "%s (backend %s)", msg,
+                     sinpe_backend_name(b) ? sinpe_backend_name(b) : "?");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(backend_info_doc,
+"backend_info($module, backend, /)\n"
+"--\n\n"
+"None when backend (an index) cannot run now, else a dict with its library's version text\n"
+"and mkl_rt's threading layer (1 = sequential; -1 for none).\n");
+
+static PyObject *py_backend_info(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    long b = PyLong_AsLong(arg);
+    if (b == -1 && PyErr_Occurred())
+        return NULL;
+    if (b < 0 || b >= sinpe_backend_count() || !sinpe_backend_ready((int)b))
+        Py_RETURN_NONE;
+    return Py_BuildValue("{s:s,s:i}", "version", sinpe_backend_version((int)b), "threading_layer",
+                         sinpe_backend_threading_layer((int)b));
+}
+
+PyDoc_STRVAR(admit_doc,
+"admit($module, shape, dtype, noun, /)\n"
+"--\n\n"
+"The core's memory rule for an array about to be made (a preset's result or inputs):\n"
+"OverflowError past what memory can address, MemoryError past this machine's memory, with\n"
+"the figures; noun names it in the message.\n");
+
+static PyObject *py_admit(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *o_shape, *o_dtype;
+    const char *noun;
+    if (!PyArg_ParseTuple(args, "O!O!s:admit", &PyTuple_Type, &o_shape, &PyArrayDescr_Type,
+                          &o_dtype, &noun))
+        return NULL;
+    sinpe_array a;
+    memset(&a, 0, sizeof a);
+    if (type_of((PyArray_Descr *)o_dtype, &a.type) != 0 || PyTuple_GET_SIZE(o_shape) > SINPE_MAX_DIMS) {
+        PyErr_SetString(PyExc_TypeError, "admit: a shape of at most 64 axes and a known dtype");
+        return NULL;
+    }
+    a.ndim = (int)PyTuple_GET_SIZE(o_shape);
+    for (int k = 0; k < a.ndim; k++)
+        if (to_int64(PyTuple_GET_ITEM(o_shape, k), "shape", &a.shape[k]) < 0)
+            return NULL;
+    sinpe_need n;
+    int st = sinpe_admit(a.ndim, a.shape, a.type, 0, &n);
+    if (st == SINPE_E_MEMORY) {
+        raise_memory_of(noun, &a, &n);
+        return NULL;
+    }
+    if (st != SINPE_OK) {
+        PyObject *shape = shape_tuple(a.ndim, a.shape);
+        if (shape)
+            PyErr_Format(PyExc_OverflowError, "%s of shape %R (%s) is larger than memory can "
+                         "address", noun, shape, TYPE_NAMES[a.type]);
+        Py_XDECREF(shape);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    { "admit", py_admit, METH_VARARGS, admit_doc },
+    { "table", py_table, METH_VARARGS, table_doc },
+    { "add", py_add, METH_VARARGS, add_doc },
+    { "rope", py_rope, METH_VARARGS, rope_doc },
+    { "map", py_map, METH_VARARGS, map_doc },
+    { "freqs", py_freqs, METH_VARARGS, freqs_doc },
+    { "round", py_round, METH_VARARGS, round_doc },
+    { "check", py_check, METH_O, check_doc },
+    { "registry", py_registry, METH_NOARGS, registry_doc },
+    { "load", py_load, METH_VARARGS, load_doc },
+    { "backend_info", py_backend_info, METH_O, backend_info_doc },
+    { NULL, NULL, 0, NULL },
+};
+
+static int module_exec(PyObject *m)
+{
+    (void)m;
+    import_array1(-1);
+    return 0;
+}
+
+static PyModuleDef_Slot slots[] = {
+    { Py_mod_exec, (void *)module_exec },
+    { 0, NULL },
+};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "_sinpe", "The CPython / NumPy binding of sinpe's C core.", 0, methods,
+    slots, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__sinpe(void)
+{
+    return PyModuleDef_Init(&moduledef);
+}

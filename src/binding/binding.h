@@ -1,0 +1,65 @@
+/* The binding's shared pieces (binding layer): one call's job and what its messages name,
+ * the converters (binding/convert.c) and the status-to-exception mapper (binding/errors.c).
+ * The module itself is binding/_sinpe.c. */
+#ifndef SINPE_BINDING_BINDING_H
+#define SINPE_BINDING_BINDING_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#ifndef SINPE_BINDING_MAIN
+#define NO_IMPORT_ARRAY
+#endif
+#define PY_ARRAY_UNIQUE_SYMBOL sinpe_ARRAY_API
+#include <numpy/arrayobject.h>
+
+#include <stdint.h>
+
+#include "sinpe.h"
+
+extern const char *const SINPE_TYPE_NAMES[SINPE_TYPE_COUNT];
+
+/* ---- one call: the job and what its messages name ------------------------------------- */
+
+typedef struct {
+    sinpe_job job;
+    sinpe_opts opts;
+    long long threads, torch_threads; /* as given, for the messages */
+    const char *what;                 /* the destination's name: "out" or "x" */
+    const char *noun;                 /* what the memory refusal says is made */
+    const char *rows_name, *cols_name;
+    PyObject *base_obj, *dtype_obj;   /* as given (borrowed; NULL: the default) */
+    Py_buffer buf[2];                 /* the destination's and the source's buffers */
+    int have_buf[2];
+    PyObject *owned[6];               /* arrays made here: positions, tables, ... */
+    int nowned;
+    PyArray_Descr *descr;             /* a fresh result's dtype (owned) */
+    PyObject *result;                 /* a fresh result (owned) */
+    sinpe_preset preset;
+    sinpe_freq freq;
+    int huge;                         /* advise huge pages for a fresh result */
+} call;
+
+
+void call_init(call *c, const char *what, const char *rows_name, const char *cols_name);
+void call_clear(call *c);
+PyObject *own(call *c, PyObject *o);
+PyObject *shape_tuple(int n, const int64_t *shape);
+
+/* errors.c */
+void raise_status(int st, const call *c);
+void raise_memory_of(const char *noun, const sinpe_array *x, const sinpe_need *n);
+
+/* convert.c */
+int to_int64(PyObject *o, const char *name, int64_t *v);
+int to_real(PyObject *o, const char *name, double *v);
+int to_opts(PyObject *t, call *c);
+int type_of(PyArray_Descr *d, sinpe_type *t);
+int ndarray_view(PyArrayObject *a, const char *what, sinpe_array *v);
+int view_get(call *c, int slot, PyObject *o, const char *what, sinpe_array *v);
+int float_array(call *c, PyObject *o, const char *what, sinpe_array *v);
+int positions_get(call *c, PyObject *o, sinpe_array *v);
+int to_dtype(call *c, PyObject *dtype, PyObject *asked);
+int to_dst(call *c, PyObject *out);
+
+#endif

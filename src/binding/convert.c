@@ -1,0 +1,372 @@
+/* Converters: Python objects to the core's values (binding/binding.h).  They name the
+ * parameter when an object cannot be converted; every rule on values is the core's. */
+#include "binding/binding.h"
+
+#include <string.h>
+
+#define TYPE_NAMES SINPE_TYPE_NAMES
+
+/* ---- scalars and options ---------------------------------------------------------------- */
+
+static int is_bool(PyObject *o)
+{
+    return PyBool_Check(o) || PyArray_IsScalar(o, Bool)
+           || (PyArray_Check(o) && PyArray_TYPE((PyArrayObject *)o) == NPY_BOOL);
+}
+
+int to_int64(PyObject *o, const char *name, int64_t *v)
+{
+    if (is_bool(o) || !PyIndex_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s must be an integer, got %R (%s)", name, o,
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    PyObject *i = PyNumber_Index(o);
+    if (!i)
+        return -1;
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(i, &overflow);
+    Py_DECREF(i);
+    if (overflow) {
+        PyErr_Format(PyExc_OverflowError, "%s=%R does not fit in a 64-bit integer", name, o);
+        return -1;
+    }
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    *v = (int64_t)x;
+    return 0;
+}
+
+int to_real(PyObject *o, const char *name, double *v)
+{
+    int real = !is_bool(o) && !PyComplex_Check(o) && !PyArray_IsScalar(o, ComplexFloating)
+               && !PyUnicode_Check(o) && !PyBytes_Check(o)
+               && (PyFloat_Check(o) || PyLong_Check(o) || PyArray_IsScalar(o, Number)
+                   || (Py_TYPE(o)->tp_as_number && Py_TYPE(o)->tp_as_number->nb_float));
+    if (!real) {
+        PyErr_Format(PyExc_TypeError, "%s must be a real number, got %R (%s)", name, o,
+                     Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    double b = PyFloat_AsDouble(o);
+    if (b == -1.0 && PyErr_Occurred()) {
+        if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_OverflowError, "%s=%R is too large for a float64", name, o);
+        } else if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "%s must be a real number, got %R (%s)", name, o,
+                         Py_TYPE(o)->tp_name);
+        }
+        return -1;
+    }
+    *v = b;
+    return 0;
+}
+
+static int clamp_int(int64_t v)
+{
+    return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int)v;
+}
+
+/* opts: (backend, path, threads, trig, lanes, torch_threads, pow_lanes), as the package
+ * resolves them; threads and torch_threads as the caller gave them (named in messages). */
+int to_opts(PyObject *t, call *c)
+{
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 7) {
+        PyErr_SetString(PyExc_TypeError, "opts must be a 7-tuple");
+        return -1;
+    }
+    int64_t v[7];
+    static const char *names[7] = { "backend", "path", "threads", "trig", "lanes",
+                                    "torch_threads", "pow_lanes" };
+    for (int i = 0; i < 7; i++)
+        if (to_int64(PyTuple_GET_ITEM(t, i), names[i], &v[i]) < 0)
+            return -1;
+    sinpe_opts *o = &c->opts;
+    o->backend = clamp_int(v[0]);
+    o->path = clamp_int(v[1]);
+    o->threads = clamp_int(v[2]);
+    o->sleef.trig = clamp_int(v[3]);
+    o->sleef.lanes = clamp_int(v[4]);
+    o->sleef.torch_threads = clamp_int(v[5]);
+    o->pow_lanes = clamp_int(v[6]);
+    c->threads = (long long)v[2];
+    c->torch_threads = (long long)v[5];
+    return 0;
+}
+
+/* ---- arrays and buffers ---------------------------------------------------------------- */
+
+/* The element type of a NumPy dtype: 0 and *t for the types the core knows, 1 for one in
+ * non-native byte order, -1 for anything else. */
+int type_of(PyArray_Descr *d, sinpe_type *t)
+{
+    int n = d->type_num, size = (int)PyDataType_ELSIZE(d);
+    const char *name = d->typeobj ? d->typeobj->tp_name : "";
+    const char *dot = strrchr(name, '.');
+    if (n >= NPY_USERDEF && size == 2 && !strcmp(dot ? dot + 1 : name, "bfloat16")) {
+        *t = SINPE_BF16;
+        return 0;
+    }
+    if (n == NPY_FLOAT || n == NPY_DOUBLE || n == NPY_HALF)
+        *t = n == NPY_FLOAT ? SINPE_F32 : n == NPY_DOUBLE ? SINPE_F64 : SINPE_F16;
+    else if (PyTypeNum_ISINTEGER(n) && !PyTypeNum_ISBOOL(n) && (size == 1 || size == 2 || size == 4 || size == 8))
+        *t = (sinpe_type)((PyTypeNum_ISSIGNED(n) ? SINPE_I8 : SINPE_U8)
+                          + (size == 1 ? 0 : size == 2 ? 1 : size == 4 ? 2 : 3));
+    else
+        return -1;
+    return PyArray_ISNBO(d->byteorder) ? 0 : 1;
+}
+
+static const char *format_name(const char *fmt, int *swapped)
+{
+    *swapped = 0;
+    if (!fmt)
+        return "uint8 (no format)";
+    const char *f = fmt;
+    if (*f == '>' || *f == '!')
+        *swapped = !PY_BIG_ENDIAN;
+    if (*f == '<')
+        *swapped = PY_BIG_ENDIAN;
+    if (*f == '<' || *f == '=' || *f == '@' || *f == '>' || *f == '!')
+        f++;
+    static const struct { const char *c, *name; } names[] = {
+        { "f", "float32" }, { "d", "float64" }, { "e", "float16" }, { "b", "int8" },
+        { "B", "uint8" }, { "h", "int16" }, { "H", "uint16" }, { "i", "int32" },
+        { "I", "uint32" }, { "l", "int64" }, { "L", "uint64" }, { "q", "int64" },
+        { "Q", "uint64" }, { "?", "bool" }, { "g", "float128" }, { "Zf", "complex64" },
+        { "Zd", "complex128" },
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(f, names[i].c) == 0)
+            return names[i].name;
+    return fmt;
+}
+
+static int not_an_array(PyObject *o, const char *what)
+{
+    const char *hint = !strncmp(Py_TYPE(o)->tp_name, "torch.", 6) || !strcmp(Py_TYPE(o)->tp_name, "Tensor")
+                           ? "; for a torch CPU tensor pass t.numpy()" : "";
+    PyErr_Format(PyExc_TypeError, "%s must be a writable array of float32, float16, bfloat16 or "
+                 "float64 (a NumPy array or an object with the buffer protocol), got %s%s", what,
+                 Py_TYPE(o)->tp_name, hint);
+    return -1;
+}
+
+static int wrong_type(const char *what, const char *got, int swapped)
+{
+    if (swapped)
+        PyErr_Format(PyExc_TypeError, "%s must be in native byte order, got big-endian %s: "
+                     "sinpe writes native float32, float16, bfloat16 or float64", what, got);
+    else
+        PyErr_Format(PyExc_TypeError, "%s must have dtype float32, float16, bfloat16 or "
+                     "float64, got %s", what, got);
+    return -1;
+}
+
+int ndarray_view(PyArrayObject *a, const char *what, sinpe_array *v)
+{
+    PyArray_Descr *d = PyArray_DESCR(a);
+    int k = type_of(d, &v->type);
+    if (k != 0) {
+        PyObject *s = PyObject_Str((PyObject *)d);
+        const char *txt = s ? PyUnicode_AsUTF8(s) : NULL;
+        if (txt)
+            wrong_type(what, k > 0 ? TYPE_NAMES[v->type] : txt, k > 0);
+        Py_XDECREF(s);
+        return -1;
+    }
+    if (PyArray_NDIM(a) > SINPE_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError, "%s has too many dimensions", what);
+        return -1;
+    }
+    v->readonly = !PyArray_ISWRITEABLE(a);
+    v->data = PyArray_BYTES(a);
+    v->ndim = PyArray_NDIM(a);
+    for (int i = 0; i < v->ndim; i++) {
+        v->shape[i] = PyArray_DIMS(a)[i];
+        v->strides[i] = PyArray_STRIDES(a)[i];
+    }
+    return 0;
+}
+
+/* An array or any exporter of the buffer protocol, as the core sees it (NULL strides mean
+ * C-contiguous, NULL shape one axis; indirect buffers cannot be seen).  Nothing is copied;
+ * the buffer (slot) stays held until the call is cleared. */
+int view_get(call *c, int slot, PyObject *o, const char *what, sinpe_array *v)
+{
+    memset(v, 0, sizeof *v);
+    if (PyArray_Check(o))
+        return ndarray_view((PyArrayObject *)o, what, v);
+    Py_buffer *b = &c->buf[slot];
+    if (!PyObject_CheckBuffer(o) || PyObject_GetBuffer(o, b, PyBUF_RECORDS_RO) < 0) {
+        PyErr_Clear();
+        return not_an_array(o, what);
+    }
+    c->have_buf[slot] = 1;
+    int swapped;
+    const char *name = format_name(b->format, &swapped);
+    int fmt_ok = !swapped && b->format && (!strcmp(name, "float32") || !strcmp(name, "float64")
+                                            || !strcmp(name, "float16"));
+    if (!fmt_ok || b->itemsize != (name[5] == '3' ? 4 : name[5] == '6' ? 8 : 2))
+        return wrong_type(what, name, swapped);
+    if (b->suboffsets) {
+        PyErr_Format(PyExc_ValueError, "%s is an indirect buffer (suboffsets), which sinpe does "
+                     "not write", what);
+        return -1;
+    }
+    if (b->ndim > SINPE_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError, "%s has too many dimensions", what);
+        return -1;
+    }
+    v->type = name[5] == '3' ? SINPE_F32 : name[5] == '6' ? SINPE_F64 : SINPE_F16;
+    v->readonly = b->readonly;
+    v->data = b->buf;
+    v->ndim = b->shape ? b->ndim : 1;
+    if (!b->shape)
+        v->shape[0] = b->len / b->itemsize;
+    for (int i = 0; b->shape && i < v->ndim; i++)
+        v->shape[i] = b->shape[i];
+    int64_t stride = b->itemsize; /* NULL strides: C-contiguous */
+    for (int i = v->ndim - 1; i >= 0; i--) {
+        v->strides[i] = b->strides ? b->strides[i] : stride;
+        stride *= v->shape[i];
+    }
+    return 0;
+}
+
+/* A float32 C-order array of anything array-like (owned by the call), seen as v. */
+int float_array(call *c, PyObject *o, const char *what, sinpe_array *v)
+{
+    PyObject *a = own(c, PyArray_FROM_OTF(o, NPY_FLOAT, NPY_ARRAY_IN_ARRAY));
+    if (!a)
+        return -1;
+    if (ndarray_view((PyArrayObject *)a, what, v) < 0)
+        return -1;
+    v->readonly = 0;
+    return 0;
+}
+
+/* An object array's elements: an int beyond int64/uint64 is an OverflowError (as
+ * torch.tensor says), anything but a real number a TypeError; reals with a float among
+ * them become float64. */
+static PyArrayObject *positions_from_objects(PyArrayObject *a)
+{
+    int has_float = 0;
+    npy_intp n = PyArray_SIZE(a);
+    PyArrayObject *flat = (PyArrayObject *)PyArray_Ravel(a, NPY_CORDER);
+    if (!flat)
+        return NULL;
+    PyObject **items = (PyObject **)PyArray_DATA(flat);
+    for (npy_intp i = 0; i < n; i++) {
+        PyObject *e = items[i];
+        if (PyFloat_Check(e) || PyArray_IsScalar(e, Floating)) {
+            has_float = 1;
+        } else if (!is_bool(e) && (PyLong_Check(e) || PyArray_IsScalar(e, Integer))) {
+            int overflow = 0;
+            PyLong_AsLongLongAndOverflow(e, &overflow);
+            if (overflow > 0) {
+                unsigned long long u = PyLong_AsUnsignedLongLong(e);
+                if (u == (unsigned long long)-1 && PyErr_Occurred()) {
+                    PyErr_Clear();
+                    overflow = 2;
+                } else {
+                    overflow = 0;
+                }
+            }
+            if (overflow) {
+                Py_DECREF(flat);
+                PyErr_Format(PyExc_OverflowError, "positions: the integer %R does not fit in "
+                             "int64 or uint64 (give such positions as floats)", e);
+                return NULL;
+            }
+        } else {
+            Py_DECREF(flat);
+            PyErr_Format(PyExc_TypeError, "positions must be integers or real numbers, got %R "
+                         "(%s)", e, Py_TYPE(e)->tp_name);
+            return NULL;
+        }
+    }
+    Py_DECREF(flat);
+    return (PyArrayObject *)PyArray_FROM_OTF((PyObject *)a, has_float ? NPY_DOUBLE : NPY_INT64,
+                                            NPY_ARRAY_FORCECAST);
+}
+
+/* positions= as an array the core reads in place (owned by the call): integers of 1 to 8
+ * bytes, float16/32/64 and bfloat16 as they are; other real types (longdouble, other byte
+ * orders) converted to float32 by NumPy first. */
+int positions_get(call *c, PyObject *o, sinpe_array *v)
+{
+    PyArrayObject *a = (PyArrayObject *)PyArray_FROM_O(o);
+    if (!a)
+        return -1;
+    if (PyArray_TYPE(a) == NPY_OBJECT) {
+        PyArrayObject *b = positions_from_objects(a);
+        Py_DECREF(a);
+        if (!b)
+            return -1;
+        a = b;
+    }
+    sinpe_type t;
+    int n = PyArray_TYPE(a);
+    if (!(PyTypeNum_ISINTEGER(n) || PyTypeNum_ISFLOAT(n) || type_of(PyArray_DESCR(a), &t) == 0)
+        || PyTypeNum_ISBOOL(n)) {
+        PyErr_Format(PyExc_TypeError, "positions must be integers or real numbers, got dtype %R",
+                     (PyObject *)PyArray_DESCR(a));
+        Py_DECREF(a);
+        return -1;
+    }
+    if (type_of(PyArray_DESCR(a), &t) != 0) {
+        PyArrayObject *f = (PyArrayObject *)PyArray_FROM_OTF((PyObject *)a, NPY_FLOAT32,
+                                                            NPY_ARRAY_FORCECAST);
+        Py_DECREF(a);
+        if (!f)
+            return -1;
+        a = f;
+    }
+    own(c, (PyObject *)a);
+    if (PyArray_NDIM(a) > SINPE_MAX_DIMS) {
+        PyErr_SetString(PyExc_ValueError, "positions has too many dimensions");
+        return -1;
+    }
+    return ndarray_view(a, "positions", v);
+}
+
+/* dtype: an np.dtype (the package resolves spellings) for a fresh result, and the type it
+ * asks out= to have. */
+int to_dtype(call *c, PyObject *dtype, PyObject *asked)
+{
+    c->dtype_obj = asked == Py_None ? NULL : asked;
+    if (dtype == Py_None)
+        return 0;
+    if (!PyArray_DescrCheck(dtype)) {
+        PyErr_SetString(PyExc_TypeError, "dtype must be a numpy dtype (the package resolves it)");
+        return -1;
+    }
+    sinpe_type t;
+    if (type_of((PyArray_Descr *)dtype, &t) != 0 || t > SINPE_BF16) {
+        PyErr_Format(PyExc_TypeError, "dtype must be float32, float16, bfloat16 or float64, got %R",
+                     c->dtype_obj ? c->dtype_obj : dtype);
+        return -1;
+    }
+    Py_INCREF(dtype);
+    c->descr = (PyArray_Descr *)dtype;
+    c->job.want_type = (int)t;
+    return 0;
+}
+
+/* The destination: out (a buffer), or a fresh array of the result's shape and dtype. */
+int to_dst(call *c, PyObject *out)
+{
+    if (out != Py_None)
+        return view_get(c, 0, out, c->what, &c->job.dst);
+    c->job.fresh = 1;
+    if (!c->descr && !(c->descr = PyArray_DescrFromType(NPY_FLOAT)))
+        return -1;
+    sinpe_type t = SINPE_F32;
+    type_of(c->descr, &t);
+    c->job.dst.type = t;
+    return 0;
+}
+

@@ -1,0 +1,130 @@
+/* The engine's own declarations (engine layer, pure C): the plan every job kind runs as,
+ * and the functions its files share.
+ *
+ *   engine/job.c     the one check of every job (and its memory), scratch sizes
+ *   engine/plan.c    plans: geometry, scratch, stages run in steps over threads
+ *   engine/tiles.c   tables and in-place adds: positions, divisors, tiles of rows
+ *   engine/rope.c    rotary rotations;  engine/freqs.c  frequency vectors and maps
+ *   engine/api.c     the registries' public face and the conveniences for C callers
+ */
+#ifndef SINPE_ENGINE_ENGINE_H
+#define SINPE_ENGINE_ENGINE_H
+
+#include <stdint.h>
+
+#include "backends/backend.h"
+#include "engine/preset.h"
+#include "engine/store.h"
+#include "paths/path.h"
+#include "sinpe.h"
+
+/* Columns per tile (pairs): 4096 pairs = 8192 floats = 32 KiB of scratch. */
+#define SINPE_TILE_PAIRS 4096
+/* Values per tile, about, counting the leading-axes block. */
+#define SINPE_TILE_VALUES 65536
+/* Values of PE rows per tile when adding to a batch: 512 KiB, inside a core's L2 (1 MiB on
+ * Zen 4/5 and recent Xeons), so that each batch is streamed in long contiguous runs
+ * (measured on Zen 5: 32 KiB runs with jumps between batches cost 5.1 ms for 128 MiB against
+ * 4.0 ms for 512 KiB runs; docs/speed.md). */
+#define SINPE_ADD_VALUES 131072
+/* Floats of slack per slot, to give each PE scratch the output's offset modulo 64 bytes
+ * (then the add kernels, which align their stores, load PE aligned). */
+#define SINPE_ALIGN_FLOATS 16
+/* Work is counted in units of about one value computed (storing or adding a value costs
+ * about 1/8 of one); a thread gets at least this much, so that small calls stay on the
+ * calling thread (starting a thread costs about as much as 20000 values). */
+#define SINPE_MIN_THREAD_WORK 65536
+#define SINPE_STORE_SHARE 8
+/* Rows per position-copy item; arguments per backend call; vectors per rope item. */
+#define SINPE_POS_BLOCK 16384
+#define SINPE_BLOCK 2048
+#define SINPE_ROPE_BLOCK 256
+
+/* A thread's scratch. */
+typedef struct {
+    float *pe;           /* tile_rows x rowlen table values (NULL when written directly) */
+    float *posf;         /* positions of a tile's rows (ncomp per row) */
+    float *wa, *ws, *wc; /* presets: a tile's angles, sines, cosines */
+    int64_t key;         /* the tile rows in pe: row block * col_blocks + column block; -1 */
+} sinpe_slot;
+
+/* A stage: items that threads share, run in order of their index. */
+typedef struct sinpe_stage {
+    int64_t (*items)(const struct sinpe_plan *p);
+    int64_t (*work)(const struct sinpe_plan *p); /* per item, in units */
+    void (*run)(struct sinpe_plan *p, int64_t item, int tid);
+} sinpe_stage;
+
+struct sinpe_plan {
+    sinpe_job j; /* a copy: the arrays it points to stay the caller's */
+    sinpe_opts o;
+    const sinpe_backend_ops *be;
+    const sinpe_path_ops *path;
+    sinpe_bctx ctx; /* the backend's narrow view: path, profile, torch's tensor */
+    const sinpe_stage *stages;
+    int nstages;
+    /* ---- tables and adds ---- */
+    sinpe_emitter em;
+    float c;                /* (float)(-log(base) / d_model) */
+    int64_t pairs;          /* sin/cos pairs per row (d_model / 2), or a preset's angles */
+    int64_t tile_pairs;     /* pairs per column block (all of a preset's angles) */
+    int64_t col_blocks;
+    int64_t rowlen;         /* values per tile row: 2 * tile_pairs, or a preset's columns */
+    int64_t rows;           /* table rows (flat over the row axes by positions) */
+    int64_t tile_rows;      /* rows per tile */
+    int64_t row_blocks;
+    int64_t batch;          /* by offset: elements of the leading axes */
+    int64_t tile_batch;     /* of them per tile */
+    int64_t batch_blocks;
+    int64_t tiles;
+    const sinpe_preset *preset;
+    sinpe_preset_prog prog; /* the preset compiled: angles computed per row, column runs */
+    int ncomp;              /* components per position (2: a preset's 2-d positions) */
+    int direct;             /* rows are written straight into a float32 destination */
+    int64_t row_stride;     /* the rows' axis (by offset), or the last row axis */
+    int lead_n;             /* by offset: leading axes, merged */
+    int64_t lead_shape[SINPE_MAX_DIMS], lead_strides[SINPE_MAX_DIMS];
+    int row_n;              /* by positions: the row axes, destination and position strides */
+    int64_t row_shape[SINPE_MAX_DIMS], row_dst[SINPE_MAX_DIMS], row_pos[SINPE_MAX_DIMS];
+    const char *pos;
+    int64_t comp_stride;    /* bytes between a position's components */
+    float *poscopy;         /* positions copied first (they share memory with dst) */
+    int64_t npos;           /* rows of poscopy; 0: positions read in place */
+    float *div, *dmin, *dmax;
+    int nslots;
+    sinpe_slot slots[SINPE_MAX_THREADS];
+    void *mem;
+    /* ---- other kinds: elements (map, freqs) or vectors (rope) ---- */
+    int64_t count;
+    /* progress */
+    int stage;
+    int64_t next;
+};
+
+/* job.c */
+int sinpe_job_rows(const sinpe_job *j, int64_t *rows);
+int sinpe_ncomp(const sinpe_job *j);
+int sinpe_positions_alias(const sinpe_job *j);
+int sinpe_broadcast_positions(const sinpe_job *j, int64_t *strides);
+int sinpe_opts_check(const sinpe_opts *o, sinpe_bctx *ctx, const sinpe_backend_ops **be);
+
+/* tiles.c: the table stages, the plan's geometry and scratch for tables and adds */
+extern const sinpe_stage sinpe_table_stages[3];
+void sinpe_table_geometry(sinpe_plan *p);
+int64_t sinpe_table_scratch_floats(const sinpe_plan *p);
+void sinpe_table_scratch_assign(sinpe_plan *p, float *m);
+int64_t sinpe_table_threads(const sinpe_plan *p);
+float sinpe_table_argument(const void *plan, int64_t element);
+
+/* rope.c, freqs.c */
+extern const sinpe_stage sinpe_rope_stages[1], sinpe_map_stages[1], sinpe_freq_stages[1];
+int sinpe_rope_check(const sinpe_job *j);
+void sinpe_rope_setup(sinpe_plan *p);
+int sinpe_freq_check(const sinpe_job *j);
+
+static inline int64_t sinpe_ceil_div(int64_t a, int64_t b)
+{
+    return a / b + (a % b != 0);
+}
+
+#endif

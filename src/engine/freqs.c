@@ -1,0 +1,102 @@
+/* Frequency vectors of the presets and elementwise maps (sinpe.h: FREQS and MAP jobs): a few
+ * float32 (or float64) steps per element, with the exp, sin, cos and pow of the call's
+ * backend, in blocks of elements placed in the tensor torch would evaluate (SLEEF's vectors
+ * and torch.pow's split between SLEEF and the C library depend on where an element lies).
+ */
+#include "engine/engine.h"
+
+#include <math.h>
+
+int sinpe_freq_check(const sinpe_job *j)
+{
+    const sinpe_freq *f = j->freq;
+    if (!f)
+        return SINPE_E_NULL;
+    if ((int)f->kind < 0 || f->kind >= SINPE_FREQ_COUNT)
+        return SINPE_E_FUNC;
+    if (f->group < 1)
+        return SINPE_E_PRESET;
+    if (j->rows < 0)
+        return SINPE_E_ROWS;
+    const sinpe_array *x = &j->dst;
+    if (x->type != (f->kind == SINPE_FREQ_POW64 ? SINPE_F64 : SINPE_F32))
+        return SINPE_E_TYPE;
+    if (x->ndim != 1 || x->shape[0] != j->rows)
+        return SINPE_E_SHAPE;
+    if (j->rows > ((int64_t)1 << 60) / 8)
+        return SINPE_E_SIZE;
+    return SINPE_OK;
+}
+
+static int64_t block_items(const sinpe_plan *p)
+{
+    return sinpe_ceil_div(p->count, SINPE_BLOCK);
+}
+
+static int64_t block_work(const sinpe_plan *p)
+{
+    (void)p;
+    return SINPE_BLOCK;
+}
+
+/* ---- maps ---------------------------------------------------------------------------------- */
+
+static void map_run(sinpe_plan *p, int64_t item, int tid)
+{
+    (void)tid;
+    int64_t e0 = item * SINPE_BLOCK;
+    size_t n = (size_t)(p->count - e0 < SINPE_BLOCK ? p->count - e0 : SINPE_BLOCK);
+    const float *in = (const float *)p->j.src.data + e0;
+    float *r = (float *)p->j.dst.data + e0; /* C order (the check) */
+    switch (p->j.func) {
+    case SINPE_FN_EXP: p->be->exp(&p->ctx, in, r, n); break;
+    case SINPE_FN_SIN: p->be->sincos(&p->ctx, e0, in, r, NULL, n); break;
+    default: p->be->sincos(&p->ctx, e0, in, NULL, r, n); break;
+    }
+}
+
+const sinpe_stage sinpe_map_stages[1] = { { block_items, block_work, map_run } };
+
+/* ---- frequency vectors ------------------------------------------------------------------- */
+
+static float k_of(const sinpe_freq *f, int64_t i)
+{
+    return (float)(f->start + f->step * (i / f->group));
+}
+
+static void freq_run(sinpe_plan *p, int64_t item, int tid)
+{
+    (void)tid;
+    const sinpe_freq *f = p->j.freq;
+    int64_t e0 = item * SINPE_BLOCK;
+    int64_t n = p->count - e0 < SINPE_BLOCK ? p->count - e0 : SINPE_BLOCK;
+    if (f->kind == SINPE_FREQ_POW64) {
+        double *d = (double *)p->j.dst.data + e0;
+        for (int64_t i = 0; i < n; i++) {
+            double v = pow(f->base64, (double)(f->start + f->step * ((e0 + i) / f->group)) / f->b64);
+            d[i] = f->recip ? 1.0 / v : v;
+        }
+        return;
+    }
+    float *out = (float *)p->j.dst.data + e0;
+    if (f->kind == SINPE_FREQ_POW) {
+        for (int64_t i = 0; i < n; i++)
+            out[i] = k_of(f, e0 + i) / f->b; /* the exponents, in place */
+        p->be->pow(&p->ctx, f->base, out, out, e0, n);
+        if (f->recip)
+            for (int64_t i = 0; i < n; i++)
+                out[i] = 1.0f / out[i];
+        return;
+    }
+    float arg[SINPE_BLOCK] = { 0.0f }; /* (GCC cannot see that n >= 1) */
+    for (int64_t i = 0; i < n; i++) {
+        float v = k_of(f, e0 + i) * f->a;
+        arg[i] = f->kind == SINPE_FREQ_EXP_MULDIV ? v / f->b : v;
+    }
+    p->be->exp(&p->ctx, arg, out, (size_t)n);
+    if (f->kind == SINPE_FREQ_EXP_MUL)
+        for (int64_t i = 0; i < n; i++)
+            out[i] = f->m * out[i];
+}
+
+const sinpe_stage sinpe_freq_stages[1] = { { block_items, block_work, freq_run } };

@@ -1,0 +1,571 @@
+/* Jobs: every rule in one place (sinpe.h: sinpe_job_prepare, sinpe_job_check), memory
+ * included, and the options.  Whatever the entry point (tables, adds, presets, rotary,
+ * maps, frequency vectors), a job passes here before anything is allocated or written. */
+#include "engine/engine.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/layout.h"
+#include "platform/memory.h"
+#include "platform/threads.h"
+
+#if SINPE_THREADS_MAX != SINPE_MAX_THREADS
+#error "platform/threads.h and sinpe.h disagree on the thread limit"
+#endif
+
+void sinpe_opts_init(sinpe_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->path = sinpe_paths_best();
+    o->threads = 1;
+    o->sleef.lanes = 4;
+    o->sleef.torch_threads = 1;
+}
+
+/* C-order strides of an array of its shape and type (saturated: the check refuses such
+ * sizes). */
+static void c_order(sinpe_array *a)
+{
+    int64_t stride = sinpe_type_size(a->type);
+    for (int k = a->ndim - 1; k >= 0; k--) {
+        int64_t n = a->shape[k] > 1 ? a->shape[k] : 1;
+        a->strides[k] = stride;
+        stride = stride > SINPE_MAX_SPAN / n ? SINPE_MAX_SPAN : stride * n;
+    }
+}
+
+void sinpe_job_init(sinpe_job *j, void *data, int ndim, const int64_t *shape, double base)
+{
+    memset(j, 0, sizeof *j);
+    j->kind = SINPE_JOB_TABLE;
+    j->want_type = -1;
+    j->dst.data = data;
+    j->dst.type = SINPE_F32;
+    j->dst.ndim = ndim < 0 ? 0 : ndim > SINPE_MAX_DIMS ? SINPE_MAX_DIMS : ndim;
+    memcpy(j->dst.shape, shape, (size_t)j->dst.ndim * sizeof(int64_t));
+    c_order(&j->dst);
+    j->cols = j->dst.ndim ? shape[j->dst.ndim - 1] : 0;
+    j->rows = j->dst.ndim >= 2 ? shape[j->dst.ndim - 2] : 0;
+    j->base = base;
+}
+
+/* ---- options ------------------------------------------------------------------------------ */
+
+int sinpe_opts_check(const sinpe_opts *o, sinpe_bctx *ctx, const sinpe_backend_ops **out)
+{
+    if (!o)
+        return SINPE_E_NULL;
+    if (o->threads < 1 || o->threads > SINPE_MAX_THREADS)
+        return SINPE_E_THREADS;
+    if (o->sleef.torch_threads < 1 || o->sleef.torch_threads > SINPE_MAX_TORCH_THREADS)
+        return SINPE_E_TORCH_THREADS;
+    const sinpe_backend_ops *be = sinpe_backends_get(o->backend);
+    if (!be || o->pow_lanes < 0 || !be->ready())
+        return SINPE_E_BACKEND;
+    /* the built-in backend runs on the asked path; the others store through the best */
+    int builtin = be == sinpe_backends_get(0);
+    const sinpe_path_ops *path = sinpe_paths_get(builtin ? o->path : sinpe_paths_best());
+    if (!path)
+        return SINPE_E_PATH;
+    sinpe_bctx c;
+    memset(&c, 0, sizeof c);
+    c.path = path;
+    c.trig = o->sleef.trig;
+    c.lanes = o->sleef.lanes;
+    c.torch_threads = o->sleef.torch_threads;
+    c.pow_lanes = o->pow_lanes;
+    if (be->check(&c) != 0)
+        return SINPE_E_BACKEND;
+    if (ctx)
+        *ctx = c;
+    if (out)
+        *out = be;
+    return SINPE_OK;
+}
+
+/* ---- the destination ------------------------------------------------------------------- */
+
+static int check_dst(const sinpe_array *x, int want_type)
+{
+    if (x->readonly)
+        return SINPE_E_READONLY;
+    if ((int)x->type < 0 || x->type > SINPE_BF16)
+        return SINPE_E_TYPE;
+    if (want_type >= 0 && want_type != (int)x->type)
+        return SINPE_E_DTYPE;
+    if (x->ndim < 0 || x->ndim > SINPE_MAX_DIMS)
+        return SINPE_E_DIMS;
+    return SINPE_OK;
+}
+
+/* No axis of negative length (after the kinds' own rules on their sizes). */
+static int check_axes(const sinpe_array *x)
+{
+    for (int k = 0; k < x->ndim; k++)
+        if (x->shape[k] < 0)
+            return SINPE_E_ROWS;
+    return SINPE_OK;
+}
+
+static int64_t elements(const sinpe_array *a, int n)
+{
+    int64_t e = 1;
+    for (int k = 0; k < n; k++)
+        e = a->shape[k] == 0 ? 0 : e * a->shape[k]; /* bounded: checked sizes */
+    return e;
+}
+
+/* Bytes of an array of `n` axes of `shape` and `w`-byte elements, or -1 past SINPE_MAX_SPAN
+ * (the last axis first: one row must be addressable even in an empty array). */
+static int64_t bytes_of(int n, const int64_t *shape, int64_t w)
+{
+    if (n > 0 && shape[n - 1] > SINPE_MAX_SPAN / w)
+        return -1;
+    int64_t b = n > 0 ? shape[n - 1] * w : w;
+    for (int k = 0; k < n - 1; k++) {
+        if (shape[k] == 0)
+            return 0;
+        if (b && shape[k] > SINPE_MAX_SPAN / b)
+            return -1;
+        b *= shape[k];
+    }
+    return n > 0 && shape[n - 1] == 0 ? 0 : b;
+}
+
+/* ---- tables and adds ---------------------------------------------------------------------- */
+
+int sinpe_ncomp(const sinpe_job *j)
+{
+    if (j->pos.mode == SINPE_POS_GRID)
+        return 2;
+    return j->preset && j->preset->ncomp > 1 ? j->preset->ncomp : 1;
+}
+
+static int64_t table_cols(const sinpe_job *j)
+{
+    if (j->preset)
+        return j->preset->ncol;
+    return j->kind == SINPE_JOB_ADD ? j->dst.shape[j->dst.ndim - 1] : j->cols;
+}
+
+/* The row axes of the positions array (its last axis holds 2 components). */
+static int pos_row_axes(const sinpe_job *j)
+{
+    return j->pos.at.ndim - (sinpe_ncomp(j) > 1);
+}
+
+/* The rules of a preset table's description, given its columns. */
+static int check_preset(const sinpe_job *j)
+{
+    const sinpe_preset *sp = j->preset;
+    int64_t T = sp->nang, d = sp->ncol;
+    if (T < 1 || d < 1 || !sp->col || (!sp->freq) == (!sp->freq64))
+        return SINPE_E_PRESET;
+    if (sp->ncomp < 1 || sp->ncomp > 2 || (sp->ncomp == 2 && j->pos.mode == SINPE_POS_OFFSET)
+        || (sp->ncomp == 1 && j->pos.mode == SINPE_POS_GRID))
+        return SINPE_E_PRESET;
+    for (int64_t t = 0; sp->comp && t < T; t++)
+        if (sp->comp[t] < 0 || sp->comp[t] >= sp->ncomp)
+            return SINPE_E_PRESET;
+    for (int64_t k = 0; k < d; k++)
+        if (sp->col[k] < 0 || sp->col[k] / 4 >= T)
+            return SINPE_E_PRESET;
+    /* torch's tensor may leave out only a leading zero row (fairseq2's pad row) */
+    if (sp->trow_shift != 0
+        && !(sp->trow_shift == -1 && j->pos.mode == SINPE_POS_ARRAY && sp->zero_row == 0))
+        return SINPE_E_PRESET;
+    if (sp->ncomp == 2 && j->pos.mode == SINPE_POS_ARRAY
+        && (j->pos.at.ndim < 1 || j->pos.at.shape[j->pos.at.ndim - 1] != 2))
+        return SINPE_E_PRESET;
+    return SINPE_OK;
+}
+
+/* A TABLE's own shape (the destination may add one leading axis of length 1). */
+static int table_shape(const sinpe_job *j, int *nd, int64_t *shape)
+{
+    int64_t d = table_cols(j);
+    if (j->pos.mode == SINPE_POS_ARRAY) {
+        int pn = pos_row_axes(j);
+        if (pn < 0)
+            return SINPE_E_PRESET;
+        if (pn + 1 > SINPE_MAX_DIMS)
+            return SINPE_E_DIMS;
+        memcpy(shape, j->pos.at.shape, (size_t)pn * sizeof(int64_t));
+        shape[pn] = d;
+        *nd = pn + 1;
+        return SINPE_OK;
+    }
+    int64_t rows = j->rows;
+    if (j->pos.mode == SINPE_POS_GRID) {
+        if (j->pos.grid_h < 0 || j->pos.grid_w < 0)
+            return SINPE_E_ROWS;
+        if (j->pos.grid_lead < 0)
+            return SINPE_E_ROWS;
+        if (j->pos.grid_w && j->pos.grid_h > (INT64_MAX - j->pos.grid_lead) / j->pos.grid_w)
+            return SINPE_E_SIZE;
+        rows = j->pos.grid_lead + j->pos.grid_h * j->pos.grid_w;
+    }
+    shape[0] = rows;
+    shape[1] = d;
+    *nd = 2;
+    return SINPE_OK;
+}
+
+int sinpe_job_rows(const sinpe_job *j, int64_t *rows)
+{
+    const sinpe_array *x = &j->dst;
+    if (j->pos.mode == SINPE_POS_OFFSET)
+        *rows = j->kind == SINPE_JOB_ADD ? x->shape[x->ndim - 2] : j->rows;
+    else
+        *rows = elements(x, x->ndim - 1);
+    return SINPE_OK;
+}
+
+/* Strides (bytes) of the positions broadcast to the destination's row axes; -1 when their
+ * shapes do not broadcast to exactly those axes. */
+int sinpe_broadcast_positions(const sinpe_job *j, int64_t *strides)
+{
+    int n = j->dst.ndim - 1, pn = pos_row_axes(j);
+    if (pn > n)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        int k = i - (n - pn);
+        int64_t want = j->dst.shape[i];
+        if (k < 0)
+            strides[i] = 0;
+        else if (j->pos.at.shape[k] == want)
+            strides[i] = want == 1 ? 0 : j->pos.at.strides[k];
+        else if (j->pos.at.shape[k] == 1)
+            strides[i] = 0;
+        else
+            return -1;
+    }
+    return 0;
+}
+
+/* The positions' extent in bytes, over the destination's row axes (and the components). */
+static int positions_extent(const sinpe_job *j, int64_t *lo, int64_t *hi)
+{
+    int n = j->dst.ndim - 1;
+    int64_t shape[SINPE_MAX_DIMS + 1], strides[SINPE_MAX_DIMS + 1];
+    memcpy(shape, j->dst.shape, (size_t)n * sizeof(int64_t));
+    if (sinpe_broadcast_positions(j, strides) < 0)
+        return SINPE_E_BROADCAST;
+    if (sinpe_ncomp(j) > 1) {
+        shape[n] = 2;
+        strides[n] = j->pos.at.strides[j->pos.at.ndim - 1];
+        n++;
+    }
+    return sinpe_extent(n, shape, strides, sinpe_type_size(j->pos.at.type), lo, hi);
+}
+
+static int check_positions(const sinpe_job *j)
+{
+    const sinpe_array *p = &j->pos.at;
+    if ((int)p->type < 0 || p->type >= SINPE_TYPE_COUNT)
+        return SINPE_E_TYPE;
+    if (p->ndim < 0 || p->ndim > SINPE_MAX_DIMS)
+        return SINPE_E_DIMS;
+    int64_t strides[SINPE_MAX_DIMS];
+    if (sinpe_broadcast_positions(j, strides) < 0)
+        return SINPE_E_BROADCAST;
+    int64_t lo, hi;
+    int st = positions_extent(j, &lo, &hi);
+    if (st != SINPE_OK)
+        return st;
+    if (lo != hi && !p->data)
+        return SINPE_E_NULL;
+    return SINPE_OK;
+}
+
+static int check_offset(const sinpe_job *j, int64_t len, int64_t d)
+{
+    if (j->offset < 0)
+        return SINPE_E_OFFSET;
+    if (len > 0 && j->offset > INT64_MAX - (len - 1))
+        return SINPE_E_LASTPOS;
+    if (j->table_rows < 0 || (!j->table_grow && j->table_rows != 0
+                              && j->table_rows - len < j->offset))
+        return SINPE_E_TABLE;
+    if (j->table_rows > INT64_MAX / d)
+        return SINPE_E_SIZE;
+    return SINPE_OK;
+}
+
+static int check_table(const sinpe_job *j)
+{
+    const sinpe_array *x = &j->dst;
+    int add = j->kind == SINPE_JOB_ADD;
+    if ((int)j->pos.mode < 0 || j->pos.mode > SINPE_POS_GRID || (add && j->pos.mode == SINPE_POS_GRID))
+        return SINPE_E_FUNC;
+    if (j->pos.mode == SINPE_POS_ARRAY && j->offset != 0)
+        return SINPE_E_BOTH;
+    if (add && x->ndim < 2)
+        return SINPE_E_DIMS;
+    if (!add && x->ndim < 1)
+        return SINPE_E_SHAPE;
+    int64_t d = table_cols(j), w = sinpe_type_size(x->type);
+    if (j->preset) {
+        int st = check_preset(j);
+        if (st != SINPE_OK)
+            return st;
+    } else if (j->pos.mode == SINPE_POS_GRID) {
+        return SINPE_E_PRESET; /* a grid's positions have two components */
+    } else if (d < 2 || d % 2 != 0) {
+        return SINPE_E_DMODEL;
+    }
+    if ((!add && j->pos.mode == SINPE_POS_OFFSET && j->rows < 0) || check_axes(x) != SINPE_OK)
+        return SINPE_E_ROWS;
+    if (!j->preset && (!isfinite(j->base) || !(j->base > 0.0)))
+        return SINPE_E_BASE;
+    if (d > SINPE_MAX_SPAN / w)
+        return SINPE_E_SIZE;
+    if (!add) { /* the destination has the table's shape, or one more leading axis of 1 */
+        int nd;
+        int64_t shape[SINPE_MAX_DIMS];
+        int st = table_shape(j, &nd, shape);
+        if (st != SINPE_OK)
+            return st;
+        if (bytes_of(nd, shape, w) < 0)
+            return SINPE_E_SIZE;
+        int lead = j->pos.mode == SINPE_POS_OFFSET && x->ndim == nd + 1 && x->shape[0] == 1;
+        if (x->ndim != nd + lead || memcmp(x->shape + lead, shape, (size_t)nd * sizeof(int64_t)))
+            return SINPE_E_SHAPE;
+    }
+    if (bytes_of(x->ndim, x->shape, w) < 0)
+        return SINPE_E_SIZE;
+    if (j->pos.mode == SINPE_POS_OFFSET) {
+        int64_t len;
+        sinpe_job_rows(j, &len);
+        int st = check_offset(j, len, d);
+        if (st != SINPE_OK)
+            return st;
+    } else if (j->pos.mode == SINPE_POS_ARRAY) {
+        int st = check_positions(j);
+        if (st != SINPE_OK)
+            return st;
+    }
+    return SINPE_OK;
+}
+
+/* 1 when the positions' bytes and the destination's bytes intersect. */
+int sinpe_positions_alias(const sinpe_job *j)
+{
+    if (j->pos.mode != SINPE_POS_ARRAY || !j->pos.at.data || !j->dst.data)
+        return 0;
+    const sinpe_array *x = &j->dst;
+    int64_t dlo, dhi, plo, phi;
+    if (sinpe_extent(x->ndim, x->shape, x->strides, sinpe_type_size(x->type), &dlo, &dhi)
+            != SINPE_OK
+        || positions_extent(j, &plo, &phi) != SINPE_OK)
+        return 1;
+    if (dlo == dhi || plo == phi)
+        return 0;
+    uintptr_t d0 = (uintptr_t)x->data, p0 = (uintptr_t)j->pos.at.data;
+    uintptr_t da = d0 + (uintptr_t)dlo, db = d0 + (uintptr_t)dhi;
+    uintptr_t pa = p0 + (uintptr_t)plo, pb = p0 + (uintptr_t)phi;
+    return pa < db && da < pb;
+}
+
+/* ---- maps --------------------------------------------------------------------------------- */
+
+static int check_map(const sinpe_job *j)
+{
+    const sinpe_array *s = &j->src, *x = &j->dst;
+    if ((int)j->func < 0 || j->func >= SINPE_FN_COUNT)
+        return SINPE_E_FUNC;
+    if (x->type != SINPE_F32 || s->type != SINPE_F32)
+        return SINPE_E_TYPE;
+    if (s->ndim != x->ndim || memcmp(s->shape, x->shape, (size_t)x->ndim * sizeof(int64_t)))
+        return SINPE_E_SHAPE;
+    if (bytes_of(x->ndim, x->shape, 4) < 0)
+        return SINPE_E_SIZE;
+    sinpe_array c = *s;
+    c_order(&c);
+    for (int k = 0; k < s->ndim; k++) /* both in C order */
+        if (s->shape[k] > 1 && (s->strides[k] != c.strides[k] || x->strides[k] != c.strides[k]))
+            return SINPE_E_SHAPE;
+    if (elements(s, s->ndim) > 0 && !s->data)
+        return SINPE_E_NULL;
+    return SINPE_OK;
+}
+
+/* ---- the check -------------------------------------------------------------------------- */
+
+static int check_kind(const sinpe_job *j)
+{
+    switch (j->kind) {
+    case SINPE_JOB_TABLE:
+    case SINPE_JOB_ADD: return check_table(j);
+    case SINPE_JOB_ROPE: return sinpe_rope_check(j);
+    case SINPE_JOB_MAP: return check_map(j);
+    case SINPE_JOB_FREQS: return sinpe_freq_check(j);
+    default: return SINPE_E_FUNC;
+    }
+}
+
+static int check(const sinpe_job *j, const sinpe_opts *o, int fresh)
+{
+    if (!j || !o)
+        return SINPE_E_NULL;
+    int st = check_dst(&j->dst, j->want_type);
+    if (st == SINPE_OK && j->kind != SINPE_JOB_TABLE && j->kind != SINPE_JOB_ADD)
+        st = check_axes(&j->dst); /* tables check d_model first */
+    if (st == SINPE_OK)
+        st = check_kind(j);
+    if (st != SINPE_OK)
+        return st;
+    const sinpe_array *x = &j->dst;
+    int64_t w = sinpe_type_size(x->type);
+    if (!fresh) {
+        st = sinpe_overlap_check(x->ndim, x->shape, x->strides, w);
+        if (st != SINPE_OK)
+            return st;
+        if (elements(x, x->ndim) > 0 && !x->data)
+            return SINPE_E_NULL;
+    }
+    return sinpe_opts_check(o, NULL, NULL);
+}
+
+int sinpe_job_check(const sinpe_job *j, const sinpe_opts *o)
+{
+    return check(j, o, 0);
+}
+
+/* ---- memory ------------------------------------------------------------------------------ */
+
+/* The scratch of a job's plan: its geometry, on the stack, without allocating. */
+static int64_t scratch_bytes(const sinpe_job *j, const sinpe_opts *o)
+{
+    if (j->kind != SINPE_JOB_TABLE && j->kind != SINPE_JOB_ADD)
+        return 0;
+    static const sinpe_plan zero;
+    sinpe_plan p = zero;
+    p.j = *j;
+    p.o = *o;
+    p.path = sinpe_paths_entry(0);
+    p.npos = sinpe_positions_alias(j) ? elements(&j->dst, j->dst.ndim - 1) : 0;
+    sinpe_table_geometry(&p);
+    p.nslots = (int)sinpe_table_threads(&p);
+    return sinpe_table_scratch_floats(&p) * (int64_t)sizeof(float) + (int64_t)sizeof(sinpe_plan);
+}
+
+void sinpe_job_need(const sinpe_job *j, const sinpe_opts *o, sinpe_need *need)
+{
+    memset(need, 0, sizeof *need);
+    need->physical = sinpe_physical_memory();
+    if (j && o)
+        sinpe_admit(j->fresh ? j->dst.ndim : -1, j->dst.shape, j->dst.type, scratch_bytes(j, o), need);
+}
+
+/* The fresh destination's shape: the result's. */
+static int fresh_shape(sinpe_job *j)
+{
+    sinpe_array *x = &j->dst;
+    switch (j->kind) {
+    case SINPE_JOB_TABLE: {
+        int st = check_dst(x, j->want_type);
+        if (st != SINPE_OK)
+            return st;
+        if ((int)j->pos.mode < 0 || j->pos.mode > SINPE_POS_GRID)
+            return SINPE_E_FUNC;
+        st = table_shape(j, &x->ndim, x->shape);
+        if (st != SINPE_OK)
+            return st;
+        break;
+    }
+    case SINPE_JOB_MAP:
+        x->ndim = j->src.ndim < 0 || j->src.ndim > SINPE_MAX_DIMS ? 0 : j->src.ndim;
+        memcpy(x->shape, j->src.shape, (size_t)x->ndim * sizeof(int64_t));
+        break;
+    case SINPE_JOB_FREQS:
+        x->ndim = 1;
+        x->shape[0] = j->rows;
+        break;
+    default:
+        return SINPE_E_FUNC; /* adds and rotations work in place */
+    }
+    c_order(x);
+    x->readonly = 0;
+    return SINPE_OK;
+}
+
+int sinpe_admit(int ndim, const int64_t *shape, sinpe_type t, int64_t scratch, sinpe_need *need)
+{
+    sinpe_need n = { 0, scratch > 0 ? scratch : 0, sinpe_physical_memory() };
+    int64_t w = sinpe_type_size(t);
+    int64_t b = ndim < 0 ? 0 /* no array */
+                : ndim <= SINPE_MAX_DIMS && w > 0 ? bytes_of(ndim, shape, w) : -1;
+    for (int k = 0; b >= 0 && k < ndim; k++)
+        if (shape[k] < 0)
+            b = -1;
+    n.fresh = b > 0 ? b : 0;
+    if (need)
+        *need = n;
+    if (b < 0)
+        return SINPE_E_SIZE;
+    return n.physical > 0 && n.fresh + n.scratch > n.physical ? SINPE_E_MEMORY : SINPE_OK;
+}
+
+int sinpe_job_prepare(sinpe_job *j, const sinpe_opts *o)
+{
+    if (!j || !o)
+        return SINPE_E_NULL;
+    if (j->fresh) {
+        int st = fresh_shape(j);
+        if (st != SINPE_OK)
+            return st;
+    }
+    if ((j->kind == SINPE_JOB_TABLE || j->kind == SINPE_JOB_ADD) && j->table_grow
+        && j->pos.mode == SINPE_POS_OFFSET && j->table_rows >= 0) {
+        int64_t len = 0;
+        if (j->dst.ndim >= 2 || j->kind == SINPE_JOB_TABLE)
+            sinpe_job_rows(j, &len);
+        if (j->table_rows - len < j->offset) /* the rows' own table holds them */
+            j->table_rows = 0;
+    }
+    int st = check(j, o, j->fresh);
+    if (st != SINPE_OK)
+        return st;
+    const sinpe_array *x = &j->dst;
+    return sinpe_admit(j->fresh ? x->ndim : -1, x->shape, x->type, scratch_bytes(j, o), NULL);
+}
+
+const char *sinpe_strerror(int status)
+{
+    static const char *text[SINPE_STATUS_COUNT] = {
+        "ok",
+        "d_model must be an even integer >= 2",
+        "the number of rows must be >= 0",
+        "base must be finite and > 0",
+        "offset must be >= 0",
+        "the last position (offset + rows - 1) does not fit in int64",
+        "more bytes than memory can address",
+        "out of memory for scratch space",
+        "backend unknown or not loaded",
+        "NULL pointer where memory is needed",
+        "the backend library could not be loaded",
+        "code path unknown or not supported on this build or CPU",
+        "element type not supported there",
+        "too few or too many axes",
+        "two elements of the destination share memory",
+        "could not decide whether the destination's elements overlap",
+        "unknown function or kind",
+        "threads must be between 1 and 256",
+        "the table (table_rows) must hold rows offset .. offset + rows - 1",
+        "inconsistent preset table description",
+        "more memory than this machine has",
+        "the destination's shape is not the result's",
+        "the destination is read-only",
+        "positions and a nonzero offset exclude each other",
+        "positions do not broadcast to the destination's rows",
+        "the destination's element type is not the one asked for",
+        "torch_threads must be between 1 and 4096",
+        "the rotated columns must be even, >= 2 and at most the last axis",
+        "the sequence or batch axis is not an axis before the last",
+        "cos and sin must be float32 tables of shape (tables, seq, rot)",
+    };
+    return status >= 0 && status < SINPE_STATUS_COUNT ? text[status] : "unknown sinpe status";
+}

@@ -1,0 +1,185 @@
+/* Plans: a checked job as stages of items that threads share, run in steps of bounded
+ * work (sinpe.h: sinpe_plan_new, sinpe_plan_step), so that a caller can check for
+ * interrupts between steps.  Every job kind runs here: tables and adds (engine/tiles.c),
+ * rotations (engine/rope.c), maps and frequency vectors (engine/freqs.c). */
+#include "engine/engine.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "platform/threads.h"
+
+static void stages_of(sinpe_plan *p)
+{
+    switch (p->j.kind) {
+    case SINPE_JOB_TABLE:
+    case SINPE_JOB_ADD:
+        p->stages = sinpe_table_stages;
+        p->nstages = 3;
+        break;
+    case SINPE_JOB_ROPE:
+        p->stages = sinpe_rope_stages;
+        p->nstages = 1;
+        break;
+    case SINPE_JOB_MAP:
+        p->stages = sinpe_map_stages;
+        p->nstages = 1;
+        break;
+    default:
+        p->stages = sinpe_freq_stages;
+        p->nstages = 1;
+        break;
+    }
+}
+
+/* The elements of an array's first n axes. */
+static int64_t count_of(const sinpe_array *a, int n)
+{
+    int64_t e = 1;
+    for (int k = 0; k < n; k++)
+        e = a->shape[k] == 0 ? 0 : e * a->shape[k];
+    return e;
+}
+
+static float map_argument(const void *plan, int64_t element)
+{
+    const sinpe_plan *p = plan;
+    return ((const float *)p->j.src.data)[element];
+}
+
+static int table_plan(sinpe_plan *p)
+{
+    const sinpe_job *j = &p->j;
+    p->c = (float)(-log(j->base) / (double)j->dst.shape[j->dst.ndim - 1]);
+    p->npos = sinpe_positions_alias(j) ? count_of(&j->dst, j->dst.ndim - 1) : 0;
+    p->pos = j->pos.at.data;
+    sinpe_table_geometry(p);
+    p->nslots = (int)sinpe_table_threads(p);
+    p->ctx.argument = sinpe_table_argument;
+    p->ctx.src = p;
+    if (j->preset && sinpe_preset_compile(j->preset, j->preset->ncol, p->be->independent,
+                                          &p->prog) != SINPE_OK)
+        return SINPE_E_NOMEM;
+    int64_t nf = sinpe_table_scratch_floats(p);
+    if (nf > 0) {
+        if ((uint64_t)nf > SIZE_MAX / sizeof(float) || !(p->mem = malloc((size_t)nf * sizeof(float))))
+            return SINPE_E_NOMEM;
+        sinpe_table_scratch_assign(p, p->mem);
+    }
+    return SINPE_OK;
+}
+
+int sinpe_plan_new(const sinpe_job *j, const sinpe_opts *o, sinpe_plan **out)
+{
+    if (!out)
+        return SINPE_E_NULL;
+    *out = NULL;
+    int st = sinpe_job_check(j, o);
+    if (st != SINPE_OK)
+        return st;
+    sinpe_plan *p = calloc(1, sizeof *p);
+    if (!p)
+        return SINPE_E_NOMEM;
+    p->j = *j;
+    p->o = *o;
+    sinpe_opts_check(o, &p->ctx, &p->be);
+    p->path = p->ctx.path;
+    stages_of(p);
+    switch (j->kind) {
+    case SINPE_JOB_TABLE:
+    case SINPE_JOB_ADD:
+        st = table_plan(p);
+        break;
+    case SINPE_JOB_ROPE:
+        sinpe_rope_setup(p);
+        break;
+    case SINPE_JOB_MAP:
+        p->count = count_of(&j->dst, j->dst.ndim);
+        p->ctx.tensor_len = p->count;
+        p->ctx.argument = map_argument;
+        p->ctx.src = p;
+        p->nslots = o->threads;
+        break;
+    default:
+        p->count = j->rows;
+        p->ctx.tensor_len = p->count;
+        p->nslots = o->threads;
+        break;
+    }
+    if (st != SINPE_OK) {
+        sinpe_plan_free(p);
+        return st;
+    }
+    *out = p;
+    return SINPE_OK;
+}
+
+void sinpe_plan_free(sinpe_plan *p)
+{
+    if (p) {
+        sinpe_preset_prog_free(&p->prog);
+        free(p->mem);
+        free(p);
+    }
+}
+
+typedef struct {
+    sinpe_plan *p;
+    const sinpe_stage *stage;
+    int64_t first;
+} step_ctx;
+
+static void step_task(void *ctx, int64_t begin, int64_t end, int tid)
+{
+    step_ctx *s = ctx;
+    for (int64_t i = s->first + begin; i < s->first + end; i++)
+        s->stage->run(s->p, i, tid);
+}
+
+static void skip_finished(sinpe_plan *p)
+{
+    while (p->stage < p->nstages && p->next >= p->stages[p->stage].items(p)) {
+        p->stage++;
+        p->next = 0;
+    }
+}
+
+int sinpe_plan_step(sinpe_plan *p, int64_t budget, int *done)
+{
+    if (!p || !done)
+        return SINPE_E_NULL;
+    skip_finished(p);
+    if (p->stage < p->nstages) {
+        const sinpe_stage *sg = &p->stages[p->stage];
+        int64_t n = sg->items(p), per = sg->work(p);
+        int64_t k = budget / per > 0 ? budget / per : 1;
+        if (k > n - p->next)
+            k = n - p->next;
+        int64_t min_items = SINPE_MIN_THREAD_WORK / per > 0 ? SINPE_MIN_THREAD_WORK / per : 1;
+        step_ctx s = { p, sg, p->next };
+        sinpe_parallel_for(k, min_items, p->nslots, step_task, &s);
+        p->next += k;
+        skip_finished(p);
+    }
+    *done = p->stage == p->nstages;
+    return SINPE_OK;
+}
+
+int sinpe_run(sinpe_job *j, const sinpe_opts *o)
+{
+    int st = sinpe_job_prepare(j, o);
+    if (st != SINPE_OK)
+        return st;
+    if (j->fresh)
+        return SINPE_E_NULL; /* the caller allocates a fresh destination */
+    sinpe_plan *p;
+    st = sinpe_plan_new(j, o, &p);
+    if (st != SINPE_OK)
+        return st;
+    int done = 0;
+    while (st == SINPE_OK && !done)
+        st = sinpe_plan_step(p, INT64_MAX, &done);
+    sinpe_plan_free(p);
+    return st;
+}

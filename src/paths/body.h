@@ -1,0 +1,131 @@
+/* The loops of a vector code path, written once and compiled per instruction set (paths
+ * layer): a path file defines its vector math, then includes this header, which defines
+ * its table of functions (sinpe_path_ops) from them, as SLEEF compiles one body per target
+ * through a helper header.
+ *
+ * The path file defines:
+ *   PATH_OPS              the name of its table (sinpe_path_avx2, ...)
+ *   PATH_NAME             its name ("avx2")
+ *   PATH_SUPPORTED        int (*)(void): the CPU (and OS) can run it
+ *   PATH_RECORDS          a static const sinpe_verification array: its exhaustive checks
+ *   PATH_TARGET           the function attribute its code needs (or nothing)
+ *   angle vectors, PATH_W floats, computed in double lanes:
+ *     PATH_VF, PATH_LOAD(p), PATH_STORE(p, v), PATH_SET1(x), PATH_MUL(a, b)
+ *     PATH_SINCOS(a, &s, &c, checked)  sin and cos of PATH_W floats, correctly rounded but
+ *                                      for the lanes of the returned bit mask (redone
+ *                                      here by the scalar kernel); checked = 0: every lane
+ *                                      has 2^-120 <= |a| < 2^20
+ *     PATH_STORE_PAIRS(dst, s, c)      dst[2i] = s[i], dst[2i+1] = c[i], i < PATH_W
+ *   store vectors, PATH_SW floats (the widest float vector):
+ *     PATH_SF, PATH_SLOAD(p), PATH_SSTORE(p, v), PATH_SADD(a, b)
+ *     PATH_SPAIRS(dst, s, c)           dst[2i] = s[i], dst[2i+1] = c[i], i < PATH_SW
+ *     PATH_ALIGN                       bytes the add aligns its stores to
+ * Every function does its lanes' operations in the order the scalar code would, so the
+ * bits do not depend on the path (each lane is correctly rounded, or redone).
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "elem/crmath.h"
+#include "paths/path.h"
+
+#define PATH_CAT2(a, b) a##_##b
+#define PATH_CAT(a, b) PATH_CAT2(a, b)
+#define FN(name) PATH_CAT(PATH_OPS, name)
+
+/* W interleaved sin/cos pairs; the lanes in mask redone by the scalar kernel. */
+PATH_TARGET static inline void FN(pairs)(float *dst, PATH_VF a, PATH_VF s, PATH_VF c,
+                                         unsigned mask)
+{
+    PATH_STORE_PAIRS(dst, s, c);
+    if (mask) {
+        float av[PATH_W];
+        PATH_STORE(av, a);
+        for (int l = 0; l < PATH_W; l++)
+            if ((mask >> l) & 1)
+                sinpe_sincosf(av[l], &dst[2 * l], &dst[2 * l + 1]);
+    }
+}
+
+PATH_TARGET static void FN(rows)(float *out, ptrdiff_t ostride, const float *positions,
+                                 int64_t first_row, int64_t nrows, const float *div,
+                                 int64_t half, float dmin, float dmax)
+{
+    for (int64_t r = 0; r < nrows; r++) {
+        float pos = positions ? positions[r] : (float)(first_row + r);
+        int checked = sinpe_row_needs_range_test(pos, dmin, dmax);
+        PATH_VF vp = PATH_SET1(pos);
+        float *dst = out + (ptrdiff_t)r * ostride;
+        int64_t j = 0;
+        for (; j + 2 * PATH_W <= half; j += 2 * PATH_W) { /* two independent chains */
+            PATH_VF a0 = PATH_MUL(vp, PATH_LOAD(div + j));
+            PATH_VF a1 = PATH_MUL(vp, PATH_LOAD(div + j + PATH_W));
+            PATH_VF s0, c0, s1, c1;
+            unsigned m0 = (unsigned)PATH_SINCOS(a0, &s0, &c0, checked);
+            unsigned m1 = (unsigned)PATH_SINCOS(a1, &s1, &c1, checked);
+            FN(pairs)(dst + 2 * j, a0, s0, c0, m0);
+            FN(pairs)(dst + 2 * j + 2 * PATH_W, a1, s1, c1, m1);
+        }
+        for (; j + PATH_W <= half; j += PATH_W) {
+            PATH_VF a0 = PATH_MUL(vp, PATH_LOAD(div + j)), s0, c0;
+            unsigned m0 = (unsigned)PATH_SINCOS(a0, &s0, &c0, checked);
+            FN(pairs)(dst + 2 * j, a0, s0, c0, m0);
+        }
+        for (; j < half; j++)
+            sinpe_sincosf(pos * div[j], &dst[2 * j], &dst[2 * j + 1]);
+    }
+}
+
+/* Block sin/cos of n floats (the presets', the oneMKL rows' and the tools'). */
+PATH_TARGET static void FN(sincos)(const float *a, float *s, float *c, size_t n)
+{
+    size_t i = 0;
+    for (; i + PATH_W <= n; i += PATH_W) {
+        PATH_VF sv, cv;
+        unsigned m = (unsigned)PATH_SINCOS(PATH_LOAD(a + i), &sv, &cv, 1);
+        PATH_STORE(s + i, sv);
+        PATH_STORE(c + i, cv);
+        for (int l = 0; m && l < PATH_W; l++)
+            if ((m >> l) & 1)
+                sinpe_sincosf(a[i + l], &s[i + l], &c[i + l]);
+    }
+    for (; i < n; i++)
+        sinpe_sincosf(a[i], &s[i], &c[i]);
+}
+
+PATH_TARGET static void FN(interleave)(const float *s, const float *c, float *dst, size_t n)
+{
+    size_t i = 0;
+    for (; i + PATH_SW <= n; i += PATH_SW)
+        PATH_SPAIRS(dst + 2 * i, PATH_SLOAD(s + i), PATH_SLOAD(c + i));
+    for (; i < n; i++) {
+        dst[2 * i] = s[i];
+        dst[2 * i + 1] = c[i];
+    }
+}
+
+/* x[j] += pe[j]: the first values one by one until x is PATH_ALIGN-aligned (the PE scratch
+ * shares x's offset, so both are then aligned), then by two vectors. */
+PATH_TARGET static void FN(add)(float *x, const float *pe, size_t n)
+{
+    size_t j = 0;
+    for (; j < n && ((uintptr_t)(x + j) & (PATH_ALIGN - 1)) != 0; j++)
+        x[j] += pe[j];
+    for (; j + 2 * PATH_SW <= n; j += 2 * PATH_SW) {
+        PATH_SF a = PATH_SADD(PATH_SLOAD(x + j), PATH_SLOAD(pe + j));
+        PATH_SF b = PATH_SADD(PATH_SLOAD(x + j + PATH_SW), PATH_SLOAD(pe + j + PATH_SW));
+        PATH_SSTORE(x + j, a);
+        PATH_SSTORE(x + j + PATH_SW, b);
+    }
+    for (; j < n; j++)
+        x[j] += pe[j];
+}
+
+const sinpe_path_ops PATH_OPS = {
+    PATH_NAME, PATH_SUPPORTED, FN(rows), FN(sincos), FN(interleave), FN(add),
+    PATH_RECORDS, (int)(sizeof PATH_RECORDS / sizeof PATH_RECORDS[0]),
+};
+
+#undef FN
+#undef PATH_CAT
+#undef PATH_CAT2

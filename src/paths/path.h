@@ -1,0 +1,69 @@
+/* Code paths of the built-in kernels (paths layer, pure C).
+ *
+ * One table of functions per path, each in its own file (paths/scalar.c, avx2.c,
+ * avx512.c, neon.c); the vector paths write only their vector math and a few lines, and get
+ * their loops from paths/body.h, written once.  paths/registry.c is the one table of paths
+ * and the one place that probes and picks them.  Every path gives the same bits: the vector
+ * paths prove each lane correctly rounded or redo it with the scalar kernel, and each path
+ * carries the records of the exhaustive checks that showed it (machine-readable: the
+ * registry chooses a vector path by itself only when its sin and cos records show 0 wrong
+ * of all 2^32 inputs).
+ */
+#ifndef SINPE_PATHS_PATH_H
+#define SINPE_PATHS_PATH_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One exhaustive check of one function on one path. */
+typedef struct {
+    const char *func;    /* "exp", "sin", "cos" */
+    const char *cpu;     /* where it ran */
+    const char *date;
+    uint64_t inputs;     /* float32 inputs checked (2^32: all) */
+    uint64_t wrong;      /* results not correctly rounded */
+    double seconds;      /* at 2 threads */
+    const char *command;
+} sinpe_verification;
+
+typedef struct {
+    const char *name;
+    /* 1 when this CPU (and OS) can run the path; called once, by the registry */
+    int (*supported)(void);
+    /* nrows rows of 2*half floats (sin, cos interleaved) at out + r*ostride (floats); row r
+     * has position pos[r], or (float)(first_row + r) when pos is NULL; div holds the half
+     * divisors, all in [dmin, dmax]. */
+    void (*rows)(float *out, ptrdiff_t ostride, const float *pos, int64_t first_row,
+                 int64_t nrows, const float *div, int64_t half, float dmin, float dmax);
+    /* s[i] = sin(a[i]), c[i] = cos(a[i]), correctly rounded, i < n */
+    void (*sincos)(const float *a, float *s, float *c, size_t n);
+    /* dst[2i] = s[i], dst[2i+1] = c[i], i < n */
+    void (*interleave)(const float *s, const float *c, float *dst, size_t n);
+    /* x[i] += pe[i] (IEEE float32 adds), i < n */
+    void (*add)(float *x, const float *pe, size_t n);
+    const sinpe_verification *records;
+    int nrecords;
+} sinpe_path_ops;
+
+/* The registry (paths/registry.c): paths by index, in the order scalar, avx2, avx512,
+ * neon (fastest last among those a CPU has). */
+int sinpe_paths_count(void);
+const char *sinpe_paths_name(int p);             /* every path's, built in or not */
+const sinpe_path_ops *sinpe_paths_entry(int p); /* NULL when not built in */
+const sinpe_path_ops *sinpe_paths_get(int p);   /* NULL unless built in and supported here */
+int sinpe_paths_verified(int p);                /* sin and cos: 0 wrong of 2^32 on record */
+int sinpe_paths_best(void);                     /* the last available and verified path */
+
+/* The scalar path's block sin/cos, for the vector paths' tails. */
+void sinpe_sincos_scalar(const float *a, float *s, float *c, size_t n);
+
+/* The vector paths test the range of their lanes only in rows whose angles can leave
+ * [2^-120, 2^20): pos * div[j] lies between |pos|*dmin and |pos|*dmax. */
+static inline int sinpe_row_needs_range_test(float pos, float dmin, float dmax)
+{
+    double apos = fabs((double)pos);
+    return !(apos * dmax < 0x1p20 * (1 - 0x1p-20) && apos * dmin > 0x1p-119);
+}
+
+#endif

@@ -1,0 +1,80 @@
+/* The one table of code paths, and the one place that probes and picks them. */
+#include "paths/path.h"
+
+#include <string.h>
+
+extern const sinpe_path_ops sinpe_path_scalar;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+extern const sinpe_path_ops sinpe_path_avx2, sinpe_path_avx512;
+#define X86_PATH(p) (&(p))
+#else
+#define X86_PATH(p) NULL
+#endif
+#if defined(__aarch64__)
+extern const sinpe_path_ops sinpe_path_neon;
+#define ARM_PATH(p) (&(p))
+#else
+#define ARM_PATH(p) NULL
+#endif
+
+/* Fastest last among those one CPU has; a path not built here keeps its name. */
+static const struct {
+    const char *name;
+    const sinpe_path_ops *ops;
+} PATHS[] = {
+    { "scalar", &sinpe_path_scalar },
+    { "avx2", X86_PATH(sinpe_path_avx2) },
+    { "avx512", X86_PATH(sinpe_path_avx512) },
+    { "neon", ARM_PATH(sinpe_path_neon) },
+};
+#define NPATHS ((int)(sizeof PATHS / sizeof PATHS[0]))
+
+int sinpe_paths_count(void)
+{
+    return NPATHS;
+}
+
+const char *sinpe_paths_name(int p)
+{
+    return p >= 0 && p < NPATHS ? PATHS[p].name : NULL;
+}
+
+const sinpe_path_ops *sinpe_paths_entry(int p)
+{
+    return p >= 0 && p < NPATHS ? PATHS[p].ops : NULL;
+}
+
+const sinpe_path_ops *sinpe_paths_get(int p)
+{
+    /* probed once per path; a race only repeats the same answer */
+    static volatile int probed[NPATHS]; /* 0 unknown, 1 yes, 2 no */
+    const sinpe_path_ops *ops = sinpe_paths_entry(p);
+    if (!ops)
+        return NULL;
+    if (!probed[p])
+        probed[p] = ops->supported() ? 1 : 2;
+    return probed[p] == 1 ? ops : NULL;
+}
+
+/* A record of 0 wrong for sin and for cos. */
+int sinpe_paths_verified(int p)
+{
+    const sinpe_path_ops *ops = sinpe_paths_entry(p);
+    int sin_ok = 0, cos_ok = 0;
+    for (int k = 0; ops && k < ops->nrecords; k++) {
+        const sinpe_verification *r = &ops->records[k];
+        if (r->wrong == 0 && r->inputs > 0) {
+            sin_ok |= strcmp(r->func, "sin") == 0;
+            cos_ok |= strcmp(r->func, "cos") == 0;
+        }
+    }
+    return sin_ok && cos_ok;
+}
+
+int sinpe_paths_best(void)
+{
+    for (int p = NPATHS - 1; p > 0; p--)
+        if (sinpe_paths_get(p) && sinpe_paths_verified(p))
+            return p;
+    return 0;
+}
