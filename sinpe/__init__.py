@@ -95,8 +95,8 @@ def _configure() -> None:
             set_kernel(kernel)
         except ValueError:
             raise ValueError(f"SINPE_KERNEL={os.environ['SINPE_KERNEL']!r} is not valid: unknown "
-                             f"kernel {kernel!r}; use auto, scalar, avx2, avx512 or neon (this CPU has "
-                             f"{', '.join(kernels())})") from None
+                             f"kernel {kernel!r}; use auto, {', '.join(_choice.PATH_NAMES)} (this "
+                             f"CPU has {', '.join(kernels())})") from None
         except RuntimeError as exc:
             raise RuntimeError(f"SINPE_KERNEL={kernel!r}: {exc}") from None
     threads = _env("SINPE_NUM_THREADS")

@@ -145,8 +145,12 @@ def torch_profile() -> Tuple[str, int, str]:
         major, minor = (int(v) for v in version.split("+")[0].split(".")[:2])
     except ValueError:
         major, minor = 0, 0
-    release = "2.13" if (major, minor) <= (2, 13) else "2.14" if (major, minor) == (2, 14) else "2.15"
-    note = "" if (major, minor) in ((2, 13), (2, 14), (2, 15)) else (
+    # the newest measured release not newer than this torch (the oldest for older ones)
+    measured = sorted({tuple(int(v) for v in p[0].split(".")) for p in PROFILES.values()})
+    known = [r for r in measured if r <= (major, minor)]
+    rel = known[-1] if known else measured[0]
+    release = f"{rel[0]}.{rel[1]}"
+    note = "" if rel == (major, minor) else (
         f"torch {version} was not measured: using the {release} profile")
     try:
         sve256 = mod.backends.cpu.get_cpu_capability() == "SVE256"
@@ -292,10 +296,11 @@ def set_kernel(name: Kernel) -> None:
     """Force the built-in backend's code path: 'scalar', 'avx2' (x86-64 with AVX2 and FMA),
     'avx512' (x86-64 with AVX-512F) or 'neon' (AArch64).  Every path gives the same bits."""
     if not isinstance(name, str):
-        raise TypeError(f"kernel must be 'scalar', 'avx2', 'avx512' or 'neon', got {name!r} "
-                        f"({type(name).__name__})")
+        raise TypeError(f"kernel must be one of {', '.join(repr(n) for n in PATH_NAMES)}, got "
+                        f"{name!r} ({type(name).__name__})")
     if name not in PATH_NAMES:
-        raise ValueError(f"unknown kernel {name!r}: choose 'scalar', 'avx2', 'avx512' or 'neon'")
+        raise ValueError(f"unknown kernel {name!r}: choose "
+                         + ", ".join(repr(n) for n in PATH_NAMES))
     k = PATH_NAMES.index(name)
     if not REGISTRY["paths"][k][1]:
         raise RuntimeError(f"kernel {name!r} is not available: this build or CPU lacks it")

@@ -5,23 +5,32 @@ never skipped.
 The one exception is explicit: CI's passes on every Python from 3.9 to 3.13
 install sinpe without torch (the test-core extra) and set SINPE_TORCH_FREE=1.
 Then the modules in TORCH_MODULES are not collected and the tests marked
-needs_torch are deselected; the report header names both, and so does the
-README.  Any other test that touched torch would fail there."""
+needs_torch are deselected; the report header names both, and so does
+docs/testing.md.  Any other test that touched torch would fail there.
+
+The tests live in one folder per subject (api/, numerics/, robustness/, build/, c/); this
+file, the oracles (reference.py, crmath.py, preset_oracles.py) and the helpers below are
+shared by all of them (pytest puts tests/ on sys.path when it loads this file)."""
 import math
 import os
 import subprocess
 import sys
 
+import ml_dtypes
 import numpy as np
 import pytest
 
 import sinpe
 
+#: This folder (tests/) and the project's root, whatever the depth of the test module.
+TESTS = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(TESTS)
+
 TORCH_FREE = os.environ.get("SINPE_TORCH_FREE") == "1"
-#: Modules about torch throughout (its module, its parity grid, the other libraries' own
-#: functions, torch's dtypes): not collected in the torch-free passes.
-TORCH_MODULES = ["test_dtypes_positions.py", "test_parity.py", "test_presets.py",
-                 "test_torch_module.py"]
+#: Modules about torch throughout (its module, its parity grid and dtypes, the other
+#: libraries' own functions), relative to tests/: not collected in the torch-free passes.
+TORCH_MODULES = ["api/test_api_torch_module.py", "numerics/test_numerics_torch.py",
+                 "numerics/test_numerics_presets.py"]
 
 if TORCH_FREE:
     torch = None
@@ -40,7 +49,7 @@ else:
     torch.set_num_threads(DEFAULT_THREADS)
 
 
-#: The parity grid (tests/test_parity.py, and the backends' own checks).
+#: The parity grid (tests/numerics/test_numerics_torch.py, and the backends' own checks).
 D_MODELS = [2, 4, 6, 10, 64, 100, 128, 510, 512, 768, 1024, 4096]
 MAX_LENS = [0, 1, 2, 7, 17, 100, 5000, 20000]
 
@@ -58,7 +67,7 @@ def _needs_torch(item):
 #: Fixtures that compile C with gcc (against the Python headers, or opening torch's library),
 #: and modules that run gcc, valgrind and the sanitizers: all of it the base image's.
 HOST_TOOL_FIXTURES = {"odd_buffers", "sleef_oracle"}
-HOST_TOOL_MODULES = {"test_sanitizers.py"}
+HOST_TOOL_MODULES = {"test_c_core.py"}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -78,8 +87,53 @@ def pytest_collection_modifyitems(config, items):
 def pytest_report_header(config):
     if TORCH_FREE:
         return ["SINPE_TORCH_FREE=1: without torch; not collected: " + ", ".join(TORCH_MODULES)
-                + "; tests marked needs_torch deselected (README: Tests)"]
+                + "; tests marked needs_torch deselected (docs/testing.md)"]
     return []
+
+
+#: Time limits scale with this (CI's sanitizer run, which is several times slower, sets it).
+TIME_SCALE = float(os.environ.get("SINPE_TEST_TIME_SCALE", "1"))
+BF16 = np.dtype(ml_dtypes.bfloat16)
+#: The four dtypes sinpe writes.
+DTYPES = [np.dtype(np.float32), np.dtype(np.float16), BF16, np.dtype(np.float64)]
+
+
+def bits(a):
+    """The bits of an array of any of the four dtypes, as unsigned integers of its width."""
+    a = np.ascontiguousarray(a)
+    return a.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
+
+
+def same(a, b):
+    """Same shape, same dtype, same bits."""
+    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(bits(a), bits(b))
+
+
+def added(x, offset=0, base=10000.0):
+    """What add_pe must give: torch's x.add_(pe) on a contiguous copy."""
+    pe = sinpe.positional_encoding(x.shape[-2], x.shape[-1], base, offset=offset)
+    return torch_add(np.ascontiguousarray(x), pe)
+
+
+def physical_memory():
+    """This machine's physical memory in bytes, found as the C core finds it
+    (src/platform/memory.c): sysconf on POSIX, GlobalMemoryStatusEx on Windows."""
+    if hasattr(os, "sysconf"):
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    import ctypes
+
+    class MEMORYSTATUSEX(ctypes.Structure):
+        _fields_ = [("dwLength", ctypes.c_ulong), ("dwMemoryLoad", ctypes.c_ulong),
+                    ("ullTotalPhys", ctypes.c_ulonglong), ("ullAvailPhys", ctypes.c_ulonglong),
+                    ("ullTotalPageFile", ctypes.c_ulonglong),
+                    ("ullAvailPageFile", ctypes.c_ulonglong),
+                    ("ullTotalVirtual", ctypes.c_ulonglong),
+                    ("ullAvailVirtual", ctypes.c_ulonglong),
+                    ("ullAvailExtendedVirtual", ctypes.c_ulonglong)]
+    m = MEMORYSTATUSEX()
+    m.dwLength = ctypes.sizeof(m)
+    assert ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(m)), "GlobalMemoryStatusEx"
+    return int(m.ullTotalPhys)
 
 
 def assert_bits_equal(got, want, what=""):
@@ -152,7 +206,7 @@ def run_python(code, timeout=120, **env):
         else:
             e[k] = v
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e,
-                          timeout=timeout, cwd=os.path.dirname(os.path.abspath(__file__)))
+                          timeout=timeout, cwd=TESTS)
 
 
 def torch_add(x, pe):
@@ -193,7 +247,7 @@ def odd_buffers(tmp_path_factory):
     import importlib.util
     import sysconfig
     out = tmp_path_factory.mktemp("odd") / ("odd_buffers" + sysconfig.get_config_var("EXT_SUFFIX"))
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c", "odd_buffers.c")
+    src = os.path.join(TESTS, "c", "odd_buffers.c")
     r = subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-Wall", "-I" + sysconfig.get_paths()["include"],
                         src, "-o", str(out)], capture_output=True, text=True, timeout=120,
                        env=sanitizer_free_env())
@@ -220,7 +274,7 @@ def sleef_oracle(tmp_path_factory):
     path, why = find_torch_library()
     assert path, "the SLEEF oracle is torch's libtorch_cpu: " + why
     out = tmp_path_factory.mktemp("sleef") / "sleef_oracle.so"
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c", "sleef_oracle.c")
+    src = os.path.join(TESTS, "c", "sleef_oracle.c")
     r = subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-mavx2", "-mfma", "-Wall", "-Wextra",
                         "-Werror", src, "-ldl", "-o", str(out)], capture_output=True, text=True,
                        timeout=120, env=sanitizer_free_env())

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from conftest import ROOT
 
 
 def test_constants_header_is_regenerated_identically():
@@ -90,7 +90,7 @@ def test_nothing_cites_files_users_do_not_have():
                 text = f.read()
         except (UnicodeDecodeError, OSError):
             continue
-        if "../shared" in text and rel != "tests/test_build.py":
+        if "../shared" in text and rel != "tests/build/test_build_inputs.py":
             bad.append(rel)
     assert not bad, bad
 
@@ -105,15 +105,15 @@ def test_docs_layout_names_every_source_file():
         assert "docs/layout.md" in f.read()
 
 
-def test_readme_names_every_test_the_torch_free_runs_leave_out():
-    """The README's Tests section lists TORCH_MODULES and every function marked needs_torch
-    outside them (CI's SINPE_TORCH_FREE=1 passes deselect exactly those).  Read from the
-    sources, so that it runs with and without torch."""
+def test_docs_name_every_test_the_torch_free_runs_leave_out():
+    """docs/testing.md lists TORCH_MODULES and every function marked needs_torch outside
+    them, as folder/module::test (CI's SINPE_TORCH_FREE=1 passes deselect exactly those).
+    Read from the sources, so that it runs with and without torch."""
     import re
     from conftest import TORCH_MODULES
     names = set()
-    for path in glob.glob(os.path.join(ROOT, "tests", "test_*.py")):
-        mod = os.path.basename(path)
+    for path in glob.glob(os.path.join(ROOT, "tests", "*", "test_*.py")):
+        mod = os.path.relpath(path, os.path.join(ROOT, "tests")).replace(os.sep, "/")
         if mod in TORCH_MODULES:
             continue
         with open(path) as f:
@@ -121,34 +121,39 @@ def test_readme_names_every_test_the_torch_free_runs_leave_out():
         for m in re.finditer(r"^@pytest\.mark\.needs_torch\n(?:@.*\n|[ )\]].*\n)*def (test_\w+)", src, re.M):
             names.add(f"{mod}::{m.group(1)}")
     assert len(names) > 10
-    with open(os.path.join(ROOT, "README.md")) as f:
-        readme = f.read()
-    missing = sorted(n for n in names if f"`{n}`" not in readme)
-    assert not missing, f"README's torch-free list lacks: {missing}"
-    assert all(f"`{m}`" in readme for m in TORCH_MODULES)
-    listed = set(re.findall(r"`(test_\w+\.py::test_\w+)`", readme.split("**Without torch")[1].split("Tests that depend")[0]))
-    assert listed - names <= {"test_backends.py::test_torch_backend_without_importing_torch_on_the_grid"}, listed - names
+    assert not glob.glob(os.path.join(ROOT, "tests", "test_*.py")), "test modules live in subfolders"
+    with open(os.path.join(ROOT, "docs", "testing.md")) as f:
+        doc = f.read()
+    missing = sorted(n for n in names if f"`{n}`" not in doc)
+    assert not missing, f"docs/testing.md's torch-free list lacks: {missing}"
+    assert all(f"`{m}`" in doc for m in TORCH_MODULES)
+    listed = set(re.findall(r"`(\w+/test_\w+\.py::test_\w+)`", doc.split("**Without torch")[1].split("Tests that depend")[0]))
+    assert listed - names <= {"api/test_api_choice.py::test_torch_backend_without_importing_torch_on_the_grid"}, listed - names
 
 
 def test_the_suite_reaches_for_no_host_package_beyond_the_base_image():
     """The default suite runs with what the README's test command installs plus the base
     image (gcc, valgrind, Python): no test builds against SLEEF's or MPFR's headers, links
     libsleef or libmpfr, or runs qemu or a cross compiler.  Those belong to tools/ and to the
-    opt-in dist tests (tests/test_dist.py, marked dist), which CI runs after it installs
-    Debian packages.  A test that needs a host package fails rather than skips, so this
-    static check names the reach before a fresh machine does."""
+    opt-in dist tests (tests/build/test_build_dist.py, marked dist), which CI runs after it
+    installs Debian packages.  A test that needs a host package fails rather than skips, so
+    this static check names the reach before a fresh machine does."""
     import re
     reach = re.compile(r"qemu-|-lsleef|sleef\.h|-lmpfr|mpfr\.h|aarch64-linux-gnu|apt-get|"
                        r"libsleef\.so|libmpfr")
+    tests = os.path.join(ROOT, "tests")
+    paths = sorted(glob.glob(os.path.join(tests, "**", "*.py"), recursive=True)
+                   + glob.glob(os.path.join(tests, "c", "*.c")))
+    assert os.path.join(tests, "api", "test_api_inputs.py") in paths  # the subfolders are walked
     found = []
-    for path in sorted(glob.glob(os.path.join(ROOT, "tests", "*.py"))
-                       + glob.glob(os.path.join(ROOT, "tests", "c", "*.c"))):
-        if os.path.basename(path) in ("test_dist.py", "test_build.py"):
+    for path in paths:
+        rel = os.path.relpath(path, tests).replace(os.sep, "/")
+        if rel in ("build/test_build_dist.py", "build/test_build_inputs.py"):
             continue
         with open(path) as f:
             for n, line in enumerate(f, 1):
                 if reach.search(line):
                     found.append(f"{os.path.relpath(path, ROOT)}:{n}: {line.strip()}")
     assert not found, "\n".join(found)
-    with open(os.path.join(ROOT, "tests", "test_dist.py")) as f:
+    with open(os.path.join(tests, "build", "test_build_dist.py")) as f:
         assert "pytestmark = pytest.mark.dist" in f.read()

@@ -1,8 +1,11 @@
-"""sinpe.torch.SinusoidalPositionalEncoding is a drop-in for the reference module."""
+"""sinpe.torch.SinusoidalPositionalEncoding is a drop-in for the reference module: buffers,
+state_dict, forward, dtype conversions, jit.script and torch.compile, under other default
+dtypes and on the meta device."""
 import subprocess
 import sys
 import os
 
+import pytest
 import torch
 
 from reference import SinusoidalPositionalEncoding as Ref
@@ -80,3 +83,36 @@ def test_sinpe_does_not_import_torch():
     r = subprocess.run([sys.executable, "-c", "import sinpe; print(sinpe.torch.__name__)"],
                        capture_output=True, text=True, cwd=os.path.dirname(__file__), timeout=120)
     assert r.stdout.strip() == "sinpe.torch", r.stderr
+
+
+# ---- under other default dtypes, on the meta device, resized -------------------------------
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("default", ["float64", "float16", "bfloat16"])
+def test_torch_module_follows_default_dtype(default, parity_backend):
+    from reference import SinusoidalPositionalEncoding as Ref
+    default = getattr(torch, default)
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(default)
+    try:
+        ref, m = Ref(64, 50), _mod(64, 50)
+    finally:
+        torch.set_default_dtype(old)
+    assert m.pe.dtype == ref.pe.dtype == default
+    assert torch.equal(m.pe.view(torch.uint8), ref.pe.view(torch.uint8))
+    assert list(m.state_dict()) == ["pe"]
+    x = torch.randn(2, 30, 64)
+    ref.eval(), m.eval()
+    a, b = ref(x), m(x)
+    assert a.dtype == b.dtype and torch.equal(a.view(torch.uint8), b.view(torch.uint8))
+
+
+@pytest.mark.needs_torch
+def test_torch_module_meta_and_resize():
+    from reference import SinusoidalPositionalEncoding as Ref
+    with torch.device("meta"):
+        ref, m = Ref(32, 10), _mod(32, 10)
+    assert m.pe.device.type == ref.pe.device.type == "meta" and m.pe.shape == ref.pe.shape
+    m = _mod(32, 10)
+    m.pe.resize_(1, 20, 32)  # the storage is torch's own
+    assert m.pe.shape == (1, 20, 32)

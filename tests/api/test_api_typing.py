@@ -4,7 +4,9 @@ import re
 import subprocess
 import sys
 
-HERE = os.path.join(os.path.dirname(__file__), "typing")
+from conftest import TESTS
+
+HERE = os.path.join(TESTS, "typing")
 
 
 def _mypy(name):

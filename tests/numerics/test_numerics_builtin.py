@@ -7,15 +7,13 @@ import numpy as np
 import pytest
 
 import sinpe
-from conftest import assert_bits_equal
+from conftest import TESTS, assert_bits_equal
 from crmath import cr_array
-
-HERE = os.path.dirname(__file__)
 
 
 def _hard_cases(func):
     """Inputs that the exhaustive check found nearest a rounding boundary."""
-    path = os.path.join(HERE, "data", f"hard_{func}.txt")
+    path = os.path.join(TESTS, "data", f"hard_{func}.txt")
     with open(path) as f:
         words = [int(line, 16) for line in f if line.strip()]
     assert words, f"{path} is empty"

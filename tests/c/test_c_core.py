@@ -7,9 +7,8 @@ import subprocess
 
 import pytest
 
-from conftest import sanitizer_free_env
+from conftest import ROOT, sanitizer_free_env
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 with open(os.path.join(ROOT, "src", "sources.txt")) as _f:  # the core's sources, listed once
     SOURCES = [os.path.join(ROOT, "src", line.strip()) for line in _f
                if line.strip() and not line.startswith("#")]

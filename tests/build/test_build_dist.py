@@ -14,11 +14,10 @@ import tarfile
 
 import pytest
 
-from conftest import X86_64
+from conftest import ROOT, X86_64
 
 pytestmark = pytest.mark.dist
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMOKE = os.path.join(ROOT, "tools", "smoke.py")
 
 
@@ -57,7 +56,7 @@ def tree_files():
             "src/sources.txt", "tools/gen_constants.py", "tools/Makefile", "tools/smoke.py",
             "examples/quickstart.ipynb"}
     for pat in ["src/*.c", "src/*.h", "sinpe/*.py", "sinpe/*.pyi", "sinpe/py.typed",
-                "tests/*.py", "tests/*.txt", "tests/c/*.c", "tests/data/*", "tests/typing/*.py",
+                "tests/*.py", "tests/*/*.py", "tests/*.txt", "tests/c/*.c", "tests/data/*",
                 "tools/*.c", "tools/*.py", "tools/*.sh"]:
         want |= {os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, pat))}
     return {w for w in want if "__pycache__" not in w}

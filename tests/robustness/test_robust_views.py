@@ -73,7 +73,7 @@ def equal_bytes(got, want, addr, dt):
     """Byte equality, except that a float16 NaN sum only has to be a NaN: torch's float16
     x.add_(pe) gives NaN payloads that depend on where an element falls in its vector
     loop (0x7fff in scalar tails; sinpe keeps the payload as the vector body does);
-    test_hostile.py::test_float16_add_nan_payloads pins both rules."""
+    numerics/test_numerics_torch.py::test_float16_add_nan_payloads pins both rules."""
     if dt != np.float16:
         return np.array_equal(got, want)
     got, want = got.copy(), want.copy()

@@ -1,4 +1,5 @@
-"""Pictures (Agg), the command line, and the quickstart notebook."""
+"""Pictures (Agg), the command line, the quickstart notebook and the widget, and the import
+from the source tree."""
 import os
 import subprocess
 import sys
@@ -6,14 +7,15 @@ import sys
 import matplotlib
 
 matplotlib.use("Agg")
+import ml_dtypes  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import sinpe  # noqa: E402
-from conftest import assert_bits_equal  # noqa: E402
+from conftest import ROOT, assert_bits_equal, same  # noqa: E402
 from sinpe import plot  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PE = sinpe.positional_encoding
 
 
 def _pixels(fig):
@@ -34,9 +36,33 @@ def test_plots_not_blank(make):
     assert len(np.unique(px.reshape(-1, 3), axis=0)) > 50
 
 
-def test_waves_rejects_bad_dims():
+def test_plots_refuse_bad_dims_and_shapes():
     with pytest.raises(ValueError, match=r"dims must be integers in \[0, 8\), got 8"):
         plot.waves(10, 8, dims=[8])
+    with pytest.raises(ValueError, match="dims must be integers"):
+        plot.waves(10, 8, dims=[1.5])
+    with pytest.raises(ValueError, match="shape"):
+        plot.heatmap(np.zeros((2, 3, 4)))
+
+
+@pytest.mark.needs_torch
+def test_plots_take_a_module_buffer():
+    from sinpe.torch import SinusoidalPositionalEncoding
+    assert plot.heatmap(SinusoidalPositionalEncoding(16, 20).pe.numpy()) is not None
+
+
+def test_cli(tmp_path):
+    out = tmp_path / "pe.npy"
+    r = subprocess.run([sys.executable, "-m", "sinpe", "--max-len", "100", "--d-model", "16",
+                        "-o", str(out)], capture_output=True, text=True, timeout=120,
+                       cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "numerics: backend" in r.stdout
+    # the CLI runs without torch imported: 'auto' may choose another backend than this
+    # process (on 64-bit Arm the built-in), so compare with the one it names
+    used = r.stdout.split("numerics: backend '", 1)[1].split("'", 1)[0]
+    assert_bits_equal(np.load(out), sinpe.positional_encoding(100, 16, backend=used), "CLI table")
+    # an odd --d-model exits with 2 and names it: test_cli_bad_arguments
 
 
 def _cli(*args, cwd, env=None):
@@ -98,6 +124,30 @@ def test_cli_help(tmp_path):
     assert r.returncode == 0 and "--max-len" in r.stdout and "--numerics" in r.stdout
 
 
+def _sinpe_cmd(*args):
+    return [sys.executable, "-m", "sinpe", "--max-len", "10", "--d-model", "8", *args]
+
+
+def test_cli_threads_pipe_full_and_bfloat16(tmp_path):
+    r = subprocess.run(_sinpe_cmd("--threads", "1", "-o", "a.npy"), capture_output=True, text=True,
+                       cwd=tmp_path, timeout=120)
+    assert r.returncode == 0 and "1 thread)" in r.stdout and "2 threads" not in r.stdout
+    cmd = " ".join(f"'{c}'" for c in _sinpe_cmd("-o", "b.npy"))
+    r = subprocess.run(["bash", "-c", f"set -o pipefail; {cmd} | true"], capture_output=True,
+                       text=True, cwd=tmp_path, timeout=120)
+    assert r.returncode == 0 and "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr, r.stderr
+    with open("/dev/full", "w") as full:
+        r = subprocess.run(_sinpe_cmd("-o", "c.npy"), stdout=full, stderr=subprocess.PIPE, text=True,
+                           cwd=tmp_path, timeout=120)
+    assert r.returncode == 1 and "Traceback" not in r.stderr and "report could not be printed" in r.stderr
+    assert (tmp_path / "c.npy").exists()
+    r = subprocess.run(_sinpe_cmd("--dtype", "bfloat16", "-o", "d.npy"), capture_output=True,
+                       text=True, cwd=tmp_path, timeout=120)
+    assert r.returncode == 0 and "np.load(path).view(ml_dtypes.bfloat16)" in r.stdout
+    loaded = np.load(tmp_path / "d.npy").view(ml_dtypes.bfloat16)  # the documented line
+    assert same(loaded, PE(10, 8, dtype="bfloat16"))
+
+
 @pytest.mark.needs_torch
 def test_quickstart_notebook_runs(tmp_path):
     import nbclient
@@ -129,3 +179,16 @@ def test_widget_update_without_a_browser():
     sliders = box.children[0].children
     sliders[0].value, sliders[1].value = 7, 2  # a slider move redraws
     assert box.explorer.pos == 7 and box.explorer.dim == 2
+
+
+# ---- the import from the source tree ------------------------------------------------------
+
+def test_import_in_source_tree_says_what_to_do():
+    if any(f.startswith("_sinpe") and not f.endswith((".pyi", ".py")) for f in os.listdir(
+            os.path.join(ROOT, "sinpe"))):
+        pytest.fail("a built extension lies in the source tree (pip install -e .?): "
+                    "this test needs a clean tree")
+    r = subprocess.run([sys.executable, "-c", "import sinpe"], capture_output=True, text=True,
+                       cwd=ROOT, timeout=60)
+    assert r.returncode != 0
+    assert "circular import" not in r.stderr and "pip install -e ." in r.stderr, r.stderr

@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 
 import sinpe
-
-HERE = os.path.dirname(os.path.abspath(__file__))
+from conftest import ROOT, TESTS
 PROFILES = {"torch-aarch64-2.13": (0, 4), "torch-aarch64-2.13-sve256": (0, 8),
             "torch-aarch64-2.14": (0, 4), "torch-aarch64-2.14-sve256": (0, 8),
             "torch-aarch64-2.15": (1, 4), "torch-aarch64-2.15-sve256": (1, 8)}
@@ -150,7 +149,7 @@ def test_positions_dtypes_add_pe_and_layouts(profile, sleef_oracle):
 
 
 def _oracle_files():
-    return sorted(f for f in os.listdir(os.path.join(HERE, "data")) if f.startswith("torch_arm64_"))
+    return sorted(f for f in os.listdir(os.path.join(TESTS, "data")) if f.startswith("torch_arm64_"))
 
 
 def test_real_aarch64_torch_digests_are_present():
@@ -163,7 +162,7 @@ def test_real_aarch64_torch_digests_are_present():
 def test_real_aarch64_torch_tables(name):
     """Every table and elementwise result real torch on aarch64 (under qemu) computed, at each
     thread count, has the digest of sinpe's profile for that torch and capability."""
-    with open(os.path.join(HERE, "data", name)) as f:
+    with open(os.path.join(TESTS, "data", name)) as f:
         data = json.load(f)
     release = ".".join(data["torch"].split(".")[:2])
     profile = f"torch-aarch64-{release}" + ("-sve256" if data["capability"] == "SVE256" else "")
@@ -192,7 +191,7 @@ def arm64_oracle_inputs():
     """tools/arm64_oracle.py's elementwise inputs (its own generator)."""
     import importlib.util
     spec = importlib.util.spec_from_file_location(
-        "arm64_oracle", os.path.join(HERE, "..", "tools", "arm64_oracle.py"))
+        "arm64_oracle", os.path.join(ROOT, "tools", "arm64_oracle.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.mixed_inputs()
