@@ -1,4 +1,4 @@
-"""The presets' operation lists (../shared/notes/presets.md), written out as the oracles the
+"""The presets' operation lists (docs/presets.md), written out as the oracles the
 tests compare sinpe with, for the libraries that cannot be installed here (fairseq,
 fairseq2, tensor2tensor) and, on every platform, for all of them.
 

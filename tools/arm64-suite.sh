@@ -1,15 +1,18 @@
 #!/bin/bash
 # Runs sinpe's test suite on 64-bit Arm under qemu-user: an aarch64 Python with real aarch64
-# torch (set up by ../shared/tools/arm64-torch.sh in $P), sinpe cross-compiled with Debian's
+# torch (set up beforehand in $P, see below), sinpe cross-compiled with Debian's
 # aarch64-linux-gnu-gcc, the test extras' aarch64 wheels from PyPI.  binfmt_misc is mounted
 # and qemu-aarch64 registered so that the suite's own subprocesses (CLI, notebook kernel,
 # DataLoader workers) run as aarch64 too.  Needs root (binfmt), qemu-user,
 # gcc-aarch64-linux-gnu, about 1.5 GB of wheels; takes about an hour (everything is
-# emulated).  Usage:
-#   P=~/.cache/sinpe-arm64 ../shared/tools/arm64-torch.sh      # once
+# emulated).  $P must hold, set up once: an aarch64 Python 3.11 in $P/sysroot (a sysroot
+# with Debian's arm64 packages unpacked by dpkg-deb -x, their .debs in $P/debs, and a fake
+# aarch64 /proc/cpuinfo, since qemu-user 7.2 passes the host's through and torch's cpuinfo
+# crashes on it), and torch's aarch64 wheels (torch, NumPy and the nvidia-* CUDA wheels it
+# links) unpacked into $P/site; qemu-user installed (docs/numerics.md).  Usage:
 #   P=~/.cache/sinpe-arm64 tools/arm64-suite.sh [pytest arguments]
 # The tests marked x86_64 (x86-64's oneMKL and torch's x86 SLEEF exports) and the sanitizer driver
-# (x86 valgrind and ASan) are deselected; the README lists them.
+# (x86 valgrind and ASan) are deselected; docs/testing.md lists them.
 set -euo pipefail
 P=${P:-$HOME/.cache/sinpe-arm64}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -57,5 +60,5 @@ export SINPE_TEST_TIME_SCALE=${SINPE_TEST_TIME_SCALE:-40}
 # (inductor needs a C++ compiler inside the emulated system) and DataLoader workers by fork
 # (qemu-user 7.2 aborts forking a threaded process: "cpu_exec: assertion failed").
 exec "$SYS/usr/bin/python3.11" -m pytest -p no:cacheprovider -m "not x86_64 and not slow and not dist and not oracle_packages" \
-    --deselect tests/test_sanitizers.py --deselect tests/test_torch_module.py::test_torch_compile \
-    --deselect "tests/test_reliability.py::test_torch_dataloader_workers[fork]" "$@"
+    --deselect tests/c/test_c_core.py --deselect tests/api/test_api_torch_module.py::test_torch_compile \
+    --deselect "tests/robustness/test_robust_runtime.py::test_torch_dataloader_workers[fork]" "$@"

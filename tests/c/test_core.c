@@ -2,7 +2,7 @@
  * path, jobs of every element type and odd layouts (strided, unaligned,
  * aliasing positions), the overlap decision, plans in steps, every error
  * path, and the oneMKL loader's failure paths.  Run under valgrind and the
- * sanitizers by tests/test_sanitizers.py:
+ * sanitizers by tests/c/test_c_core.py:
  *   cc -O1 -g -ffp-contract=off -Isrc -Isrc/include tests/c/test_core.c $(core sources) -lm -ldl -lpthread
  */
 #include <math.h>
@@ -374,6 +374,119 @@ static void parallel_for(void)
 #endif
 }
 
+/* The other job kinds through the same check and plans: MAP, FREQS, ROPE, a GRID preset,
+ * and the memory rule for fresh results. */
+static void job_kinds(void)
+{
+    sinpe_opts o = opts_of("builtin", sinpe_path_best(), 2);
+    /* FREQS exp_mul: exp(k * a) * m, k = 2 * (i / 1) */
+    sinpe_freq f = { SINPE_FREQ_EXP_MUL, 0, 2, 1, -0.25f, 1.0f, 1.0f, 1.0f, 1.0, 1.0, 0 };
+    float fr[9], args[9], want[9];
+    sinpe_job j;
+    int64_t n9[1] = { 9 };
+    sinpe_job_init(&j, fr, 1, n9, 0.0);
+    j.kind = SINPE_JOB_FREQS;
+    j.freq = &f;
+    j.rows = 9;
+    CHECK(sinpe_run(&j, &o) == SINPE_OK);
+    for (int i = 0; i < 9; i++)
+        args[i] = (float)(2 * i) * -0.25f;
+    CHECK(sinpe_map(SINPE_FN_EXP, args, want, 9, &o) == SINPE_OK && same_bits(fr, want, sizeof fr));
+    f.group = 0;
+    CHECK(sinpe_run(&j, &o) == SINPE_E_PRESET);
+    f.group = 1;
+    j.dst.type = SINPE_F64; /* pow64 writes float64, the others float32 */
+    CHECK(sinpe_run(&j, &o) == SINPE_E_TYPE);
+
+    /* ROPE: cos 0, sin 1 turns (a, b) into (-b, a) for the halves, in steps */
+    float x[2 * 5 * 8], x0[2 * 5 * 8], c[5 * 8], sn[5 * 8];
+    for (int i = 0; i < 80; i++)
+        x[i] = x0[i] = (float)i - 20.0f;
+    for (int i = 0; i < 40; i++) {
+        c[i] = 0.0f;
+        sn[i] = 1.0f;
+    }
+    int64_t xs[3] = { 2, 5, 8 };
+    sinpe_job_init(&j, x, 3, xs, 0.0);
+    j.kind = SINPE_JOB_ROPE;
+    j.rope.seq_axis = 1;
+    j.rope.batch_axis = -1;
+    int64_t ts[3] = { 1, 5, 8 };
+    sinpe_job tj;
+    sinpe_job_init(&tj, c, 3, ts, 0.0);
+    j.rope.cos = tj.dst;
+    tj.dst.data = sn;
+    j.rope.sin = tj.dst;
+    sinpe_plan *p;
+    CHECK(sinpe_plan_new(&j, &o, &p) == SINPE_OK);
+    int done = 0, steps = 0;
+    while (p && !done && steps < 1000) {
+        CHECK(sinpe_plan_step(p, 1, &done) == SINPE_OK);
+        steps++;
+    }
+    sinpe_plan_free(p);
+    int ok = done;
+    for (int v = 0; v < 10; v++)
+        for (int i = 0; i < 4; i++)
+            ok &= x[v * 8 + i] == -x0[v * 8 + i + 4] && x[v * 8 + i + 4] == x0[v * 8 + i];
+    CHECK(ok);
+    j.rope.seq_axis = 2;
+    CHECK(sinpe_run(&j, &o) == SINPE_E_AXIS);
+    j.rope.seq_axis = 1;
+    j.rope.cos.shape[2] = 6;
+    j.rope.sin.shape[2] = 6;
+    j.rope.cos.strides[1] = j.rope.sin.strides[1] = 24;
+    j.rope.cos.strides[0] = j.rope.sin.strides[0] = 120;
+    CHECK(sinpe_run(&j, &o) == SINPE_OK); /* a partial rotation */
+    j.rope.cos.shape[2] = 10;
+    CHECK(sinpe_run(&j, &o) == SINPE_E_TABLES);
+    j.rope.sin.shape[2] = 10;
+    j.rope.cos.strides[1] = j.rope.sin.strides[1] = 40;
+    j.rope.cos.strides[0] = j.rope.sin.strides[0] = 200;
+    CHECK(sinpe_run(&j, &o) == SINPE_E_ROT);
+
+    /* a GRID preset: the angles are the components (r / W, r % W), a leading row at (0, 0) */
+    float g[7 * 2];
+    const float one[2] = { 1.0f, 1.0f };
+    const int32_t comp[2] = { 0, 1 };
+    const int64_t col[2] = { 4 * 0 + SINPE_COL_ANGLE, 4 * 1 + SINPE_COL_ANGLE };
+    sinpe_preset sp = { 2, one, NULL, 0, 2, comp, 0, 0.0f, col, 2, -1, 0 };
+    int64_t gs[2] = { 7, 2 };
+    sinpe_job_init(&j, g, 2, gs, 0.0);
+    j.preset = &sp;
+    j.pos.mode = SINPE_POS_GRID;
+    j.pos.grid_h = 2;
+    j.pos.grid_w = 3;
+    j.pos.grid_lead = 1;
+    CHECK(sinpe_run(&j, &o) == SINPE_OK);
+    ok = g[0] == 0.0f && g[1] == 0.0f;
+    for (int r = 0; r < 6; r++)
+        ok &= g[2 * (r + 1)] == (float)(r / 3) && g[2 * (r + 1) + 1] == (float)(r % 3);
+    CHECK(ok);
+    sp.ncomp = 1;
+    CHECK(sinpe_run(&j, &o) == SINPE_E_PRESET);
+
+    /* the memory rule: a fresh result past this machine's memory, or past any address */
+    sinpe_job_init(&j, NULL, 2, gs, 10000.0);
+    j.fresh = 1;
+    j.rows = (int64_t)1 << 40;
+    j.cols = 1024;
+    int64_t phys = sinpe_physical_memory();
+    CHECK(sinpe_job_prepare(&j, &o) == (phys > 0 ? SINPE_E_MEMORY : SINPE_OK));
+    sinpe_need need;
+    sinpe_job_need(&j, &o, &need);
+    CHECK(need.fresh == ((int64_t)1 << 42) * 1024 && need.physical == phys);
+    j.rows = (int64_t)1 << 62;
+    CHECK(sinpe_job_prepare(&j, &o) == SINPE_E_SIZE);
+    int64_t big[2] = { (int64_t)1 << 40, 1024 };
+    CHECK(sinpe_admit(2, big, SINPE_F32, 0, &need) == (phys > 0 ? SINPE_E_MEMORY : SINPE_OK));
+    CHECK(sinpe_admit(-1, big, SINPE_F32, 0, &need) == SINPE_OK && need.fresh == 0);
+    big[0] = -1;
+    CHECK(sinpe_admit(2, big, SINPE_F32, 0, &need) == SINPE_E_SIZE);
+    sinpe_job_init(&j, NULL, 2, gs, 10000.0);
+    CHECK(sinpe_run(&j, &o) == SINPE_E_NULL); /* no memory and not fresh */
+}
+
 int main(void)
 {
     SCALAR = opts_of("builtin", 0, 1);
@@ -386,6 +499,7 @@ int main(void)
     steps();
     errors();
     parallel_for();
+    job_kinds();
     printf("%d failed, %d passed\n", failures, checks - failures);
     return failures ? 1 : 0;
 }
