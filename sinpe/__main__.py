@@ -33,7 +33,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--numerics", "--backend", dest="numerics", choices=["auto"] + NAMES,
                    default="auto", metavar="BACKEND",
                    help="numerics backend: auto (default: torch's bits when it can, see the "
-                   "README), torch (the installed torch's own kernels), mkl (the mkl wheel), "
+                   "docs/backends.md), torch (the installed torch's own kernels), mkl (the mkl wheel), "
                    "builtin (correctly rounded), sleef or torch-aarch64-2.13/2.14/2.15[-sve256] "
                    "(torch on 64-bit Arm)")
     p.add_argument("--torch-threads", type=int, default=None, metavar="N",

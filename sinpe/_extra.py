@@ -78,7 +78,7 @@ def shift_matrix(k: int, d_model: int, base: float = 10000.0, *,
     (float64, d_model x d_model) with PE(pos + k) = R_k @ PE(pos) for the exact sinusoids of
     the table's frequencies (div[i], the table's float32 values on `backend`). Block i acts
     on (sin, cos) of pair i: [[cos k w_i, sin k w_i], [-sin k w_i, cos k w_i]]. The float32
-    table meets it up to its roundings, which grow with pos and k (README, Numerics)."""
+    table meets it up to its roundings, which grow with pos and k (docs/presets.md)."""
     d = _int(d_model, "d_model", minimum=2)
     if d % 2:
         raise ValueError(f"d_model must be an even integer >= 2, got {d}")

@@ -16,7 +16,7 @@ _NAMES = {
 
 #: The oneMKL release inside torch's x86-64 wheels 2.5.0 to 2.15.0 (torch.__config__.show();
 #: earlier wheels bundle 2022.2 and 2020.0, which give the same bits:
-#: ../shared/notes/torch-numerics.md).
+#: docs/numerics.md).
 TORCH_MKL_RELEASE = "2024.2"
 
 #: mkl wheel releases (year, minor) whose vmsExp/vmsSin/vmsCos give the bits of the oneMKL
@@ -24,20 +24,20 @@ TORCH_MKL_RELEASE = "2024.2"
 #: mkl wheel only for these; other releases are loaded on request (set_backend('mkl')).
 EQUAL_TO_TORCH = {
     (2024, 0): "mkl 2024.0.0: 0 differences from torch's copy (8192x1024 div_term and angles, "
-               "2M sin/cos in [0,200), [0,1e5), [0,2^24), 2M exp in [-14,0); shared notes)",
-    (2024, 1): "mkl 2024.1.0: 0 differences from torch's copy (same inputs; shared notes)",
-    (2024, 2): "mkl 2024.2.0, .1, .2: 0 differences from torch's copy (same inputs; shared "
-               "notes) and from torch 2.13 in the parity grid (README, Numerics)",
+               "2M sin/cos in [0,200), [0,1e5), [0,2^24), 2M exp in [-14,0); docs/backends.md)",
+    (2024, 1): "mkl 2024.1.0: 0 differences from torch's copy (same inputs; docs/backends.md)",
+    (2024, 2): "mkl 2024.2.0, .1, .2: 0 differences from torch's copy (same inputs; "
+               "docs/backends.md) and from torch 2.13 in the parity grid (docs/numerics.md)",
     (2025, 0): "mkl 2025.0.0 and 2025.0.1: 0 differences from torch's copy (same inputs; "
-               "shared notes)",
+               "docs/backends.md)",
 }
 
 #: What changes in the other releases (mkl 2025.1.0 to 2026.2.1, equal to each other).
 DIFFERENT = ("on an Intel Xeon with AVX-512 its vmsExp differs from the copy in torch (61,556 of "
              "2M exp inputs in [-14,0); 13 of the 512 div_term values of d_model=1024, changing "
              "86,698 sin and 81,986 cos entries of the 8192x1024 table; sin/cos differ for "
-             "x >= 10000; shared notes), although on an AMD EPYC (Zen 5) mkl 2026.2.1 gave 0 "
-             "differences (oneMKL runs another code path there: README, Numerics)")
+             "x >= 10000; docs/backends.md), although on an AMD EPYC (Zen 5) mkl 2026.2.1 gave 0 "
+             "differences (oneMKL runs another code path there: docs/backends.md)")
 
 
 def release(version: str) -> Optional[Tuple[int, int]]:

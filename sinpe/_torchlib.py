@@ -1,7 +1,7 @@
 """Finding the installed torch's own library (libtorch_cpu) without importing torch.
 
 Every x86-64 torch wheel from 1.13 to 2.15 exports oneMKL's vmsSin/vmsCos/vmsExp and
-MKL_Get_Version_String from libtorch_cpu (../shared/notes/torch-numerics.md), so sinpe can
+MKL_Get_Version_String from libtorch_cpu (docs/numerics.md, docs/backends.md), so sinpe can
 compute with torch's own copy of its math.  When torch is imported its library is already in
 the process and opening it again costs nothing; otherwise opening it takes about 0.2 s and
 110 MiB, once per process, and only when the 'torch' backend is first needed."""

@@ -6,7 +6,10 @@ each torch thread count given, and prints JSON: torch's version and CPU capabili
 mix of inputs (elementwise, 1 thread and the other counts).  tests/data/torch_arm64.json holds
 the digests the suite compares sinpe's 'torch-aarch64-*' profiles with.
 
-    P=~/.cache/sinpe-arm64 ../shared/tools/arm64-torch.sh           # real aarch64 torch 2.13
+    # $P (e.g. ~/.cache/sinpe-arm64): an aarch64 Python 3.11 in $P/sysroot (Debian's arm64
+    # packages unpacked with dpkg-deb -x, plus a fake aarch64 /proc/cpuinfo), torch's aarch64
+    # wheel with NumPy and the nvidia-* wheels it links unzipped into $P/site, and
+    # $P/pyarm.sh, which runs that Python under qemu-aarch64 -L $P/sysroot (docs/numerics.md)
     QEMU_CPU=neoverse-n1 $P/pyarm.sh tools/arm64_oracle.py > out.json  # DEFAULT (NEON)
     QEMU_CPU=max,sve-default-vector-length=16 ...                     # SVE128
     QEMU_CPU=max,sve-default-vector-length=32 ...                     # SVE256

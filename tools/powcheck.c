@@ -1,4 +1,4 @@
-/* Checks of sinpe's float32 pow functions (README, Presets):
+/* Checks of sinpe's float32 pow functions (docs/presets.md):
  *   1. sinpe_sleef_powf against SLEEF's own Sleef_powf16_u10avx512f / Sleef_powf8_u10avx2 as
  *      the installed torch exports them (libtorch_cpu.so, argument 1) - the functions
  *      torch.pow calls on x86-64;

@@ -4,7 +4,7 @@
  * with oneMKL VML: vmsExp/vmsSin/vmsCos with mode
  * VML_HA | VML_FTZDAZ_OFF | VML_ERRMODE_IGNORE (pytorch/pytorch,
  * aten/src/ATen/cpu/vml.h).  Calling the same functions of the same oneMKL
- * release with the same mode gives torch's bits (measured: README, Numerics).
+ * release with the same mode gives torch's bits (measured: docs/backends.md).
  * Two libraries provide them: the `mkl` wheel's mkl_rt ('mkl'), and the
  * installed torch's own libtorch_cpu, which links oneMKL statically and
  * exports the VML functions and MKL_Get_Version_String ('torch'; every

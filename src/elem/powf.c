@@ -6,7 +6,7 @@
  * SLEEF's Sleef_powf*_u10 and leaves the last (chunk length mod 2 vectors) elements of
  * each thread chunk (grain 32768) to std::pow, i.e. the C library's powf; with the
  * DEFAULT capability every element goes to powf.  Measured with torch 2.13.0 on x86-64
- * (capabilities DEFAULT, AVX2, AVX512: README, Presets).  Both functions are here:
+ * (capabilities DEFAULT, AVX2, AVX512: docs/presets.md).  Both functions are here:
  *
  *  - SLEEF's xpowf: sinpe_sleef_powf (sinpe_sleef_impl.h);
  *  - sinpe_powf_glibc: glibc's powf since 2.28 (sysdeps/ieee754/flt-32/e_powf.c, the

@@ -18,7 +18,7 @@
  * inputs (zeros, infinities, NaN, x < 0 with y not an integer, y = 0, x = 1) take C99's
  * special values from sinpe_powf_glibc, whose special cases are exact.
  * Measured.  0 differences from MPFR's mpfr_pow over the presets' exponent grids and 10^7
- * random pairs: `make -C tools powcheck && tools/powcheck` (README, Presets).
+ * random pairs: `make -C tools powcheck && tools/powcheck` (docs/presets.md).
  */
 #include "elem/crmath.h"
 #include "elem/powf.h"

@@ -1,19 +1,20 @@
 /* SLEEF's float32 sin / cos / exp as torch on 64-bit Arm computes them, re-implemented
  * bit for bit (the 'sleef' backend).
  *
- * What torch runs there (../shared/notes/torch-arm64.md, measured under qemu): torch 2.13
+ * What torch runs there (docs/numerics.md, measured under qemu): torch 2.13
  * calls SLEEF's 1.0-ULP FMA functions Sleef_{sin,cos,exp}f4_u10 (NEON, SVE128) or their
  * 8-lane form (SVE256); torch 2.15 calls the 3.5-ULP Sleef_{sin,cos}f4_u35 / f8_u35 and
- * keeps the u10 exp.  The algorithms are those of the published descriptions
- * ../shared/notes/sleef-float32-u10.md and sleef-float32-u35.md (sections 3-9: operation
- * order, constants, the long reduction's table), written here from those descriptions:
+ * keeps the u10 exp.  The algorithms are SLEEF's (shibatch/sleef src/libm/sleefsimdsp.c:
+ * xsinf_u1, xcosf_u1, xexpf, xsinf, xcosf; the long reduction's table in
+ * src/libm/rempitab.c), summarized in docs/numerics.md, and written here from published
+ * descriptions of their operation order, constants and table:
  * every plain operation is its own rounded float operation (the core is built with
  * -ffp-contract=off) and every fused step is an explicit fmaf.
  *
  * Lane coupling.  SLEEF 3.5-3.9 choose the reduction per vector: one lane with |d| >= 125
  * (or NaN/inf) sends all lanes of the vector down the long path (u10: two paths; u35: a
  * second threshold, 39000, and three paths).  So a result depends on the other elements
- * of its vector, and the caller (sinpe_core.c) forms groups as torch loads them (4 or 8
+ * of its vector, and the caller (backends/sleef.c) forms groups as torch loads them (4 or 8
  * consecutive elements from the start of each of torch's thread chunks, the last one
  * zero-padded), takes the largest path any element needs (sinpe_sleef_path) and
  * evaluates every element of the group with it.
@@ -22,7 +23,7 @@
  * sin and cos, as SLEEF does).  Assumes round-to-nearest and no FTZ/DAZ, as SLEEF.
  * Measured: tools/sleefcheck compares with Debian's libsleef 3.5.1 and with the SLEEF that
  * torch's x86-64 wheel exports (FMA builds) over all 2^32 inputs per function and path
- * (README, Numerics).
+ * (docs/numerics.md).
  */
 #include "elem/sleef.h"
 #include "elem/bits.h"
@@ -36,7 +37,7 @@ typedef struct {
     float h, l;
 } df; /* a double-float h + l */
 
-/* Constants of the descriptions' section 4, as hex floats. */
+/* SLEEF's constants (its sleefsimdsp.c and its helper headers), as hex floats. */
 static const struct {
     float invpi;                 /* 1/pi */
     float c1, c2, c3;            /* u10 sin, path A: minus pi in three parts */
@@ -72,7 +73,7 @@ static const struct {
 /* The long reduction's table: binary digits of 1/(2 pi) in four float pieces per row,
  * row r for unbiased exponents r + 25 (rows 66 and up for arguments scaled by 2^-64); row
  * 103 (zeros) is what SLEEF 3.6.1 and later read for NaN and infinities.  Bit patterns
- * from the descriptions' section 6.3 (identical in SLEEF 3.5.1 to 3.9.0 and master). */
+ * from SLEEF's rempitabsp table (identical in SLEEF 3.5.1 to 3.9.0 and master). */
 static const uint32_t REMPI[104][4] = {
     { 0x3e22f980, 0x335b9390, 0x2782a540, 0x9b762a0c }, /* row 0 */
     { 0x3d0be60c, 0x31dc9c88, 0x24a94fe0, 0x191d5f48 }, /* row 1 */

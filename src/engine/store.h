@@ -2,7 +2,7 @@
  * stride (internal, pure C).
  *
  * Rounding follows torch on x86-64 (measured with torch 2.13.0, CPU
- * capabilities DEFAULT, AVX2 and AVX512; README "Numerics"):
+ * capabilities DEFAULT, AVX2 and AVX512; docs/numerics.md):
  *  - float16: round to nearest even; NaN keeps its sign and top 10 payload
  *    bits and is made quiet (sign | 0x7e00 | payload >> 13), as F16C's
  *    vcvtps2ph and torch's .half() do.
