@@ -16,6 +16,7 @@ from ._types import Backend, DType, X
 #: SINPE_FRESH=plain turns that off (for measurements).
 HUGE = os.environ.get("SINPE_FRESH", "").strip().lower() != "plain"
 _PE_NAMES = ("out", "max_len", "d_model")
+LEAD, OWN = 1, 2  # the table job's flags
 _FUNCS = {"exp": 0, "sin": 1, "cos": 2}
 
 
@@ -61,7 +62,7 @@ def positional_encoding(max_len: Optional[SupportsIndex] = None,
         raise TypeError("positional_encoding() needs exactly one of max_len and positions")
     return _sinpe.table(_opts(backend, threads, torch_threads), out, max_len, d_model, base,
                         offset, positions, None, _dtype_args(dtype, out), dtype, 0, None,
-                        _PE_NAMES, HUGE, True)
+                        _PE_NAMES, HUGE, True, LEAD if positions is None else 0)
 
 
 def empty_table(max_len: SupportsIndex, d_model: SupportsIndex, base: SupportsFloat = 10000.0,
@@ -73,7 +74,7 @@ def empty_table(max_len: SupportsIndex, d_model: SupportsIndex, base: SupportsFl
     pieces with out= and offset= (the command line)."""
     return _sinpe.table(_opts(backend, threads, torch_threads), None, max_len, d_model, base, 0,
                         None, None, _dtypes.resolve(dtype), dtype, 0, None, _PE_NAMES, HUGE,
-                        False)
+                        False, 0)
 
 
 def add_pe(x: X, /, base: SupportsFloat = 10000.0, *, offset: SupportsIndex = 0,
@@ -117,34 +118,47 @@ def _round(x: npt.NDArray[np.float32], dtype: DType) -> Any:
     return _sinpe.round(x, _dtypes.resolve(dtype))
 
 
-def table(rows: Any = None, *, positions: Any = None, grid: Any = None, freq: np.ndarray,
-          col: Any, comp: Any = None, scale: Any = None, zero_row: int = -1,
-          trow_shift: int = 0, f64_div: bool = False, offset: Any = 0, table_rows: Any = 0,
-          dtype: Any = None, out: Any = None, backend: Optional[str] = None,
-          threads: Any = None, torch_threads: Any = None,
-          names: tuple = ("out", "rows", "columns")) -> Any:
-    """A preset table (the presets' one entry into the core): rows offset .. offset+rows-1,
-    or positions (an array-like, with a trailing axis of 2 when comp names component 1), or
-    a grid (h, w, lead); freq: float32 (or float64) frequencies, one per angle; col: 4 *
-    angle + kind (0 sin, 1 cos, 2 angle, 3 zero) per column."""
+def table_job(core: tuple, *, rows: Any = None, positions: Any = None, grid: Any = None,
+              freq: np.ndarray, col: Any, comp: Any = None, scale: Any = None,
+              zero_row: int = -1, trow_shift: int = 0, f64_div: bool = False, offset: Any = 0,
+              table_rows: Any = 0, dtype: Any = None, out: Any = None,
+              names: tuple = ("out", "rows", "columns"), fill: bool = True,
+              lead: bool = False, own: bool = False) -> Any:
+    """A preset table (the presets' one entry into the core) with resolved options core:
+    rows offset .. offset+rows-1, or positions (an array-like, with a trailing axis of 2
+    when comp names component 1), or a grid (h, w, lead); freq: float32 (or float64)
+    frequencies, one per angle; col: 4 * angle + kind (0 sin, 1 cos, 2 angle, 3 zero) per
+    column.  fill=False: every check, nothing written (returns out, or a fresh array).
+    lead: out may have one more leading axis of length 1 (a library's (1, L, d) result).
+    own: by offset, torch's tensor is the rows themselves (arange(offset, offset + rows)),
+    not a table from row 0 (only SLEEF's bits can tell)."""
     preset = (freq, np.asarray(col, np.int64), comp, scale, zero_row, trow_shift, f64_div)
-    return _sinpe.table(_opts(backend, threads, torch_threads), out, rows, None, 10000.0, offset,
-                        positions, grid, _dtype_args(dtype, out), dtype, table_rows, preset,
-                        names, HUGE, True)
+    return _sinpe.table(core, out, rows, None, 10000.0, offset, positions, grid,
+                        _dtype_args(dtype, out), dtype, table_rows, preset, names, HUGE, fill,
+                        (LEAD if lead else 0) | (OWN if own else 0))
 
 
 def admit(shape: tuple, dtype: Any = None, noun: str = "a table") -> None:
     """The core's memory rule for an array about to be made (a preset's result or inputs),
     before anything is allocated."""
-    _sinpe.admit(tuple(shape), _dtypes.resolve(dtype), noun)
+    try:
+        d = _dtypes.resolve(dtype)
+    except TypeError:  # an input's type (positions, masks)
+        d = np.dtype(dtype)
+    _sinpe.admit(tuple(shape), d, noun)
+
+
+def positive(value: Any, name: str) -> float:
+    """value as a float, by the core's rule of a base (finite and > 0)."""
+    return float(_sinpe.positive(value, name))
 
 
 _FREQ_KINDS = {"exp_mul": 0, "exp_muldiv": 1, "pow": 2, "pow64": 3}
 
 
-def freqs(kind: str, n: int, *, start: int = 0, step: int = 1, group: int = 1, a: float = 0.0,
-          b: float = 1.0, m: float = 1.0, base: float = 1.0, recip: bool = False,
-          backend: Optional[str] = None, torch_threads: Any = None) -> np.ndarray:
-    """A preset's frequency vector (sinpe.h: sinpe_freq) on the call's backend."""
-    return _sinpe.freqs(_opts(backend, None, torch_threads), _FREQ_KINDS[kind], n, start, step,
-                        group, a, b, m, base, recip)
+def freq_job(core: tuple, kind: str, n: int, *, start: int = 0, step: int = 1, group: int = 1,
+             a: float = 0.0, b: float = 1.0, m: float = 1.0, base: Any = 1.0,
+             recip: bool = False, base_name: str = "base") -> np.ndarray:
+    """A preset's frequency vector (sinpe.h: sinpe_freq) with resolved options core."""
+    return _sinpe.freqs(core, _FREQ_KINDS[kind], n, start, step, group, a, b, m, base, recip,
+                        base_name)

@@ -11,8 +11,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import _sinpe
-from ._choice import opts as _core_opts
-from .presets import COS, SIN, _freqs, _int, _opts, _rope_inv_freq, _table
+from .presets import COS, SIN, _admit, _freqs, _int, _opts, _positive, _rope_inv_freq, _table
 
 
 def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: str = "half",
@@ -40,18 +39,22 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
         raise ValueError(f"x must have shape (..., seq, head_dim), got shape {a.shape}")
     if layout not in ("half", "pairs"):
         raise ValueError(f"layout must be 'half' or 'pairs', got {layout!r}")
-    sd = seq_dim + a.ndim if seq_dim < 0 else seq_dim
+    sdim = _int(seq_dim, "seq_dim", minimum=-a.ndim)
+    sd = sdim + a.ndim if sdim < 0 else sdim
     if not 0 <= sd < a.ndim - 1:
-        raise ValueError(f"seq_dim={seq_dim} is not an axis of x before the last "
+        raise ValueError(f"seq_dim={sdim} is not an axis of x before the last "
                          f"(x has shape {a.shape})")
     seq, d = a.shape[sd], a.shape[-1]
     rot = d if rot_dim is None else _int(rot_dim, "rot_dim")
     if rot % 2 or rot > d or rot < 2:
         raise ValueError(f"rot_dim must be even, >= 2 and <= head_dim = {d}, got {rot}")
+    theta = _positive(base, "base")
+    off = _int(offset, "offset")
+    opts = _opts(None, None, backend, threads, torch_threads)
     if positions is None:
-        pos = (np.arange(seq, dtype=np.int64) + _int(offset, "offset"))[None]
+        pos, tables = None, 1
     else:
-        if offset:
+        if off:
             raise ValueError("offset and positions exclude each other")
         pos = np.asarray(positions)
         pos = pos[None] if pos.ndim == 1 else pos
@@ -60,16 +63,22 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
             raise ValueError(f"positions must have shape (seq,) or (batch, seq) = "
                              f"({a.shape[0]}, {seq}) for x of shape {a.shape}, got "
                              f"{np.shape(positions)}")
-    opts = _opts(None, None, backend, threads, torch_threads)
-    inv = _rope_inv_freq(rot, base, opts)
+        tables = pos.shape[0]
+    _admit((2, tables, seq, rot), dict(opts, dtype=np.float32), "its cos and sin tables",
+           np.float32)
+    inv = _rope_inv_freq(rot, theta, opts)
     h = rot // 2
     t = np.arange(rot)
-    freq = inv[t // 2] if layout == "pairs" else inv[t % h]
-    col = [4 * k + COS for k in range(rot)] + [4 * k + SIN for k in range(rot)]
-    tab = _table(pos, np.ascontiguousarray(freq, np.float32), col, opts)
-    cos, sin = np.ascontiguousarray(tab[..., :rot]), np.ascontiguousarray(tab[..., rot:])
-    return _sinpe.rope(_core_opts(backend, threads, torch_threads), x, cos, sin, sd,
-                       0 if pos.shape[0] > 1 else -1, layout == "pairs")
+    freq = np.ascontiguousarray(inv[t // 2] if layout == "pairs" else inv[t % h], np.float32)
+    cs = []
+    for kind in (COS, SIN):  # emb.cos(), emb.sin(): two tensors of emb's shape
+        col = [4 * k + kind for k in range(rot)]
+        if pos is None:  # arange(offset, offset + seq): the core checks the last position
+            cs.append(_table(seq, freq, col, opts, offset=off, own=True)[None])
+        else:
+            cs.append(_table(pos, freq, col, opts))
+    return _sinpe.rope(opts["core"], x, cs[0], cs[1], sd, 0 if tables > 1 else -1,
+                       layout == "pairs")
 
 
 def shift_matrix(k: int, d_model: int, base: float = 10000.0, *,
@@ -83,8 +92,10 @@ def shift_matrix(k: int, d_model: int, base: float = 10000.0, *,
     if d % 2:
         raise ValueError(f"d_model must be an even integer >= 2, got {d}")
     kk = _int(k, "k", minimum=-(1 << 62))
+    b = _positive(base, "base")
     opts = _opts(None, None, backend, None, None)
-    div = _freqs("exp_mul", d // 2, opts, step=2, a=-math.log(base) / d).astype(np.float64)
+    _admit((d, d), opts, "the matrix", np.float64)
+    div = _freqs("exp_mul", d // 2, opts, step=2, a=-math.log(b) / d).astype(np.float64)
     th = kk * div
     c, s = np.cos(th), np.sin(th)
     R = np.zeros((d, d))

@@ -2,19 +2,23 @@
 
 Each function reproduces one library's table with that library's own parameter names and
 defaults, and returns NumPy arrays. The operations of each are listed, step by step with
-their dtypes, in ``docs/presets.md`` (which also says which release was compared): formulas that look alike give different bits, so each preset follows its
-library's order of operations exactly.
+their dtypes, in ``docs/presets.md`` (which also says which release was compared): formulas
+that look alike give different bits, so each preset follows its library's order of
+operations exactly.
 
-All the work is done by sinpe's C core: the frequency vector (``sinpe._api.freqs``: float32
-exp/pow steps, or float64 ones) and then the table (``sinpe._api.table``: each row's
+All the work is done by sinpe's C core: the frequency vector (``sinpe._api.freq_job``: float32
+exp/pow steps, or float64 ones) and then the table (``sinpe._api.table_job``: each row's
 angles, their sin/cos, and a column map). Float32 steps run on the same backend choice as
 the tutorial table (``backend=``: torch's bits where torch computes them, the built-in's
 correctly rounded functions otherwise); float64 steps (XLM, Marian, the TF tutorial, MAE)
 use the C library's double pow/sin/cos and round to the library's float32 values.
 
-Every table function takes ``dtype=`` (rounded from the float32 values as torch rounds
-them), ``out=``, ``backend=``, ``threads=`` and ``torch_threads=`` as
-:func:`sinpe.positional_encoding` does.
+The table functions take ``dtype=`` (rounded from the float32 values as torch rounds them)
+and ``backend=``, ``torch_threads=`` as :func:`sinpe.positional_encoding` does, and those
+that make one table also ``out=`` and ``threads=`` (each signature says which).  Every
+argument is checked, and every result refused when it cannot fit in memory, before anything
+is allocated or written; an ``out=`` must be a writable buffer of the result's shape and
+dtype, and is left untouched otherwise.
 """
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _api
+from . import _api, _choice, _dtypes
 
 __all__ = [
     "fairseq", "fairseq_positions", "m2m100", "speech2text", "fsmt", "musicgen", "fairseq2",
@@ -39,6 +43,9 @@ SIN, COS, ANGLE, ZERO = 0, 1, 2, 3
 # ---- shared helpers -------------------------------------------------------------------------
 
 def _int(value: Any, name: str, minimum: int = 0) -> int:
+    """An integer parameter (NumPy integers too; bool, float and str refused)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
     try:
         v = operator.index(value)
     except TypeError:
@@ -49,29 +56,65 @@ def _int(value: Any, name: str, minimum: int = 0) -> int:
     return v
 
 
-def _admit(shape: Tuple[int, ...], opts: dict) -> None:
-    """Refuse, before any work, a result that cannot be made (the core's rule and figures);
-    with out= the core checks out's shape instead."""
-    if opts.get("out") is None:
-        _api.admit(shape, opts.get("dtype"))
+def _real(value: Any, name: str) -> float:
+    """A real parameter (bool, str and complex refused)."""
+    if isinstance(value, (bool, np.bool_, str, bytes, complex, np.complexfloating)):
+        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a real number, got {value!r} "
+                        f"({type(value).__name__})") from None
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return v
 
 
-def _freqs(kind: str, n: int, opts: dict, **kw: Any) -> np.ndarray:
-    return _api.freqs(kind, n, backend=opts.get("backend"), torch_threads=opts.get("torch_threads"),
-                      **kw)
-
-
-def _table(rows: Any, freq: np.ndarray, col: Sequence[int], opts: dict, **kw: Any) -> np.ndarray:
-    """The preset table of rows: an int (positions offset .. offset + rows - 1) or an array
-    of positions."""
-    where = {"rows": rows} if isinstance(rows, int) else {"positions": rows}
-    return _api.table(freq=freq, col=col, **where, **kw, **opts)
+def _positive(value: Any, name: str) -> float:
+    """A base, period or scale: finite and > 0, by the core's rule."""
+    return _api.positive(value, name)
 
 
 def _opts(dtype: Any, out: Any, backend: Optional[str], threads: Optional[int],
           torch_threads: Optional[int]) -> dict:
-    return {"dtype": dtype, "out": out, "backend": backend, "threads": threads,
-            "torch_threads": torch_threads}
+    """The call's options, resolved once: the core's (backend, path, threads, ...), and
+    dtype= checked before any work."""
+    if dtype is not None:
+        _dtypes.resolve(dtype)
+    return {"dtype": dtype, "out": out, "core": _choice.opts(backend, threads, torch_threads)}
+
+
+def _admit(shape: Tuple[int, ...], opts: dict, noun: str = "a table", dtype: Any = None) -> None:
+    """Refuse, before any work, an array that cannot be made (the core's rule and figures):
+    the result (not with out=, whose shape the core checks), or an input built here."""
+    if noun != "a table" or opts.get("out") is None:
+        _api.admit(shape, dtype if noun != "a table" else opts.get("dtype"), noun)
+
+
+def _freqs(kind: str, n: int, opts: dict, **kw: Any) -> np.ndarray:
+    return _api.freq_job(opts["core"], kind, n, **kw)
+
+
+def _table(rows: Any, freq: np.ndarray, col: Sequence[int], opts: dict, **kw: Any) -> np.ndarray:
+    """The preset table of rows: an int (positions offset .. offset + rows - 1), an array of
+    positions, or a grid (grid=(h, w, lead))."""
+    where = {"rows": rows} if isinstance(rows, int) else {} if rows is None else {"positions": rows}
+    return _api.table_job(opts["core"], freq=freq, col=col, dtype=opts["dtype"], out=opts["out"],
+                          **where, **kw)
+
+
+def _result(shape: Tuple[int, ...], opts: dict) -> np.ndarray:
+    """The array a batch-repeated result goes into: out= (checked by the core's rules for a
+    result of that shape: a writable buffer of the result's dtype whose elements do not
+    share memory, else untouched), as an ndarray view, or a fresh array (admitted first)."""
+    out = opts["out"]
+    if out is None:
+        _admit(shape, opts)
+        return np.empty(shape, _dtypes.resolve(opts["dtype"]))
+    rows = np.broadcast_to(np.float32(0), shape[:-1])
+    _api.table_job(opts["core"], positions=rows, freq=np.zeros(1, np.float32),
+                   col=[ZERO] * shape[-1], dtype=opts["dtype"], out=out, fill=False)
+    return np.asarray(out)
 
 
 def _halves(n_sin: int, n_cos: Optional[int] = None, *, first: int = SIN, pad: int = 0,
@@ -91,7 +134,7 @@ def _interleaved(n_cols: int, t0: int = 0) -> list:
 
 def _round_to(values: np.ndarray, dtype: Any) -> np.ndarray:
     """float32 values rounded to dtype as torch rounds them (and the tables do)."""
-    if dtype is None or np.dtype(dtype) == np.float32:
+    if dtype is None or _dtypes.resolve(dtype) == np.float32:
         return values
     return _api._round(np.ascontiguousarray(values, np.float32).ravel(), dtype).reshape(values.shape)
 
@@ -105,17 +148,6 @@ def _pad_row(padding_idx: Optional[int], n: int) -> int:
     if not 0 <= row < n:
         raise IndexError(f"padding_idx {p} is out of bounds for a table of {n} rows")
     return row
-
-
-def _into(out: Any, shape: Tuple[int, ...]) -> Any:
-    """out viewed as shape (an ndarray view of out's memory, for a library shape with a
-    leading 1 the core does not write directly), or None."""
-    if out is None:
-        return None
-    a = np.asarray(out)
-    if a.shape != shape:
-        raise ValueError(f"out has shape {a.shape}; expected {shape}")
-    return a
 
 
 # ---- fairseq and its copies -------------------------------------------------------------------
@@ -143,7 +175,8 @@ def _fairseq_like(num_embeddings: int, embedding_dim: int, padding_idx: Optional
     zero = _pad_row(padding_idx, n)
     _admit((n, d), opts)
     freq = _freqs("exp_mul", h, opts, a=-(math.log(10000) / (h - 1)))
-    return _table(n, freq, _halves(h, first=first, pad=d % 2), opts, zero_row=zero)
+    return _table(n, freq, _halves(h, first=first, pad=d % 2), opts, zero_row=zero,
+                  names=("out", "num_embeddings", "embedding_dim"))
 
 
 def fairseq_positions(tokens: Any, padding_idx: int, cache_length: int = 0) -> np.ndarray:
@@ -198,7 +231,7 @@ def fairseq2(encoding_dim: int, max_seq_len: int, *, _legacy_pad_idx: Optional[i
     even (ValueError, as fairseq2)."""
     opts = _opts(dtype, out, backend, threads, torch_threads)
     e = _int(encoding_dim, "encoding_dim")
-    s = _int(max_seq_len, "max_seq_len")
+    n = _int(max_seq_len, "max_seq_len")
     if e % 2:
         raise ValueError(f"encoding_dim must be even, got {e}")
     if e < 2:
@@ -206,9 +239,16 @@ def fairseq2(encoding_dim: int, max_seq_len: int, *, _legacy_pad_idx: Optional[i
     h = e // 2
     off = 0 if _legacy_pad_idx is None else 1 + _int(_legacy_pad_idx, "_legacy_pad_idx",
                                                      minimum=-(1 << 62))
+    if n and off > (1 << 63) - n:
+        raise OverflowError(f"the last position, {off} + {n} - 1, does not fit in int64")
+    _admit((n + 1, e), opts)
+    _admit((n + 1,), opts, "its positions", np.float32)
     freq = _freqs("exp_muldiv", h, opts, a=-math.log(10000.0), b=float(h - 1))
-    steps = np.concatenate([[0.0], np.arange(off, off + s, dtype=np.float64)]).astype(np.float32)
-    return _table(steps, freq, _halves(h), opts, zero_row=0, trow_shift=-1)
+    steps = np.empty(n + 1, np.float32)  # row 0: the pad; then off .. off + n - 1
+    steps[0] = 0.0
+    steps[1:] = np.arange(off, off + n, dtype=np.float64)
+    return _table(steps, freq, _halves(h), opts, zero_row=0, trow_shift=-1,
+                  names=("out", "max_seq_len", "encoding_dim"))
 
 
 # ---- TensorFlow lineage -----------------------------------------------------------------------
@@ -227,19 +267,21 @@ def tensor2tensor(length: int, channels: int, min_timescale: float = 1.0,
     n = c // 2
     if n < 1:
         raise ValueError(f"channels must be >= 2, got {c}")
-    opts = _opts(dtype, None, backend, threads, torch_threads)
-    inc = np.float32(math.log(float(max_timescale) / float(min_timescale))) / max(
-        np.float32(n) - np.float32(1), np.float32(1))
-    freq = _freqs("exp_mul", n, opts, a=float(-inc), m=float(min_timescale))
-    col = _halves(n, pad=c % 2)
+    lo, hi = _positive(min_timescale, "min_timescale"), _positive(max_timescale, "max_timescale")
     start = _int(start_index, "start_index", minimum=-(1 << 62))
-    dst = _into(out, (1, L, c))
-    opts["out"] = None if dst is None else dst[0]
+    opts = _opts(dtype, out, backend, threads, torch_threads)
+    _admit((L, c), opts)
+    inc = np.float32(math.log(hi / lo)) / max(np.float32(n) - np.float32(1), np.float32(1))
+    freq = _freqs("exp_mul", n, opts, a=float(-inc), m=lo)
+    col = _halves(n, pad=c % 2)
+    names = ("out", "length", "channels")
     if start >= 0:
-        t = _table(L, freq, col, opts, offset=start)
+        t = _table(L, freq, col, opts, offset=start, names=names, lead=True, own=True)
     else:
-        t = _table(np.arange(start, start + L, dtype=np.float64), freq, col, opts)
-    return t[None] if dst is None else dst
+        _admit((L,), opts, "its positions", np.float64)
+        t = _table(np.arange(start, start + L, dtype=np.float64), freq, col, opts, names=names,
+                   lead=True)
+    return t[None] if out is None else t
 
 
 def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
@@ -253,29 +295,40 @@ def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
     dtype=) or a shape tuple (..., seq_length, hidden_size); positions: (seq,) or
     (batch, seq). The sum ``sin*mask + cos*mask`` keras forms equals the chosen function
     but for the sign of a zero sine at a position of -0.0."""
-    shape = tuple(int(s) for s in (inputs if isinstance(inputs, (tuple, list)) else
-                                   np.shape(inputs)))
+    given = inputs if isinstance(inputs, (tuple, list)) else np.shape(inputs)
+    shape = tuple(_int(v, "inputs' shape") for v in given)
     if len(shape) < 2:
         raise ValueError(f"inputs must have at least 2 dimensions (..., seq, hidden), got {shape}")
     L, d = shape[-2], shape[-1]
     if d < 1:
         raise ValueError(f"hidden_size must be >= 1, got {d}")
-    opts = _opts(dtype, None, backend, threads, torch_threads)
-    freq = _freqs("pow", d, opts, step=2, group=2, b=float(d), base=1 / max_wavelength)
-    col = [4 * j + (SIN if j % 2 == 0 else COS) for j in range(d)]
+    wl = _positive(max_wavelength, "max_wavelength")
+    start = _int(start_index, "start_index", minimum=-(1 << 62))
+    opts = _opts(dtype, out, backend, threads, torch_threads)
     if positions is None:
-        start = _int(start_index, "start_index", minimum=-(1 << 62))
-        pos = np.arange(L, dtype=np.int64) + start
-        pe = _table(pos.astype(np.float32)[None], freq, col, opts)
+        pos = None
     else:
-        p = np.asarray(positions)
-        pe = _table((p[None] if p.ndim == 1 else p).astype(np.float32), freq, col, opts)
-    result = np.broadcast_to(pe, shape)
-    if out is None:
-        return np.ascontiguousarray(result)
-    dst = _into(out, shape)
-    dst[...] = result
-    return out
+        pos = np.asarray(positions)
+        if pos.ndim not in (1, 2) or pos.shape[-1] != L:
+            raise ValueError(f"positions must have shape (seq,) or (batch, seq) with seq = {L}, "
+                             f"got {pos.shape}")
+        try:
+            np.broadcast_shapes(pos.shape, shape[:-1])
+        except ValueError:
+            raise ValueError(f"positions of shape {pos.shape} do not broadcast to inputs' "
+                             f"{shape[:-1]}") from None
+    dst = _result(shape, opts)
+    freq = _freqs("pow", d, opts, step=2, group=2, b=float(d), base=1 / wl)
+    col = [4 * j + (SIN if j % 2 == 0 else COS) for j in range(d)]
+    one = dict(opts, out=None, dtype=dst.dtype)  # the library's own table, then broadcast
+    if pos is not None:
+        pe = _table(pos.astype(np.float32), freq, col, one)
+    elif start >= 0:
+        pe = _table(L, freq, col, one, offset=start, own=True)
+    else:
+        pe = _table(np.arange(start, start + L, dtype=np.int64), freq, col, one)
+    dst[...] = pe  # the same dtype: copies
+    return dst if out is None else out
 
 
 def tf_tutorial(length: int, depth: int, *, legacy: bool = False, dtype: Any = None,
@@ -290,16 +343,16 @@ def tf_tutorial(length: int, depth: int, *, legacy: bool = False, dtype: Any = N
     L = _int(length, "length")
     dp = _int(depth, "depth", minimum=1)
     opts = _opts(dtype, out, backend, threads, torch_threads)
-    if not legacy:
-        n = math.ceil(dp / 2)
-        rate = _freqs("pow64", n, opts, b=dp / 2, base=10000.0, recip=True)
-        return _table(L, rate, _halves(n), opts)
     n = math.ceil(dp / 2)
+    names = ("out", "length", "depth")
+    if not legacy:
+        _admit((L, 2 * n), opts)
+        rate = _freqs("pow64", n, opts, b=dp / 2, base=10000.0, recip=True)
+        return _table(L, rate, _halves(n), opts, names=names)
+    _admit((L, dp), opts)
     rate = _freqs("pow64", n, opts, step=2, b=float(dp), base=10000.0, recip=True)
-    dst = _into(out, (1, L, dp))
-    opts["out"] = None if dst is None else dst[0]
-    t = _table(L, rate, _interleaved(dp), opts)
-    return t[None] if dst is None else dst
+    t = _table(L, rate, _interleaved(dp), opts, names=names, lead=True)
+    return t[None] if out is None else t
 
 
 # ---- transformers' float64 tables, Whisper ------------------------------------------------------
@@ -312,8 +365,9 @@ def xlm(n_pos: int, dim: int, *, dtype: Any = None, out: Any = None,
     ``p / 10000**(2*(j//2)/dim)`` in float64, rounded to float32. Shape (n_pos, dim)."""
     n, d = _int(n_pos, "n_pos"), _int(dim, "dim", minimum=1)
     opts = _opts(dtype, out, backend, threads, torch_threads)
+    _admit((n, d), opts)
     p = _freqs("pow64", math.ceil(d / 2), opts, step=2, b=float(d), base=10000.0)
-    return _table(n, p, _interleaved(d), opts, f64_div=True)
+    return _table(n, p, _interleaved(d), opts, f64_div=True, names=("out", "n_pos", "dim"))
 
 
 def marian(num_positions: int, embedding_dim: int, *, dtype: Any = None, out: Any = None,
@@ -324,8 +378,10 @@ def marian(num_positions: int, embedding_dim: int, *, dtype: Any = None, out: An
     float64 angles, ``[sin of the ceil(dim/2) even columns | cos of the dim//2 odd ones]``."""
     n, d = _int(num_positions, "num_positions"), _int(embedding_dim, "embedding_dim", minimum=1)
     opts = _opts(dtype, out, backend, threads, torch_threads)
+    _admit((n, d), opts)
     p = _freqs("pow64", math.ceil(d / 2), opts, step=2, b=float(d), base=10000.0)
-    return _table(n, p, _halves(math.ceil(d / 2), d // 2), opts, f64_div=True)
+    return _table(n, p, _halves(math.ceil(d / 2), d // 2), opts, f64_div=True,
+                  names=("out", "num_positions", "embedding_dim"))
 
 
 def whisper(length: int, channels: int, max_timescale: float = 10000, *, dtype: Any = None,
@@ -340,11 +396,12 @@ def whisper(length: int, channels: int, max_timescale: float = 10000, *, dtype: 
         raise ValueError(f"channels must be even, got {c}")
     if c < 4:
         raise ValueError(f"channels must be >= 4 (channels // 2 - 1 is a divisor), got {c}")
+    mt = _positive(max_timescale, "max_timescale")
     opts = _opts(dtype, out, backend, threads, torch_threads)
     _admit((L, c), opts)
     h = c // 2
-    freq = _freqs("exp_mul", h, opts, a=-(math.log(max_timescale) / (h - 1)))
-    return _table(L, freq, _halves(h), opts)
+    freq = _freqs("exp_mul", h, opts, a=-(math.log(mt) / (h - 1)))
+    return _table(L, freq, _halves(h), opts, names=("out", "length", "channels"))
 
 
 # ---- diffusers, MAE, timm ---------------------------------------------------------------------
@@ -366,11 +423,13 @@ def diffusers_timestep(timesteps: Any, embedding_dim: int, flip_sin_to_cos: bool
     h = d // 2
     if h < 1:
         raise ValueError(f"embedding_dim must be >= 2, got {d}")
+    period = _positive(max_period, "max_period")
+    shift, sc = _real(downscale_freq_shift, "downscale_freq_shift"), _real(scale, "scale")
     opts = _opts(dtype, out, backend, threads, torch_threads)
-    freq = _freqs("exp_muldiv", h, opts, a=-math.log(max_period),
-                  b=float(h - downscale_freq_shift))
+    _admit((t.shape[0], d), opts)
+    freq = _freqs("exp_muldiv", h, opts, a=-math.log(period), b=float(h - shift))
     col = _halves(h, first=COS if flip_sin_to_cos else SIN, pad=d % 2)
-    return _table(t, freq, col, opts, scale=float(scale))
+    return _table(t, freq, col, opts, scale=sc, names=("out", "timesteps", "embedding_dim"))
 
 
 def mae_2d(embed_dim: int, grid_size: int, cls_token: bool = False, *, dtype: Any = None,
@@ -386,16 +445,18 @@ def mae_2d(embed_dim: int, grid_size: int, cls_token: bool = False, *, dtype: An
     if D % 4 or D == 0:
         raise ValueError(f"embed_dim must be a positive multiple of 4, got {D}")
     opts = _opts(dtype, out, backend, threads, torch_threads)
+    lead = 1 if cls_token else 0
+    if G and G > ((1 << 62) - lead) // G:
+        raise OverflowError(f"a grid of {G} x {G} positions is larger than memory can address")
+    _admit((lead + G * G, D), opts)
     q = D // 4
     omega = _freqs("pow64", q, opts, b=float(q), base=10000.0, recip=True)
     freq = np.concatenate([omega, omega])
-    comp = np.repeat(np.arange(2, dtype=np.int32), q)  # w first, then h
+    # the grid's row i*G + j has components (i, j): w = j (component 1) first, then h = i
+    comp = np.repeat(np.array([1, 0], dtype=np.int32), q)
     col = _halves(q) + _halves(q, t0=q)
-    i, j = np.divmod(np.arange(G * G, dtype=np.int64), G)
-    pos = np.stack([j, i], axis=1).astype(np.float32)
-    if cls_token:
-        pos = np.concatenate([np.zeros((1, 2), np.float32), pos])
-    return _table(pos, freq, col, opts, comp=comp, zero_row=0 if cls_token else -1)
+    return _table(None, freq, col, opts, grid=(G, G, lead), comp=comp,
+                  zero_row=0 if cls_token else -1, names=("out", "grid_size", "embed_dim"))
 
 
 def timm_2d(feat_shape: Sequence[int], dim: int = 64, temperature: float = 10000.,
@@ -407,7 +468,12 @@ def timm_2d(feat_shape: Sequence[int], dim: int = 64, temperature: float = 10000
     feat_shape ([H, W], or [W, H] with reverse_coord), ``[sin h | sin w | cos h | cos w]``
     (``[sin h | cos h | sin w | cos w]`` with interleave_sin_cos). dim must be a multiple of
     4. Shape (H*W, dim)."""
-    fs = [int(s) for s in feat_shape]
+    try:
+        fs = [_int(v, "feat_shape") for v in feat_shape]
+    except TypeError:
+        if isinstance(feat_shape, (str, bytes)) or not hasattr(feat_shape, "__iter__"):
+            raise TypeError(f"feat_shape must be a sequence of 2 integers, got {feat_shape!r}") from None
+        raise
     if len(fs) != 2:
         raise ValueError(f"feat_shape must have 2 entries, got {feat_shape!r}")
     d = _int(dim, "dim")
@@ -415,26 +481,30 @@ def timm_2d(feat_shape: Sequence[int], dim: int = 64, temperature: float = 10000
         raise ValueError(f"dim must be a positive multiple of 4, got {d}")
     if reverse_coord:
         fs = fs[::-1]
+    temp = _positive(temperature, "temperature")
     opts = _opts(dtype, out, backend, threads, torch_threads)
+    if fs[1] and fs[0] > (1 << 62) // fs[1]:
+        raise OverflowError(f"a grid of {fs[0]} x {fs[1]} positions is larger than memory can "
+                            "address")
+    _admit((fs[0] * fs[1], d), opts)
     q = d // 4
-    bands = _freqs("pow", q, opts, b=float(q), base=float(temperature), recip=True)
+    bands = _freqs("pow", q, opts, b=float(q), base=temp, recip=True, base_name="temperature")
     freq = np.concatenate([bands, bands])
-    comp = np.repeat(np.arange(2, dtype=np.int32), q)
-    a, b = np.divmod(np.arange(fs[0] * fs[1], dtype=np.int64), max(fs[1], 1))
-    pos = np.stack([a, b], axis=1).astype(np.float32)
+    comp = np.repeat(np.arange(2, dtype=np.int32), q)  # the grid's (r // W, r % W)
     s = [4 * t + SIN for t in range(2 * q)]
     c = [4 * t + COS for t in range(2 * q)]
     col = (s[:q] + c[:q] + s[q:] + c[q:]) if interleave_sin_cos else (s + c)
-    return _table(pos, freq, col, opts, comp=comp)
+    return _table(None, freq, col, opts, grid=(fs[0], fs[1], 0), comp=comp,
+                  names=("out", "feat_shape", "dim"))
 
 
 # ---- rotary ------------------------------------------------------------------------------------
 
-def _rope_inv_freq(dim: int, theta: float, opts: dict) -> np.ndarray:
+def _rope_inv_freq(dim: int, theta: Any, opts: dict, name: str = "theta") -> np.ndarray:
     """``1 / (theta ** (arange(0, dim, 2).float() / dim))``: HF Llama's default rope,
     rotary-embedding-torch's 'lang' freqs and tatp22's inv_freq (with dim = its channels)."""
-    return _freqs("pow", (dim + 1) // 2, opts, step=2, b=float(dim), base=float(theta),
-                  recip=True)
+    return _freqs("pow", (dim + 1) // 2, opts, step=2, b=float(dim), base=theta, recip=True,
+                  base_name=name)
 
 
 def llama_rope(head_dim: int, position_ids: Any, rope_theta: float = 10000.0,
@@ -450,19 +520,27 @@ def llama_rope(head_dim: int, position_ids: Any, rope_theta: float = 10000.0,
     dim = _int(head_dim, "head_dim", minimum=2)
     if dim % 2:
         raise ValueError(f"head_dim must be even, got {dim}")
-    opts = _opts(None, None, backend, threads, torch_threads)
-    pos = np.arange(_int(position_ids, "position_ids")) if isinstance(position_ids, int) \
-        else np.asarray(position_ids)
-    inv = _rope_inv_freq(dim, rope_theta, opts)
+    theta = _positive(rope_theta, "rope_theta")
+    scaling = _real(attention_scaling, "attention_scaling")
+    opts = _opts(dtype, None, backend, threads, torch_threads)
+    count = np.ndim(position_ids) == 0  # an int n: arange(n)
+    rows = _int(position_ids, "position_ids") if count else None
+    pos = None if count else np.asarray(position_ids)
+    shape = ((rows,) if count else pos.shape) + (dim,)
+    f32 = dtype is None or _dtypes.resolve(dtype) == np.float32
+    _admit((2 if scaling == 1.0 or f32 else 3,) + shape, dict(opts, dtype=np.float32))
+    inv = _rope_inv_freq(dim, theta, opts, "rope_theta")
     freq = np.concatenate([inv, inv])
-    both = _table(pos, freq, [4 * t + COS for t in range(dim)] + [4 * t + SIN for t in range(dim)],
-                  opts)
-    cos, sin = both[..., :dim], both[..., dim:]
-    if attention_scaling != 1.0:
-        s = np.float32(attention_scaling)
-        cos, sin = cos * s, sin * s
-    return (np.ascontiguousarray(_round_to(cos, dtype)),
-            np.ascontiguousarray(_round_to(sin, dtype)))
+    direct = dict(opts, dtype=dtype if scaling == 1.0 else None)  # rounded by the store
+    tables = []
+    for kind in (COS, SIN):  # emb.cos(), emb.sin(): two tensors of emb's shape
+        t = _table(rows if count else pos, freq, [4 * k + kind for k in range(dim)], direct,
+                   names=("out", "position_ids", "head_dim"))
+        if scaling != 1.0:
+            t *= np.float32(scaling)
+            t = _round_to(t, dtype)
+        tables.append(t)
+    return tables[0], tables[1]
 
 
 def rotary_embedding_torch_freqs(dim: int, theta: float = 10000, theta_rescale_factor: float = 1.,
@@ -479,8 +557,10 @@ def rotary_embedding_torch_freqs(dim: int, theta: float = 10000, theta_rescale_f
         return np.ones(_int(num_freqs, "num_freqs"), np.float32)
     if freqs_for != "lang":
         raise ValueError(f"freqs_for={freqs_for!r} is not reproduced; use 'lang' or 'constant'")
-    th = theta * theta_rescale_factor ** (d / (d - 2)) if d != 2 else \
-        theta * theta_rescale_factor ** float("inf") if theta_rescale_factor != 1 else theta
+    th0 = _positive(theta, "theta")
+    rescale = _positive(theta_rescale_factor, "theta_rescale_factor")
+    th = th0 * rescale ** (d / (d - 2)) if d != 2 else \
+        th0 * rescale ** float("inf") if rescale != 1 else th0
     return _rope_inv_freq(d, th, opts)[:d // 2]
 
 
@@ -502,17 +582,21 @@ def rotary_embedding_torch(dim: int, seq_len: Optional[int] = None, *, t: Any = 
                                          backend=backend, torch_threads=torch_threads)
     if t is None:
         n = _int(seq_len, "seq_len")
-        t = (np.arange(n, dtype=np.float32) + np.float32(offset)) / np.float32(interpolate_factor)
+        off, interp = _real(offset, "offset"), _positive(interpolate_factor, "interpolate_factor")
+        _admit((n, 2 * len(freqs)), opts)
+        _admit((n,), opts, "its positions", np.float32)
+        t = (np.arange(n, dtype=np.float32) + np.float32(off)) / np.float32(interp)
     pos = np.asarray(t)
+    _admit(pos.shape + (2 * len(freqs),), opts)
     col = [4 * (j // 2) + ANGLE for j in range(2 * len(freqs))]
-    return _table(pos, np.ascontiguousarray(freqs, np.float32), col, opts)
+    return _table(pos, np.ascontiguousarray(freqs, np.float32), col, opts,
+                  names=("out", "t", "dim"))
 
 
 def _tatp_shape(tensor: Any, ndim: int) -> Tuple[Tuple[int, ...], Any]:
-    if isinstance(tensor, (tuple, list)):
-        shape, dt = tuple(int(s) for s in tensor), None
-    else:
-        shape, dt = tuple(np.shape(tensor)), getattr(tensor, "dtype", None)
+    given = tensor if isinstance(tensor, (tuple, list)) else np.shape(tensor)
+    shape = tuple(_int(v, "tensor's shape") for v in given)
+    dt = None if isinstance(tensor, (tuple, list)) else getattr(tensor, "dtype", None)
     if len(shape) != ndim:
         raise ValueError(f"The input tensor has to be {ndim}d! (got shape {shape})")
     return shape, dt
@@ -520,7 +604,7 @@ def _tatp_shape(tensor: Any, ndim: int) -> Tuple[Tuple[int, ...], Any]:
 
 def _tatp_axis(n: int, c: int, inv: np.ndarray, opts: dict) -> np.ndarray:
     """tatp22's get_emb: interleaved sin, cos of arange(n) * inv_freq, c columns."""
-    return _table(n, inv, _interleaved(c), opts)
+    return _table(n, inv, _interleaved(c), dict(opts, out=None))
 
 
 def tatp22_1d(channels: int, tensor: Any, *, dtype: Any = None, out: Any = None,
@@ -533,17 +617,12 @@ def tatp22_1d(channels: int, tensor: Any, *, dtype: Any = None, out: Any = None,
     result's unless dtype=) or that shape as a tuple."""
     (B, X, ch), tdt = _tatp_shape(tensor, 3)
     c = math.ceil(_int(channels, "channels", minimum=1) / 2) * 2
-    opts = _opts(dtype if dtype is not None else tdt, None, backend, threads, torch_threads)
+    opts = _opts(dtype if dtype is not None else tdt, out, backend, threads, torch_threads)
+    width = min(c, ch)  # the library's zeros beyond its channels are cut by [:orig_ch] first
+    dst = _result((B, X, width), opts)
     inv = _rope_inv_freq(c, 10000.0, opts)
-    emb = _tatp_axis(X, min(c, ch), inv, opts)
-    if ch > c:  # the library's zeros beyond its channels are cut by [:orig_ch] first
-        emb = emb[:, :c]
-    res = np.broadcast_to(emb[None], (B,) + emb.shape)
-    if out is None:
-        return np.ascontiguousarray(res)
-    dst = _into(out, res.shape)
-    dst[...] = res
-    return out
+    dst[...] = _tatp_axis(X, width, inv, dict(opts, dtype=dst.dtype))  # the same dtype: copies
+    return dst if out is None else out
 
 
 def tatp22_2d(channels: int, tensor: Any, *, dtype: Any = None, out: Any = None,
@@ -556,16 +635,17 @@ def tatp22_2d(channels: int, tensor: Any, *, dtype: Any = None, out: Any = None,
     tensor: an array (batch, x, y, ch) or that shape."""
     (B, X, Y, ch), tdt = _tatp_shape(tensor, 4)
     c = math.ceil(_int(channels, "channels", minimum=1) / 4) * 2
-    opts = _opts(dtype if dtype is not None else tdt, None, backend, threads, torch_threads)
-    inv = _rope_inv_freq(c, 10000.0, opts)
-    ex, ey = _tatp_axis(X, c, inv, opts), _tatp_axis(Y, c, inv, opts)
+    opts = _opts(dtype if dtype is not None else tdt, out, backend, threads, torch_threads)
     width = min(ch, 2 * c)
-    dst = _into(out, (B, X, Y, width)) if out is not None else np.empty((B, X, Y, width), ex.dtype)
+    dst = _result((B, X, Y, width), opts)
+    inv = _rope_inv_freq(c, 10000.0, opts)
+    one = dict(opts, dtype=dst.dtype)
+    ex, ey = _tatp_axis(X, c, inv, one), _tatp_axis(Y, c, inv, one)
     nx = min(c, width)
     dst[..., :nx] = ex[None, :, None, :nx]
     if width > c:
         dst[..., c:width] = ey[None, None, :, :width - c]
-    return out if out is not None else dst
+    return dst if out is None else out
 
 
 # ---- ALiBi --------------------------------------------------------------------------------------
@@ -591,11 +671,12 @@ def alibi_slopes(num_heads: int, *, method: str = "bloom", backend: Optional[str
     method='paper': the ALiBi paper's ``get_slopes`` in Python floats, then float32
     (``torch.Tensor(get_slopes(n))``)."""
     n = _int(num_heads, "num_heads", minimum=1)
-    if method == "paper":
-        return np.array(_paper_slopes(n), np.float64).astype(np.float32)
-    if method != "bloom":
+    if method not in ("bloom", "paper"):
         raise ValueError(f"method must be 'bloom' or 'paper', got {method!r}")
     opts = _opts(None, None, backend, None, torch_threads)
+    _admit((n,), opts, "the slopes", np.float64)
+    if method == "paper":
+        return np.array(_paper_slopes(n), np.float64).astype(np.float32)
     p = 2 ** math.floor(math.log2(n))
     base = 2 ** (-(2 ** -(math.log2(p) - 3)))
     slopes = _freqs("pow", p, opts, start=1, base=base, b=1.0)
@@ -617,17 +698,32 @@ def alibi_bias(attention_mask: Any = None, num_heads: int = 8, *, seq_length: Op
     compute dtype). attention_mask (batch, seq) of 0/1, or seq_length= for all ones.
     method='paper': the reference's ``slopes[:, None, None] * arange(maxpos)``, shape
     (num_heads, 1, seq_length) (attention_mask unused)."""
-    slopes = alibi_slopes(num_heads, method=method, backend=backend, torch_threads=torch_threads)
+    if method not in ("bloom", "paper"):
+        raise ValueError(f"method must be 'bloom' or 'paper', got {method!r}")
+    heads = _int(num_heads, "num_heads", minimum=1)
+    L = None if seq_length is None else _int(seq_length, "seq_length")
+    m = None if attention_mask is None else np.asarray(attention_mask)
+    if m is not None and (m.ndim != 2 or not (np.issubdtype(m.dtype, np.integer)
+                                              or np.issubdtype(m.dtype, np.bool_)
+                                              or np.issubdtype(m.dtype, np.floating))):
+        raise ValueError(f"attention_mask must be an array of shape (batch, seq), got shape "
+                         f"{m.shape} of {m.dtype}")
+    if m is None and L is None:
+        raise ValueError("alibi_bias needs attention_mask or seq_length")
+    if m is not None and L is not None and L != m.shape[1]:
+        raise ValueError(f"seq_length={L} disagrees with attention_mask's {m.shape[1]} "
+                         "positions")
+    opts = _opts(dtype, None, backend, None, torch_threads)
+    L = m.shape[1] if L is None else L
+    batch = 1 if m is None else m.shape[0]
+    rows = heads if method == "paper" else batch * heads
+    _admit((rows, 1, L), dict(opts, dtype=np.float32))
+    _admit((3, batch, L), opts, "its positions", np.int64)
+    slopes = alibi_slopes(heads, method=method, backend=backend, torch_threads=torch_threads)
     if method == "paper":
-        L = _int(seq_length if seq_length is not None else np.shape(attention_mask)[-1],
-                 "seq_length")
         bias = slopes[:, None, None] * np.arange(L, dtype=np.float32)[None, None, :]
         return _round_to(bias.astype(np.float32), dtype)
-    if attention_mask is None:
-        attention_mask = np.ones((1, _int(seq_length, "seq_length")), np.int64)
-    m = np.asarray(attention_mask).astype(np.int64)
-    if m.ndim != 2:
-        raise ValueError(f"attention_mask must have shape (batch, seq), got {m.shape}")
-    ar = ((np.cumsum(m, axis=-1) - 1) * m)[:, None, :].astype(np.float32)  # int64 -> float32
+    mi = np.ones((1, L), np.int64) if m is None else m.astype(np.int64)
+    ar = ((np.cumsum(mi, axis=-1) - 1) * mi)[:, None, :].astype(np.float32)  # int64 -> float32
     bias = slopes[None, :, None] * ar  # (batch, heads, seq): float32 products
-    return _round_to(bias.reshape(m.shape[0] * slopes.shape[0], 1, m.shape[1]), dtype)
+    return _round_to(bias.reshape(mi.shape[0] * heads, 1, L), dtype)

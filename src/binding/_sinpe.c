@@ -38,6 +38,7 @@ void call_init(call *c, const char *what, const char *rows_name, const char *col
     c->job.want_type = -1;
     c->what = what;
     c->noun = "a table";
+    c->base_name = "base";
     c->rows_name = rows_name;
     c->cols_name = cols_name;
 }
@@ -232,22 +233,27 @@ static const char *utf8_or(PyObject *o, const char *fallback)
 
 PyDoc_STRVAR(table_doc,
 "table($module, opts, out, rows, cols, base, offset, positions, grid, dtype, dtype_asked,\n"
-"      table_rows, preset, names, huge, fill, /)\n"
+"      table_rows, preset, names, huge, fill, flags, /)\n"
 "--\n\n"
 "A table (a TABLE job): rows offset .. offset+rows-1 (rows an int), or positions (an\n"
 "array-like), or a grid (h, w, lead) of 2-d positions; cols columns (d_model), or a preset\n"
 "(freq, col, comp, scale, zero_row, trow_shift, f64_div).  out: a buffer to fill, or None for\n"
 "a fresh array of np.dtype dtype (huge: advise huge pages).  names: (out, rows, cols) as\n"
-"the messages name them.  fill=False returns the fresh array after every check, unfilled.\n");
+"the messages name them.  fill=False returns the fresh array (or out) after every check,\n"
+"unfilled.  flags: 1, out may have one more leading axis of length 1; 2, torch's tensor\n"
+"is the rows offset .. offset+rows-1 themselves.\n");
 
 static PyObject *py_table(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *o_opts, *out, *rows, *cols, *base, *offset, *positions, *grid, *dtype, *asked;
-    PyObject *table_rows, *preset, *names, *huge, *fill;
-    if (!PyArg_UnpackTuple(args, "table", 15, 15, &o_opts, &out, &rows, &cols, &base, &offset,
+    PyObject *table_rows, *preset, *names, *huge, *fill, *flags;
+    if (!PyArg_UnpackTuple(args, "table", 16, 16, &o_opts, &out, &rows, &cols, &base, &offset,
                            &positions, &grid, &dtype, &asked, &table_rows, &preset, &names,
-                           &huge, &fill))
+                           &huge, &fill, &flags))
+        return NULL;
+    long f = PyLong_AsLong(flags);
+    if (f == -1 && PyErr_Occurred())
         return NULL;
     call c;
     PyObject *n0 = PyTuple_Check(names) && PyTuple_GET_SIZE(names) == 3 ? names : NULL;
@@ -258,6 +264,8 @@ static PyObject *py_table(PyObject *self, PyObject *args)
     j->kind = SINPE_JOB_TABLE;
     c.base_obj = base;
     c.huge = PyObject_IsTrue(huge) == 1;
+    j->lead_one = (f & 1) != 0;
+    j->own_tensor = (f & 2) != 0;
     if (to_opts(o_opts, &c) < 0 || (cols != Py_None && to_int64(cols, c.cols_name, &j->cols) < 0)
         || to_real(base, "base", &j->base) < 0
         || to_int64(offset, "offset", &j->offset) < 0
@@ -268,17 +276,15 @@ static PyObject *py_table(PyObject *self, PyObject *args)
         call_clear(&c);
         return NULL;
     }
-    if (PyObject_IsTrue(fill) != 1) { /* checked and allocated, not filled */
+    if (PyObject_IsTrue(fill) != 1) { /* checked (and a fresh result allocated), not filled */
         int st = sinpe_job_prepare(j, &c.opts);
-        if (st != SINPE_OK || !j->fresh) {
-            if (st != SINPE_OK)
-                raise_status(st, &c);
-            else
-                PyErr_SetString(PyExc_ValueError, "fill=False needs a fresh result");
-            call_clear(&c);
-            return NULL;
-        }
-        PyObject *r = allocate(&c) < 0 ? NULL : c.result;
+        PyObject *r = NULL;
+        if (st != SINPE_OK)
+            raise_status(st, &c);
+        else if (!j->fresh)
+            Py_INCREF(r = out);
+        else if (allocate(&c) == 0)
+            r = c.result;
         call_clear(&c);
         return r;
     }
@@ -378,25 +384,30 @@ static PyObject *py_map(PyObject *self, PyObject *args)
 }
 
 PyDoc_STRVAR(freqs_doc,
-"freqs($module, opts, kind, n, start, step, group, a, b, m, base, recip, /)\n"
+"freqs($module, opts, kind, n, start, step, group, a, b, m, base, recip, base_name, /)\n"
 "--\n\n"
 "A preset's frequency vector (a FREQS job; sinpe.h: sinpe_freq): kind 0 exp_mul, 1\n"
 "exp_muldiv, 2 pow (float32; a, b, m and base rounded to float32 first, as torch rounds\n"
-"Python scalars) or 3 pow64 (float64).\n");
+"Python scalars) or 3 pow64 (float64); base_name names base in messages.\n");
 
 static PyObject *py_freqs(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *o_opts;
+    PyObject *o_opts, *o_base;
     int kind, recip;
     long long n, start, step, group;
     double a, b, m, base;
-    if (!PyArg_ParseTuple(args, "OiLLLLddddp:freqs", &o_opts, &kind, &n, &start, &step, &group,
-                          &a, &b, &m, &base, &recip))
+    const char *base_name;
+    if (!PyArg_ParseTuple(args, "OiLLLLdddOps:freqs", &o_opts, &kind, &n, &start, &step, &group,
+                          &a, &b, &m, &o_base, &recip, &base_name))
         return NULL;
     call c;
     call_init(&c, "frequencies", "n", "n");
     c.noun = "a frequency vector";
+    c.base_obj = o_base;
+    c.base_name = base_name;
+    if (to_real(o_base, base_name, &base) < 0)
+        return NULL;
     sinpe_freq f = { (sinpe_freq_kind)kind, start, step, group, (float)a, (float)b, (float)m,
                      (float)base, b, base, recip };
     c.freq = f;
@@ -443,6 +454,27 @@ static PyObject *py_round(PyObject *self, PyObject *args)
                     (int64_t)n, t);
     Py_DECREF(in);
     return out;
+}
+
+PyDoc_STRVAR(positive_doc,
+"positive($module, value, name, /)\n"
+"--\n\n"
+"value as a float after the core's rule of a base (finite and > 0), for the presets'\n"
+"bases, periods and scales; the exceptions name the parameter.\n");
+
+static PyObject *py_positive(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *o;
+    const char *name;
+    double v;
+    if (!PyArg_ParseTuple(args, "Os:positive", &o, &name) || to_real(o, name, &v) < 0)
+        return NULL;
+    if (sinpe_check_base(v) != SINPE_OK) {
+        PyErr_Format(PyExc_ValueError, "%s must be finite and > 0, got %R", name, o);
+        return NULL;
+    }
+    return PyFloat_FromDouble(v);
 }
 
 PyDoc_STRVAR(check_doc,
@@ -641,6 +673,7 @@ static PyMethodDef methods[] = {
     { "freqs", py_freqs, METH_VARARGS, freqs_doc },
     { "round", py_round, METH_VARARGS, round_doc },
     { "check", py_check, METH_O, check_doc },
+    { "positive", py_positive, METH_VARARGS, positive_doc },
     { "registry", py_registry, METH_NOARGS, registry_doc },
     { "load", py_load, METH_VARARGS, load_doc },
     { "backend_info", py_backend_info, METH_O, backend_info_doc },

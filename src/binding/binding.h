@@ -29,6 +29,7 @@ typedef struct {
     const char *noun;                 /* what the memory refusal says is made */
     const char *rows_name, *cols_name;
     PyObject *base_obj, *dtype_obj;   /* as given (borrowed; NULL: the default) */
+    const char *base_name;            /* the base's parameter name ("base", "rope_theta") */
     Py_buffer buf[2];                 /* the destination's and the source's buffers */
     int have_buf[2];
     PyObject *owned[6];               /* arrays made here: positions, tables, ... */

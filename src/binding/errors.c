@@ -28,9 +28,12 @@ static void raise_shape(const call *c)
                              ? (long long)(j->pos.grid_lead + j->pos.grid_h * j->pos.grid_w)
                              : (long long)j->rows;
         long long cols = j->preset ? (long long)j->preset->ncol : (long long)j->cols;
-        if (got)
+        if (got && j->lead_one)
             PyErr_Format(PyExc_ValueError, "%s has shape %R; expected (%lld, %lld) or (1, %lld, %lld)",
                          c->what, got, rows, cols, rows, cols);
+        else if (got)
+            PyErr_Format(PyExc_ValueError, "%s has shape %R; expected (%lld, %lld)", c->what, got,
+                         rows, cols);
     } else if (got) {
         PyErr_Format(PyExc_ValueError, "%s of shape %R does not match its source", c->what, got);
     }
@@ -86,9 +89,11 @@ void raise_status(int st, const call *c)
         break;
     case SINPE_E_BASE:
         if (c->base_obj)
-            PyErr_Format(PyExc_ValueError, "base must be finite and > 0, got %R", c->base_obj);
+            PyErr_Format(PyExc_ValueError, "%s must be finite and > 0, got %R", c->base_name,
+                         c->base_obj);
         else
-            PyErr_Format(PyExc_ValueError, "base must be finite and > 0, got %g", j->base);
+            PyErr_Format(PyExc_ValueError, "%s must be finite and > 0, got %g", c->base_name,
+                         j->base);
         break;
     case SINPE_E_OFFSET:
         PyErr_Format(PyExc_ValueError, "offset must be >= 0, got %lld", (long long)j->offset);

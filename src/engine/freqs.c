@@ -16,6 +16,9 @@ int sinpe_freq_check(const sinpe_job *j)
         return SINPE_E_FUNC;
     if (f->group < 1)
         return SINPE_E_PRESET;
+    if ((f->kind == SINPE_FREQ_POW || f->kind == SINPE_FREQ_POW64)
+        && (sinpe_check_base(f->base64) != SINPE_OK || sinpe_check_base(f->base) != SINPE_OK))
+        return SINPE_E_BASE; /* also a base that float32 rounds to 0 or inf */
     if (j->rows < 0)
         return SINPE_E_ROWS;
     const sinpe_array *x = &j->dst;

@@ -51,6 +51,11 @@ void sinpe_job_init(sinpe_job *j, void *data, int ndim, const int64_t *shape, do
     j->base = base;
 }
 
+int sinpe_check_base(double base)
+{
+    return isfinite(base) && base > 0.0 ? SINPE_OK : SINPE_E_BASE;
+}
+
 /* ---- options ------------------------------------------------------------------------------ */
 
 int sinpe_opts_check(const sinpe_opts *o, sinpe_bctx *ctx, const sinpe_backend_ops **out)
@@ -161,7 +166,7 @@ static int check_preset(const sinpe_job *j)
 {
     const sinpe_preset *sp = j->preset;
     int64_t T = sp->nang, d = sp->ncol;
-    if (T < 1 || d < 1 || !sp->col || (!sp->freq) == (!sp->freq64))
+    if (T < 0 || d < 0 || (d > 0 && (T < 1 || !sp->col)) || (T > 0 && (!sp->freq) == (!sp->freq64)))
         return SINPE_E_PRESET;
     if (sp->ncomp < 1 || sp->ncomp > 2 || (sp->ncomp == 2 && j->pos.mode == SINPE_POS_OFFSET)
         || (sp->ncomp == 1 && j->pos.mode == SINPE_POS_GRID))
@@ -318,7 +323,7 @@ static int check_table(const sinpe_job *j)
     }
     if ((!add && j->pos.mode == SINPE_POS_OFFSET && j->rows < 0) || check_axes(x) != SINPE_OK)
         return SINPE_E_ROWS;
-    if (!j->preset && (!isfinite(j->base) || !(j->base > 0.0)))
+    if (!j->preset && sinpe_check_base(j->base) != SINPE_OK)
         return SINPE_E_BASE;
     if (d > SINPE_MAX_SPAN / w)
         return SINPE_E_SIZE;
@@ -330,7 +335,7 @@ static int check_table(const sinpe_job *j)
             return st;
         if (bytes_of(nd, shape, w) < 0)
             return SINPE_E_SIZE;
-        int lead = j->pos.mode == SINPE_POS_OFFSET && x->ndim == nd + 1 && x->shape[0] == 1;
+        int lead = j->lead_one && x->ndim == nd + 1 && x->shape[0] == 1;
         if (x->ndim != nd + lead || memcmp(x->shape + lead, shape, (size_t)nd * sizeof(int64_t)))
             return SINPE_E_SHAPE;
     }

@@ -47,7 +47,7 @@ int sinpe_preset_compile(const sinpe_preset *sp, int64_t ncols, int dedup, sinpe
     dedup = dedup && sp->freq && T > 1;
     size_t bytes = (size_t)ncols * sizeof(sinpe_colrun) + (size_t)T * sizeof(int64_t)
                    + (dedup ? (size_t)T * (sizeof(float) + sizeof(int32_t)) : 0);
-    char *m = malloc(bytes);
+    char *m = malloc(bytes > 0 ? bytes : 1);
     if (!m)
         return SINPE_E_NOMEM;
     pr->mem = m;

@@ -27,7 +27,7 @@ static float position_at(const sinpe_plan *p, int64_t r, int64_t off, int q);
 static float table_position(const sinpe_plan *p, int64_t row, int q)
 {
     if (p->j.pos.mode == SINPE_POS_OFFSET)
-        return (float)row;
+        return (float)(p->j.own_tensor ? p->j.offset + row : row);
     if (p->j.pos.mode == SINPE_POS_GRID || p->npos)
         return position_at(p, row, 0, q);
     sinpe_walker w;
@@ -64,10 +64,12 @@ float sinpe_table_argument(const void *plan, int64_t f)
 /* ---- rows ---------------------------------------------------------------------------------- */
 
 /* Rows through the backend's sincos: angles in blocks of SINPE_BLOCK, each block a run of
- * consecutive elements of torch's tensor (element (row, t) is row * pairs + t): flat over
- * the rows when a tile spans every column, else row by row. */
+ * consecutive elements of torch's tensor (element (row, t) is row * pairs + t, table_row0
+ * the first row's there; first_row its position by offset): flat over the rows when a tile
+ * spans every column, else row by row. */
 static void sincos_rows(const sinpe_plan *p, float *out, ptrdiff_t ostride, const float *pos,
-                        int64_t table_row0, int64_t nrows, int64_t j0, int64_t nj)
+                        int64_t first_row, int64_t table_row0, int64_t nrows, int64_t j0,
+                        int64_t nj)
 {
     float a[SINPE_BLOCK], s[SINPE_BLOCK], c[SINPE_BLOCK];
     const float *div = p->div + j0;
@@ -79,7 +81,7 @@ static void sincos_rows(const sinpe_plan *p, float *out, ptrdiff_t ostride, cons
             int64_t row_first = row, col_first = col;
             for (size_t i = 0; i < n;) { /* the block's angles, row after row */
                 size_t run = (size_t)(nj - col) < n - i ? (size_t)(nj - col) : n - i;
-                float q = pos ? pos[row] : (float)(table_row0 + row);
+                float q = pos ? pos[row] : (float)(first_row + row);
                 for (size_t k = 0; k < run; k++)
                     a[i + k] = q * div[col + (int64_t)k];
                 i += run;
@@ -171,7 +173,7 @@ static void preset_rows(const sinpe_plan *p, sinpe_slot *sl, float *out, ptrdiff
     }
     for (int64_t r = 0; r < nr; r++) {
         float *dst = out + (ptrdiff_t)r * ostride;
-        if (table_row0 + r == sp->zero_row)
+        if ((pos ? table_row0 : first) + r == sp->zero_row) /* by offset: the position */
             memset(dst, 0, (size_t)p->rowlen * sizeof(float));
         else
             sinpe_preset_gather(pr, p->path, dst, a + r * T, s + r * T, c + r * T);
@@ -191,7 +193,7 @@ static void rows_out(const sinpe_plan *p, sinpe_slot *sl, float *out, ptrdiff_t 
         p->be->rows(&p->ctx, out, ostride, pos, first_row, nrows, p->div + j0, nj, p->dmin[cb],
                     p->dmax[cb]);
     else
-        sincos_rows(p, out, ostride, pos, table_row0, nrows, j0, nj);
+        sincos_rows(p, out, ostride, pos, first_row, table_row0, nrows, j0, nj);
 }
 
 /* ---- the stages ------------------------------------------------------------------------------ */
@@ -207,15 +209,15 @@ static void run_tile(sinpe_plan *p, int64_t t, int tid)
     int64_t rl = p->preset ? p->rowlen : 2 * nj; /* values per row of this tile */
     char *base = (char *)p->j.dst.data + 2 * j0 * p->em.cstride;
     if (p->j.pos.mode == SINPE_POS_OFFSET) {
-        int64_t first = p->j.offset + r0;
+        int64_t first = p->j.offset + r0, trow = p->j.own_tensor ? r0 : first; /* in torch's */
         if (p->direct) {
             rows_out(p, sl, (float *)(void *)(base + r0 * p->row_stride), p->row_stride / 4, NULL,
-                     first, first, nr, cb);
+                     first, trow, nr, cb);
             return;
         }
         int64_t key = rb * p->col_blocks + cb;
         if (sl->key != key) {
-            rows_out(p, sl, sl->pe, rl, NULL, first, first, nr, cb);
+            rows_out(p, sl, sl->pe, rl, NULL, first, trow, nr, cb);
             sl->key = key;
         }
         int64_t b0 = bb * p->tile_batch, nb = p->batch - b0 < p->tile_batch ? p->batch - b0 : p->tile_batch;
@@ -396,7 +398,7 @@ void sinpe_table_geometry(sinpe_plan *p)
         p->pairs = p->tile_pairs = j->preset->nang;
         p->col_blocks = 1;
         p->rowlen = d;
-        int64_t wide = d > p->tile_pairs ? d : p->tile_pairs;
+        int64_t wide = d > p->tile_pairs ? d : p->tile_pairs > 0 ? p->tile_pairs : 1;
         p->tile_rows = 2 * SINPE_TILE_PAIRS / wide > 0 ? 2 * SINPE_TILE_PAIRS / wide : 1;
     } else {
         p->pairs = d / 2;
@@ -424,9 +426,9 @@ void sinpe_table_geometry(sinpe_plan *p)
     if (p->tile_batch > p->batch)
         p->tile_batch = p->batch > 0 ? p->batch : 1;
     p->batch_blocks = sinpe_ceil_div(p->batch, p->tile_batch);
-    p->tiles = p->rows && p->batch ? p->row_blocks * p->col_blocks * p->batch_blocks : 0;
+    p->tiles = p->rows && p->batch && d ? p->row_blocks * p->col_blocks * p->batch_blocks : 0;
     /* torch's tensor: by offset the table rows 0 .. table_rows-1, else the rows themselves */
-    int64_t trows = j->pos.mode != SINPE_POS_OFFSET ? p->rows
+    int64_t trows = j->pos.mode != SINPE_POS_OFFSET || j->own_tensor ? p->rows
                     : j->table_rows ? j->table_rows : j->offset + p->rows;
     if (j->preset)
         trows += j->preset->trow_shift;

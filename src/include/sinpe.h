@@ -217,8 +217,7 @@ typedef enum { SINPE_FN_EXP = 0, SINPE_FN_SIN = 1, SINPE_FN_COS = 2, SINPE_FN_CO
  * TABLE / ADD: the table has `cols` columns (d_model, or a preset's columns; for ADD the
  *   last axis of dst) and rows from pos:
  *     OFFSET: rows offset .. offset + rows - 1 (ADD: rows = dst's second-to-last axis,
- *       in every element of the leading axes); TABLE's dst is (rows, cols) or
- *       (1, rows, cols);
+ *       in every element of the leading axes); TABLE's dst is (rows, cols);
  *     ARRAY: pos.shape (TABLE: dst is pos.shape + (cols,); ADD: pos broadcasts to
  *       dst.shape[:-1]), rounded to float32 as torch's .float() does; positions that share
  *       memory with dst are copied first;
@@ -227,8 +226,11 @@ typedef enum { SINPE_FN_EXP = 0, SINPE_FN_SIN = 1, SINPE_FN_COS = 2, SINPE_FN_CO
  *   base: the sinusoidal table's (ignored with a preset).  table_rows: the length of the
  *   table torch computed in one call, whose element order decides the SLEEF backend's
  *   vectors (by offset: rows 0 .. table_rows-1, >= offset + rows; 0 means offset + rows;
- *   table_grow = 1 makes a too short table_rows the rows' own length instead of an error).
- *   want_type: the element type asked for (-1: any), which must be dst's.
+ *   table_grow = 1 makes a too short table_rows the rows' own length instead of an error;
+ *   own_tensor = 1: the rows offset .. offset + rows - 1 themselves, as a library that
+ *   evaluates arange(offset, offset + rows) does).
+ *   want_type: the element type asked for (-1: any), which must be dst's.  lead_one: a
+ *   TABLE's dst may be (1,) + its shape (the (1, max_len, d_model) buffer of a torch module).
  * ROPE: dst (..., D) rotated in place, the first rot elements (even, >= 2) of each vector
  *   along the last axis by the cos/sin row (b, s) of float32 C-order tables of shape
  *   (tables, dst.shape[seq_axis], rot): s its index along seq_axis, b its index along
@@ -247,6 +249,8 @@ typedef struct {
     int64_t offset;
     int64_t table_rows;
     int table_grow;
+    int lead_one; /* TABLE: dst may have one more leading axis of length 1 (a torch buffer) */
+    int own_tensor; /* OFFSET: torch's tensor is the rows themselves, not a table from row 0 */
     struct {
         sinpe_pos_mode mode;
         sinpe_array at;          /* ARRAY: the positions; with a preset of 2 components,
@@ -320,6 +324,10 @@ int64_t sinpe_physical_memory(void);
  * huge = 1 its 2 MiB-aligned part is advised to use transparent huge pages (Linux
  * madvise MADV_HUGEPAGE).  Returns 1 when the advice was taken. */
 int sinpe_fresh_memory(void *data, int64_t bytes, int huge);
+
+/* The rule of a base (and of any parameter the presets raise to powers or divide by):
+ * finite and > 0.  SINPE_OK or SINPE_E_BASE. */
+int sinpe_check_base(double base);
 
 /* Human-readable text of a status code (static storage). */
 const char *sinpe_strerror(int status);

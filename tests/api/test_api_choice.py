@@ -71,7 +71,7 @@ def test_text_signatures():
     from sinpe import _sinpe
     names = [n for n in dir(_sinpe) if callable(getattr(_sinpe, n)) and not n.startswith("__")]
     assert set(names) == {"table", "add", "rope", "map", "freqs", "round", "admit", "check",
-                          "registry", "load", "backend_info"}
+                          "registry", "load", "backend_info", "positive"}
     for name in names:
         f = getattr(_sinpe, name)
         assert f.__text_signature__ and f.__text_signature__.startswith("($module"), name

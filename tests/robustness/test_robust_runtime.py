@@ -184,7 +184,7 @@ def test_second_module_instance_keeps_no_state():
     before = (sinpe.get_threads(), sinpe.get_kernel(), sinpe._choice.get_default())
     o = sinpe._choice.opts("builtin", 5, None)
     got = other.table(o, None, 100, 32, 10000.0, 0, None, None, np.dtype(np.float32), None, 0,
-                      None, ("out", "max_len", "d_model"), False, True)
+                      None, ("out", "max_len", "d_model"), False, True, 0)
     assert_bits_equal(got, sinpe.positional_encoding(100, 32, backend="builtin"), "second instance")
     assert (sinpe.get_threads(), sinpe.get_kernel(), sinpe._choice.get_default()) == before
     assert not [n for n in dir(other) if n.startswith(("set_", "get_"))]
