@@ -125,7 +125,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.plot:
             from sinpe import plot
 
-            plot.heatmap(table.astype(np.float32)).savefig(args.plot, dpi=100)
+            plot.heatmap(table).savefig(args.plot, dpi=100)  # drawn from a bounded sample
     except ImportError as exc:
         print(f"sinpe: error: --plot needs matplotlib (pip install 'sinpe[plot]'): {exc}",
               file=sys.stderr)

@@ -23,23 +23,32 @@ def _figure(figsize: Any) -> Any:
     return Figure(figsize=figsize, layout="constrained")
 
 
+#: Rows and columns a heatmap draws at most (a 4000-pixel figure has no more).
+MAX_SAMPLES = 2048
+
+
 def heatmap(table: Any = None, *, max_len: int = 256, d_model: int = 128,
             base: float = 10000.0, figsize: Any = (8, 4.5)) -> Any:
     """The table as an image: position down, dimension across.  table: any array of shape
-    (max_len, d_model), or with leading axes of length 1 (a torch module's (1, L, d) pe)."""
+    (max_len, d_model), or with leading axes of length 1 (a torch module's (1, L, d) pe);
+    tables larger than MAX_SAMPLES rows or columns are drawn from every k-th one."""
     pe = np.asarray(table if table is not None else positional_encoding(max_len, d_model, base))
     while pe.ndim > 2 and pe.shape[0] == 1:
         pe = pe[0]
     if pe.ndim != 2:
         raise ValueError(f"table must have shape (max_len, d_model) (leading axes of length 1 "
                          f"are dropped), got shape {pe.shape}")
-    pe = pe.astype(np.float32)
+    # an image needs no more samples than the figure has pixels: every k-th row and column
+    # (a view), so that a table of any size plots in bounded memory
+    n0, n1 = pe.shape
+    k0, k1 = (max(1, -(-n // MAX_SAMPLES)) for n in pe.shape)
+    pe = np.asarray(pe[::k0, ::k1], dtype=np.float32)
     fig = _figure(figsize)
     ax = fig.add_subplot()
     im = ax.imshow(pe, aspect="auto", cmap="RdBu", vmin=-1, vmax=1, interpolation="nearest")
     ax.set_xlabel("dimension")
     ax.set_ylabel("position")
-    ax.set_title(f"sinusoidal positional encoding ({pe.shape[0]} x {pe.shape[1]})")
+    ax.set_title(f"sinusoidal positional encoding ({n0} x {n1})")
     fig.colorbar(im, ax=ax, shrink=0.8)
     return fig
 

@@ -24,7 +24,9 @@ class Explorer:
     def __init__(self, max_len: int = 256, d_model: int = 128, base: float = 10000.0,
                  backend: Any = None) -> None:
         self.table = positional_encoding(max_len, d_model, base, backend=backend)
-        self.max_len, self.d_model, self.base = max_len, d_model, base
+        if self.table.shape[0] < 1:  # sliders need one position
+            raise ValueError(f"max_len must be >= 1 for the explorer, got {max_len}")
+        self.max_len, self.d_model, self.base = int(max_len), int(d_model), float(base)
         from matplotlib.figure import Figure
 
         self.figure = Figure(figsize=(9, 4.2), layout="constrained")
@@ -72,9 +74,9 @@ def explore(max_len: int = 256, d_model: int = 128, base: float = 10000.0,
     except ImportError:
         raise ImportError("sinpe.widget.explore needs ipywidgets: pip install "
                           "'sinpe[widget]'") from None
-    ex = Explorer(max_len, d_model, base, backend)
-    pos = W.IntSlider(0, 0, max_len - 1, description="position", continuous_update=True)
-    dim = W.IntSlider(0, 0, d_model - 1, description="dimension", continuous_update=True)
+    ex = Explorer(max_len, d_model, base, backend)  # every argument checked here
+    pos = W.IntSlider(0, 0, ex.max_len - 1, description="position", continuous_update=True)
+    dim = W.IntSlider(0, 0, ex.d_model - 1, description="dimension", continuous_update=True)
     out = W.Output()
 
     def redraw(_: Any = None) -> None:
