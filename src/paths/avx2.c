@@ -114,6 +114,10 @@ static const sinpe_verification avx2_records[] = {
       4294967296u, 0, 186, "tools/exhaustive sin --kernel avx2" },
     { "cos", "an earlier project machine (x86-64, AVX2 + FMA)", "before 2026-12-01",
       4294967296u, 0, 182, "tools/exhaustive cos --kernel avx2" },
+    { "sin", "AMD EPYC family 26 (Zen 5, AVX-512F/DQ/BW/VL)", "2026-12-02 (loops from paths/body.h)", 4294967296u, 0, 155.6,
+      "tools/exhaustive sin --kernel avx2" },
+    { "cos", "AMD EPYC family 26 (Zen 5, AVX-512F/DQ/BW/VL)", "2026-12-02 (loops from paths/body.h)", 4294967296u, 0, 180.1,
+      "tools/exhaustive cos --kernel avx2" },
 };
 
 #define PATH_OPS sinpe_path_avx2

@@ -50,6 +50,12 @@ static const sinpe_verification scalar_records[] = {
       "tools/exhaustive sin" },
     { "cos", "an earlier project machine (x86-64)", "before 2026-12-01", 4294967296u, 0, 220,
       "tools/exhaustive cos" },
+    { "exp", "AMD EPYC family 26 (Zen 5, AVX-512F/DQ/BW/VL)", "2026-12-02 (loops from paths/body.h)", 4294967296u, 0, 30.9,
+      "tools/exhaustive exp" },
+    { "sin", "AMD EPYC family 26 (Zen 5, AVX-512F/DQ/BW/VL)", "2026-12-02 (loops from paths/body.h)", 4294967296u, 0, 130.7,
+      "tools/exhaustive sin --kernel scalar" },
+    { "cos", "AMD EPYC family 26 (Zen 5, AVX-512F/DQ/BW/VL)", "2026-12-02 (loops from paths/body.h)", 4294967296u, 0, 133.6,
+      "tools/exhaustive cos --kernel scalar" },
 };
 
 const sinpe_path_ops sinpe_path_scalar = {
