@@ -238,19 +238,41 @@ def _pow_lanes() -> int:
     return _POW_LANES[key]
 
 
+def _resolve_opts(name: Any) -> Tuple[int, int, int, int, int]:
+    """(backend index, trig, lanes, default torch threads, pow lanes) for a backend name."""
+    concrete, default_tt = resolve(name)
+    if concrete in PROFILES:
+        trig, lanes = (1 if PROFILES[concrete][2] == "SLEEF u35" else 0), PROFILES[concrete][3]
+        index = BACKEND_INDEX["sleef"]
+    else:
+        trig, lanes, index = 0, 4, BACKEND_INDEX[concrete]
+    return index, trig, lanes, default_tt or 1, _pow_lanes()
+
+
+# Resolutions of a name, by what they depend on: the name, the imported torch (and on Arm its
+# thread count).  Libraries only ever become loaded, and a resolution is kept only once it
+# succeeded, so an entry stays true; set_backend and set_kernel need no invalidation.
+_OPTS_CACHE: Dict[Any, Tuple[int, int, int, int, int]] = {}
+
+
 def opts(backend: Any = None, threads: Any = None, torch_threads: Any = None) -> tuple:
     """The core's options for one call: (backend, path, threads, trig, lanes,
     torch_threads, pow_lanes) as plain values; threads and torch_threads stay as the caller
     gave them (the core checks them and names them)."""
-    name, default_tt = resolve(_STATE["backend"] if backend is None else backend)
-    if name in PROFILES:
-        trig, lanes = (1 if PROFILES[name][2] == "SLEEF u35" else 0), PROFILES[name][3]
-        index = BACKEND_INDEX["sleef"]
-    else:
-        trig, lanes, index = 0, 4, BACKEND_INDEX[name]
-    tt = (default_tt or 1) if torch_threads is None else torch_threads
+    name = _STATE["backend"] if backend is None else backend
+    torch = sys.modules.get("torch")
+    key = (name, id(torch), torch.get_num_threads() if ARM64 and torch is not None else 0)
+    try:
+        hit = _OPTS_CACHE.get(key)
+    except TypeError:  # an unhashable name: resolve says what is wrong with it
+        hit = None
+    if hit is None:
+        hit = _resolve_opts(name)
+        if isinstance(name, str) and len(_OPTS_CACHE) < 64:
+            _OPTS_CACHE[key] = hit
+    index, trig, lanes, default_tt, pow_lanes = hit
     return (index, _STATE["path"], _STATE["threads"] if threads is None else threads, trig,
-            lanes, tt, _pow_lanes())
+            lanes, default_tt if torch_threads is None else torch_threads, pow_lanes)
 
 
 # ---- the defaults --------------------------------------------------------------------------

@@ -11,11 +11,11 @@
 #
 # "Beyond the base image": the packages the checks outside the suite install (qemu-user,
 # the aarch64 cross compiler, libmpfr-dev for tools/exhaustive, libsleef for
-# tools/sleefcheck).  The test suite must need none of them (docs/testing.md).
+# tools/sleefcheck, clang for the fuzzer).  The test suite must need none of them (docs/testing.md).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 EXTRA=(libsleef-dev libsleef3 qemu-user qemu-user-static gcc-aarch64-linux-gnu
-       libc6-dev-arm64-cross libmpfr-dev)
+       libc6-dev-arm64-cross libmpfr-dev clang-14 libclang-rt-14-dev)
 
 present=()
 for p in "${EXTRA[@]}"; do

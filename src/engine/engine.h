@@ -92,7 +92,7 @@ struct sinpe_plan {
     int64_t npos;           /* rows of poscopy; 0: positions read in place */
     float *div, *dmin, *dmax;
     int nslots;
-    sinpe_slot slots[SINPE_MAX_THREADS];
+    sinpe_slot *slots; /* nslots of them, at the start of mem */
     void *mem;
     /* ---- other kinds: elements (map, freqs) or vectors (rope) ---- */
     int64_t count;

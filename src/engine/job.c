@@ -454,7 +454,8 @@ static int64_t scratch_bytes(const sinpe_job *j, const sinpe_opts *o)
     p.npos = sinpe_positions_alias(j) ? elements(&j->dst, j->dst.ndim - 1) : 0;
     sinpe_table_geometry(&p);
     p.nslots = (int)sinpe_table_threads(&p);
-    return sinpe_table_scratch_floats(&p) * (int64_t)sizeof(float) + (int64_t)sizeof(sinpe_plan);
+    return sinpe_table_scratch_floats(&p) * (int64_t)sizeof(float)
+           + p.nslots * (int64_t)sizeof(sinpe_slot) + (int64_t)sizeof(sinpe_plan);
 }
 
 void sinpe_job_need(const sinpe_job *j, const sinpe_opts *o, sinpe_need *need)

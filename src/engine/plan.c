@@ -62,10 +62,13 @@ static int table_plan(sinpe_plan *p)
                                           &p->prog) != SINPE_OK)
         return SINPE_E_NOMEM;
     int64_t nf = sinpe_table_scratch_floats(p);
-    if (nf > 0) {
-        if ((uint64_t)nf > SIZE_MAX / sizeof(float) || !(p->mem = malloc((size_t)nf * sizeof(float))))
+    if (nf > 0) { /* the slots, then the floats (slots are a multiple of 8 bytes) */
+        size_t head = (size_t)p->nslots * sizeof(sinpe_slot);
+        if ((uint64_t)nf > (SIZE_MAX - head) / sizeof(float)
+            || !(p->mem = malloc(head + (size_t)nf * sizeof(float))))
             return SINPE_E_NOMEM;
-        sinpe_table_scratch_assign(p, p->mem);
+        p->slots = p->mem;
+        sinpe_table_scratch_assign(p, (float *)(void *)((char *)p->mem + head));
     }
     return SINPE_OK;
 }
