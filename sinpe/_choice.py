@@ -402,6 +402,18 @@ def _records() -> Dict[str, Any]:
     return {p[0]: {"available": p[1], "verified": p[2], "records": p[3]} for p in REGISTRY["paths"]}
 
 
+# Where sinpe knowingly gives other bits than the torch code it replaces (docs/numerics.md),
+# each measured with torch 2.13 and pinned by a test; numerics() lists them.
+DIFFERS = (
+    "NaN inputs of float16 add_pe: torch's x.add_(pe) gives 0x7fff in the scalar tail of its "
+    "vector loop (where depends on layout and thread split); sinpe keeps the payload everywhere",
+    "NaN float16 positions: torch's pos.float() gives 0x7fffffff in its scalar tail; sinpe "
+    "keeps the payload everywhere, so only NaN rows can differ (NaN either way)",
+    "positions from 134,217,737 (2^27 + 9) on: torch's vectorized float32 arange adds lane "
+    "offsets in float32; sinpe rounds each integer to nearest",
+)
+
+
 def numerics() -> Dict[str, Any]:
     """The backend calls use now, whose bits it reproduces, and what is available."""
     name = get_backend()
@@ -423,6 +435,7 @@ def numerics() -> Dict[str, Any]:
         "backend": name,
         "default": get_default(),
         "reproduces": reproduces(name),
+        "differs": list(DIFFERS),
         "kernel": get_kernel(),
         "kernels": kernels(),
         "kernel_records": _records(),

@@ -25,6 +25,10 @@ def test_numerics_report():
     assert info["default"] == "auto"
     assert info["reproduces"] == sinpe.reproduces(info["backend"])
     assert info["available"]["builtin"] is True
+    # the measured divergences from torch are reported, not only documented
+    assert [d.split(":")[0] for d in info["differs"]] == [
+        "NaN inputs of float16 add_pe", "NaN float16 positions",
+        "positions from 134,217,737 (2^27 + 9) on"]
 
 
 def test_set_backend_global_and_per_call():

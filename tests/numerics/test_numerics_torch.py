@@ -302,6 +302,27 @@ def test_float16_add_nan_payloads():
 
 
 @pytest.mark.needs_torch
+def test_float16_nan_positions_keep_payload():
+    """Measured torch 2.13 rule, pinned (the fuzzer found it): `pos.float()` of float16
+    positions keeps a NaN's sign and payload in its vector loop but gives 0x7fffffff in the
+    scalar tail (here the 9th of 9 elements), so a reference table's NaN rows depend on where
+    the NaN sits.  sinpe widens every NaN the same way (payload kept, made quiet); NaN stays
+    NaN either way, and every non-NaN row equals torch's bits (README, Numerics)."""
+    h = np.array([0x4000] * 4 + [0xfd01] + [0x3c00] * 3 + [0x7e00], np.uint16)  # 2, -NaN, 1, NaN
+    pos = h.view(np.float16)
+    wide = torch.from_numpy(h.view(np.int16).copy()).view(torch.float16).float()
+    bits = wide.view(torch.int32).numpy().view(np.uint32)
+    if X86_64:
+        assert bits[4] == 0xffe02000 and bits[8] == 0x7fffffff  # vector lane, scalar tail
+    got = PE(d_model=4, positions=pos, backend=TORCH_BITS)
+    want = PE(d_model=4, positions=wide.numpy(), backend=TORCH_BITS)
+    ok = ~np.isnan(pos)
+    assert np.array_equal(got[ok].view(np.uint32), want[ok].view(np.uint32))
+    assert np.isnan(got[~ok]).all()
+    assert (got[4].view(np.uint32) == 0xffe02000).all() and (got[8].view(np.uint32) == 0x7fc00000).all()
+
+
+@pytest.mark.needs_torch
 def test_bfloat16_nan_bits_equal_torch():
     p = np.array([0.0, np.inf, -np.inf, np.nan, 5.0], np.float32)
     f32 = PE(d_model=8, positions=p, backend=TORCH_BITS)

@@ -1,0 +1,500 @@
+"""Coverage-guided fuzzing of every public entry point of sinpe (atheris, libFuzzer).
+
+One invariant for every call: either a documented exception (TypeError, ValueError,
+OverflowError, MemoryError, RuntimeError; IndexError for a preset's padding_idx) with every
+input's bytes untouched, or the right result: for tables and in-place adds the model (the
+reference formula computed by torch in this process: bit for bit on the backends with
+torch's bits, within one unit in the last place on the built-in one), and for every call
+nothing written outside the destination (each buffer lives inside a larger one whose other
+bytes are compared).  A crash, a sanitizer report or any other exception is a finding.
+
+The fuzzed bytes choose an entry point and its arguments from menus of hostile values
+(sizes near the int64 and memory edges, NaN/inf/negative bases, every buffer layout and
+exporter, wrong types).  A corpus file whose first byte is "{" is instead a JSON case
+(tools/fuzz/corpus/*.json: the issue-17 cases and the suite's hostile classes), decoded by
+`decode` below and checked the same way.
+
+Build and run (tools/fuzz/run.sh does both; docs/testing.md):
+    CC=clang-14 CFLAGS="-fsanitize=fuzzer-no-link,address,undefined" pip install .
+    LD_PRELOAD=$(python -c 'import atheris; print(atheris.path())')/asan_with_fuzzer.so \
+        python tools/fuzz/fuzz_sinpe.py tools/fuzz/corpus -max_total_time=60
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import math
+import os
+import re
+import sys
+
+import atheris
+
+with atheris.instrument_imports():
+    import sinpe
+    from sinpe import presets as P
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests"))
+
+try:
+    import torch
+except ImportError:  # the models need torch: without it only the invariants on inputs hold
+    torch = None
+
+DOCUMENTED = (TypeError, ValueError, OverflowError, MemoryError, RuntimeError)
+BIG = 1 << 22  # calls that would really compute more than this many values are skipped
+
+INTS = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 63, 64, 100, 511, 512, 4096, -1, -2, -3,
+        2**31, 2**32, 2**40, 2**62, 2**63 - 2, 2**63 - 1, 2**63, -2**63, 10**30, True, False,
+        2.5, 8.0, "8", None, np.int64(6), np.int32(-3), np.uint64(2**63), np.int8(4), 1j]
+REALS = [10000.0, 1.0001, 500000.0, 2, 10, 0.5, 0, -1, float("nan"), float("inf"),
+         -float("inf"), 1e308, 1e-320, 1e30, "1e4", True, 1j, None, np.float32(10),
+         np.float16(3), np.float64(-0.0), 2**1100]
+DTYPES = [None, "float32", "float16", "bfloat16", "float64", "f4", "e", "d", float, np.float16,
+          "int32", "c8", ">f4", object, "bogus", "float"]
+BACKENDS = [None, "builtin", "torch", "mkl", "sleef", "torch-aarch64-2.15", "bogus", 3, "auto"]
+THREADS = [None, 1, 2, 3, 0, 257, -1, True, 2.0]
+ARRAY_TYPES = [np.float32, np.float16, np.float64, "bfloat16", np.int32, np.int64, np.uint8,
+               np.complex64, bool]
+LAYOUTS = ["c", "t", "rev", "step", "zero", "overlap", "unaligned", "readonly", "memoryview",
+           "ctypes", "list", "empty"]
+if torch is not None:
+    DTYPES += [torch.float16, torch.bfloat16, torch.float64, torch.int32]
+
+
+class Finding(AssertionError):
+    pass
+
+
+# ---- buffers inside guarded bases ---------------------------------------------------------
+
+def _dtype(t):
+    if t == "bfloat16":
+        import ml_dtypes
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(t)
+
+
+class Buffer:
+    """An array (or exporter) whose bytes lie inside a larger base, with its layout."""
+
+    def __init__(self, shape, t, layout, fill):
+        dt = _dtype(t)
+        self.layout, self.dt = layout, dt
+        n = int(np.prod(shape)) if shape else 1
+        pad = 64
+        self.base = np.frombuffer(bytearray(fill(2 * n * dt.itemsize + 4 * pad + 8)), np.uint8).copy()
+        off = pad + (1 if layout == "unaligned" else 0)
+        c = np.ndarray(shape, dt, buffer=self.base, offset=off)
+        if layout == "t" and len(shape) >= 2:
+            v = np.ndarray(shape[::-1], dt, buffer=self.base, offset=off).T
+        elif layout == "rev" and shape and shape[0] > 0:
+            v = c[::-1]
+        elif layout == "step" and shape:
+            v = np.ndarray(shape, dt, buffer=self.base, offset=off,
+                           strides=tuple(2 * s for s in c.strides)) if 2 * n * dt.itemsize + off <= self.base.size else c
+        elif layout == "zero" and len(shape) >= 2:
+            v = np.lib.stride_tricks.as_strided(c, shape, (0,) + c.strides[1:])
+        elif layout == "overlap" and len(shape) >= 2:
+            v = np.lib.stride_tricks.as_strided(c, shape, (dt.itemsize,) + c.strides[1:])
+        else:
+            v = c
+        self.array = v
+        if layout == "readonly":
+            v.flags.writeable = False
+        if layout == "memoryview" and dt.kind == "f" and dt.name != "bfloat16":
+            self.obj = memoryview(v)
+        elif layout == "ctypes" and dt == np.float32 and v.flags.c_contiguous:
+            self.obj = (ctypes.c_float * max(v.size, 1)).from_buffer(self.base, off)
+            if v.size == 0:
+                self.obj = v
+        elif layout == "list":
+            self.obj = v.tolist()
+        else:
+            self.obj = v
+        self.snapshot = self.base.tobytes()
+
+    def untouched(self):
+        return self.base.tobytes() == self.snapshot
+
+    def element_bytes(self):
+        """The byte offsets (in base) of every element of the view, or None if elements
+        share bytes."""
+        a = self.array
+        if a.size == 0:
+            return set()
+        start = a.__array_interface__["data"][0] - self.base.__array_interface__["data"][0]
+        idx = np.indices(a.shape).reshape(a.ndim, -1).T
+        offs = start + idx @ np.array(a.strides, dtype=np.int64)
+        spans = set()
+        for o in offs.tolist():
+            for b in range(o, o + a.itemsize):
+                if b in spans:
+                    return None
+                spans.add(b)
+        return spans
+
+
+# ---- models -------------------------------------------------------------------------------
+
+def torch_table(pos, d, base):
+    div = torch.exp(torch.arange(0, d, 2).float() * (-math.log(base) / d))
+    ang = torch.as_tensor(np.asarray(pos)).float()[..., None] * div
+    pe = torch.empty(ang.shape[:-1] + (d,))
+    pe[..., 0::2] = torch.sin(ang)
+    pe[..., 1::2] = torch.cos(ang)
+    return pe
+
+
+def to_dtype(t, dt):
+    if dt.name == "bfloat16":
+        import ml_dtypes
+        return t.bfloat16().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.to({np.dtype(np.float32): torch.float32, np.dtype(np.float16): torch.float16,
+                 np.dtype(np.float64): torch.float64}[dt]).numpy()
+
+
+def close(got, want, exact, ulps=2, scale=1.0):
+    """Bit for bit (exact), or within ulps units of the result's type scaled by `scale`: a
+    backend whose divisors differ from torch's in the last bit moves the angle of position p
+    by up to about |p| of them (docs/numerics.md), so tables pass 1 + |p| per row."""
+    g = np.asarray(got)
+    w = np.asarray(want)
+    if g.shape != w.shape or g.dtype != w.dtype:
+        return False
+    if exact:
+        return g.view(np.uint8).tobytes() == w.view(np.uint8).tobytes() if g.size else True
+    gf, wf = g.astype(np.float64), w.astype(np.float64)
+    ulp = {2: 2.0 ** -8 if g.dtype.name == "bfloat16" else 2.0 ** -10, 4: 2.0 ** -23, 8: 2.0 ** -23}
+    tol = ulps * ulp[g.dtype.itemsize] * np.maximum(1.0, np.abs(wf)) * scale
+    return bool(np.all((np.abs(gf - wf) <= tol) | (np.isnan(gf) & np.isnan(wf))))
+
+
+def backend_exact(backend):
+    name = sinpe.get_backend() if backend is None else backend
+    return name in ("torch", "mkl")
+
+
+def ulps_of(backend):
+    """The model's tolerance off torch's bits: 2 ulps (the built-in's correctly rounded
+    functions), 8 for SLEEF's profiles (its u35 sin/cos err by up to 3.5 ulps)."""
+    name = sinpe.get_backend() if backend is None else backend
+    return 8 if name == "sleef" or str(name).startswith("torch-aarch64") else 2
+
+
+# ---- the cases --------------------------------------------------------------------------
+
+def valid_int(v):
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def check_call(f, buffers, model=None):
+    """f() raises a documented exception with every buffer untouched, or returns a result;
+    model(result) then checks it and every buffer's bytes (those the call may write)."""
+    try:
+        result = f()
+    except DOCUMENTED:
+        bad = [b.layout for b in buffers if not b.untouched()]
+        if bad:
+            raise Finding(f"an exception left inputs changed: {bad}")
+        return
+    if model is not None:
+        model(result)
+
+
+def case_table(g):
+    rows, d = g.pick(INTS), g.pick(INTS[:20])
+    base, backend = g.pick(REALS[:8] if g.flag() else REALS), g.pick(BACKENDS)
+    dt, threads = g.pick(DTYPES), g.pick(THREADS)
+    use_pos, use_out = g.flag(), g.flag()
+    kw = {"base": base, "dtype": dt, "backend": backend, "threads": threads}
+    buffers, pos = [], None
+    if use_pos:
+        pb = Buffer(g.shape(2), g.pick(ARRAY_TYPES), g.pick(LAYOUTS), g.bytes)
+        buffers.append(pb)
+        pos = pb.obj
+        kw["positions"] = pos
+        rows = None
+    else:
+        kw["offset"] = g.pick([0, 0, 3, 4096, -1, 2**63 - 2, 2.5])
+    out = None
+    if use_out and valid_int(d) and 0 <= d <= 64:
+        shape = (g.small(), d) if pos is None else np.shape(pos) + (d,)
+        ob = Buffer(shape, g.pick(ARRAY_TYPES[:4] + [np.int32]), g.pick(LAYOUTS), g.bytes)
+        buffers.append(ob)
+        out = ob
+        kw["out"] = ob.obj
+    if valid_int(rows) and valid_int(d) and BIG < abs(int(rows)) * abs(int(d)) < 2**40:
+        return  # would really compute, slowly
+
+    def model(res):
+        if torch is None or not isinstance(base, (int, float)) or isinstance(base, bool):
+            return
+        positions = (np.arange(int(rows)) + int(kw.get("offset", 0))) if pos is None else \
+            np.asarray(pos if not isinstance(pos, memoryview) else np.asarray(pos))
+        try:
+            want = torch_table(positions, int(d), float(base))
+        except (RuntimeError, TypeError, ValueError, OverflowError):
+            return  # torch itself cannot form these positions: no model
+
+        dst = out.array if out is not None else res
+        want = to_dtype(want, np.asarray(dst).dtype)
+        got = np.asarray(dst)
+        p = np.abs(np.asarray(positions, np.float64))
+        scale = (1.0 + np.nan_to_num(p, posinf=1e300))[..., None]
+        if np.asarray(positions).dtype == np.float16 and np.isnan(p).any():
+            # documented divergence (numerics() "differs"): torch's float16 .float() tail
+            # makes NaN 0x7fffffff, sinpe keeps the payload; NaN rows compare as NaN
+            nan_rows = np.isnan(p)
+            if not np.isnan(np.asarray(got, np.float64)[nan_rows]).all():
+                raise Finding("a NaN float16 position gave a non-NaN row")
+            got, want = np.asarray(got)[~nan_rows], np.asarray(want)[~nan_rows]
+            scale = scale[~nan_rows]
+        if not close(got, want, backend_exact(backend), ulps_of(backend), scale):
+            raise Finding(f"table differs: rows={rows} d={d} base={base} backend={backend} "
+                          f"{kw} got {got.dtype}{got.shape} want {want.dtype}{want.shape}")
+        if out is not None:
+            outside = out.element_bytes()
+            if outside is None:
+                raise Finding("a table was written into an out whose elements share memory")
+            before, after = out.snapshot, out.base.tobytes()
+            changed = [i for i in range(len(before)) if before[i] != after[i] and i not in outside]
+            if changed:
+                raise Finding(f"bytes outside out written: {changed[:8]}")
+        for b in buffers:
+            if b is not out and not b.untouched():
+                raise Finding("positions changed by a table call")
+    check_call(lambda: sinpe.positional_encoding(rows, d, **kw), buffers, model)
+
+
+def case_add(g):
+    shape = g.shape(3, min_dims=1)
+    xb = Buffer(shape, g.pick(ARRAY_TYPES), g.pick(LAYOUTS), g.bytes)
+    base, backend, threads = g.pick(REALS), g.pick(BACKENDS), g.pick(THREADS)
+    kw = {"backend": backend, "threads": threads}
+    offset = None
+    buffers = [xb]
+    if g.flag():
+        pb = Buffer(g.shape(2), g.pick(ARRAY_TYPES), g.pick(LAYOUTS[:4]), g.bytes)
+        buffers.append(pb)
+        kw["positions"] = pb.obj
+    else:
+        offset = g.pick([0, 0, 5, 4096, -1, 2**63 - 2, 2**63 - 1, True])
+        kw["offset"] = offset
+    x0 = np.array(xb.array, copy=True)
+
+    def model(res):
+        if torch is None or offset is None or not isinstance(base, (int, float)) or isinstance(base, bool):
+            return
+        a = xb.array
+        L, d = a.shape[-2], a.shape[-1]
+        try:
+            pe = torch_table(np.arange(L) + int(offset), d, float(base))
+        except (RuntimeError, TypeError, ValueError, OverflowError):
+            return
+        if a.dtype.name == "bfloat16":
+            t = torch.from_numpy(np.ascontiguousarray(x0).view(np.int16).copy()).view(torch.bfloat16)
+            t.add_(pe)
+            want = t.view(torch.int16).numpy().view(a.dtype)
+        else:
+            t = torch.from_numpy(np.ascontiguousarray(x0).copy())
+            t.add_(pe)
+            want = t.numpy()
+        scale = 1.0 + np.abs(np.arange(L, dtype=np.float64) + float(offset))[:, None]
+        if not close(np.ascontiguousarray(a), want, backend_exact(backend), ulps_of(backend),
+                     np.maximum(scale, 1.0 + np.abs(x0.astype(np.float64)))):
+            raise Finding(f"add_pe differs: shape={a.shape} {a.dtype} offset={offset}")
+        inside = xb.element_bytes()
+        if inside is None:
+            raise Finding("add_pe wrote into an x whose elements share memory")
+        before, after = xb.snapshot, xb.base.tobytes()
+        if any(before[i] != after[i] and i not in inside for i in range(len(before))):
+            raise Finding("bytes outside x written")
+    check_call(lambda: sinpe.add_pe(xb.obj, base, **kw), buffers, model)
+
+
+def case_elementwise(g):
+    xb = Buffer(g.shape(2), g.pick(ARRAY_TYPES), g.pick(LAYOUTS), g.bytes)
+    func = g.pick(["exp", "sin", "cos", "tan", 3])
+    check_call(lambda: sinpe.elementwise(func, xb.obj, backend=g.pick(BACKENDS)), [xb])
+
+
+def case_rope(g):
+    xb = Buffer(g.shape(4, min_dims=1), g.pick(ARRAY_TYPES), g.pick(LAYOUTS), g.bytes)
+    kw = {"base": g.pick(REALS), "layout": g.pick(["half", "pairs", "bogus"]),
+          "seq_dim": g.pick([-2, -3, 1, 0, 5, 1.0, "1", None]), "offset": g.pick(INTS[:12] + [2**63 - 2]),
+          "rot_dim": g.pick([None, 2, 4, 3, 0, -2, 2.0]), "backend": g.pick(BACKENDS),
+          "threads": g.pick(THREADS)}
+    check_call(lambda: sinpe.apply_rope(xb.obj, **kw), [xb])
+
+
+PRESETS = {
+    "fairseq": lambda g, k: P.fairseq(g.pick(INTS), g.pick(INTS), g.pick([None, 1, -1, 100]), **k),
+    "fairseq2": lambda g, k: P.fairseq2(g.pick(INTS), g.pick(INTS), **k),
+    "tensor2tensor": lambda g, k: P.tensor2tensor(g.pick(INTS), g.pick(INTS), g.pick(REALS),
+                                                  g.pick(REALS), g.pick(INTS), **k),
+    "keras_hub": lambda g, k: P.keras_hub(g.shape(3), g.pick(REALS), g.pick(INTS), **k),
+    "tf_tutorial": lambda g, k: P.tf_tutorial(g.pick(INTS), g.pick(INTS), legacy=g.flag(), **k),
+    "xlm": lambda g, k: P.xlm(g.pick(INTS), g.pick(INTS), **k),
+    "marian": lambda g, k: P.marian(g.pick(INTS), g.pick(INTS), **k),
+    "whisper": lambda g, k: P.whisper(g.pick(INTS), g.pick(INTS), g.pick(REALS), **k),
+    "diffusers": lambda g, k: P.diffusers_timestep(np.arange(g.small()) * 1.5, g.pick(INTS), g.flag(),
+                                                   g.pick(REALS), g.pick(REALS), g.pick(REALS), **k),
+    "mae_2d": lambda g, k: P.mae_2d(g.pick(INTS), g.pick(INTS), g.flag(), **k),
+    "timm_2d": lambda g, k: P.timm_2d((g.pick(INTS), g.pick(INTS)), g.pick(INTS), g.pick(REALS), **k),
+    "llama_rope": lambda g, k: P.llama_rope(g.pick(INTS), g.pick(INTS), g.pick(REALS),
+                                            **{a: b for a, b in k.items() if a != "out"}),
+    "rotary": lambda g, k: P.rotary_embedding_torch(g.pick(INTS), g.pick(INTS), theta=g.pick(REALS), **k),
+    "tatp22_1d": lambda g, k: P.tatp22_1d(g.pick(INTS), g.shape(3), **k),
+    "tatp22_2d": lambda g, k: P.tatp22_2d(g.pick(INTS), g.shape(4), **k),
+    "alibi": lambda g, k: P.alibi_bias(None, g.pick(INTS), seq_length=g.pick(INTS),
+                                       method=g.pick(["bloom", "paper", "x"]),
+                                       dtype=k["dtype"], backend=k["backend"]),
+}
+
+
+def case_preset(g):
+    name = g.pick(sorted(PRESETS))
+    buffers = []
+    kw = {"dtype": g.pick(DTYPES), "backend": g.pick(BACKENDS), "threads": g.pick(THREADS)}
+    if name not in ("alibi",) and g.flag():
+        ob = Buffer(g.shape(3), g.pick(ARRAY_TYPES[:4]), g.pick(LAYOUTS), g.bytes)
+        buffers.append(ob)
+        kw["out"] = ob.obj
+
+    def run():
+        return PRESETS[name](g, kw)
+
+    def model(res):
+        for r in (res if isinstance(res, tuple) else (res,)):
+            a = np.asarray(r) if not isinstance(r, (list, memoryview)) else None
+            if a is not None and "out" not in kw and not a.flags.writeable:
+                raise Finding(f"{name} returned a read-only array")
+    try:
+        check_call(run, buffers, model)
+    except IndexError:  # a padding_idx out of range: the library's own exception
+        if any(not b.untouched() for b in buffers):
+            raise Finding("IndexError with inputs changed")
+
+
+def case_settings(g):
+    f = g.pick([sinpe.set_threads, sinpe.set_kernel, sinpe.set_backend])
+    v = g.pick(THREADS + ["scalar", "avx9", "neon", "builtin", "bogus", None, 7])
+    saved = (sinpe.get_threads(), sinpe.get_kernel(), sinpe._choice.get_default())
+    try:
+        f(v)
+    except DOCUMENTED:
+        pass
+    finally:
+        sinpe.set_threads(saved[0])
+        sinpe.set_kernel(saved[1])
+        sinpe.set_backend(saved[2])
+
+
+CASES = [case_table, case_add, case_elementwise, case_rope, case_preset, case_settings]
+
+
+class Gen:
+    """Choices from the fuzzed bytes."""
+
+    def __init__(self, data):
+        self.fdp = atheris.FuzzedDataProvider(data)
+
+    def pick(self, seq):
+        return seq[self.fdp.ConsumeIntInRange(0, len(seq) - 1)]
+
+    def flag(self):
+        return self.fdp.ConsumeBool()
+
+    def small(self):
+        return self.fdp.ConsumeIntInRange(0, 9)
+
+    def shape(self, max_dims, min_dims=0):
+        n = self.fdp.ConsumeIntInRange(min_dims, max_dims)
+        return tuple(self.fdp.ConsumeIntInRange(0, 12) for _ in range(n))
+
+    def bytes(self, n):
+        b = self.fdp.ConsumeBytes(n)
+        return b + bytes(n - len(b))
+
+
+# ---- JSON cases of the corpus -----------------------------------------------------------------
+
+def decode(v):
+    """A JSON value of a corpus case: {"nd": [shape, dtype, layout]} an array in a guarded
+    buffer, {"f": "nan"} a float, {"i": "2**63-2"} a big integer, {"dt": "torch.float16"} a
+    dtype, {"tuple": [...]} a tuple; other values as they are."""
+    if isinstance(v, list):
+        return [decode(x) for x in v]
+    if not isinstance(v, dict):
+        return v
+    if "nd" in v:
+        shape, t, layout = v["nd"]
+        shape = tuple(int(n) for n in shape)
+        if len(shape) > 6 or any(n < 0 for n in shape) or int(np.prod(shape)) > 4096:
+            raise ValueError("a corpus array is at most 4096 elements")
+        return Buffer(shape, t, layout, lambda n: bytes(range(256)) * (n // 256 + 1))
+    if "f" in v:
+        return float(v["f"])
+    if "i" in v:  # "2**63-2": a power and an offset, nothing else
+        m = re.fullmatch(r"(-?\d{1,40})(?:\*\*(\d{1,3}))?([+-]\d{1,40})?", str(v["i"]))
+        if not m:
+            raise ValueError("not a big integer")
+        n = int(m.group(1)) ** int(m.group(2) or 1)
+        return n + int(m.group(3) or 0)
+    if "dt" in v:
+        return getattr(torch, v["dt"].split(".")[1]) if v["dt"].startswith("torch.") else v["dt"]
+    if "tuple" in v:
+        return tuple(decode(x) for x in v["tuple"])
+    return {k: decode(x) for k, x in v.items()}
+
+
+ENTRIES = {"positional_encoding": sinpe.positional_encoding, "add_pe": sinpe.add_pe,
+           "apply_rope": sinpe.apply_rope, "elementwise": sinpe.elementwise,
+           "shift_matrix": sinpe.shift_matrix}
+
+
+def run_json(case):
+    f = ENTRIES.get(case["entry"]) or getattr(P, case["entry"])
+    try:
+        args = decode(case.get("args", []))
+        kwargs = decode(case.get("kwargs", {}))
+    except (TypeError, ValueError, KeyError, AttributeError, OverflowError, IndexError):
+        return  # a mutated case that describes nothing
+    buffers = [a for a in args if isinstance(a, Buffer)] + [v for v in kwargs.values()
+                                                            if isinstance(v, Buffer)]
+    args = [a.obj if isinstance(a, Buffer) else a for a in args]
+    kwargs = {k: v.obj if isinstance(v, Buffer) else v for k, v in kwargs.items()}
+    try:
+        check_call(lambda: f(*args, **kwargs), buffers)
+    except IndexError:  # a preset's padding_idx out of range: the library's own exception
+        if any(not b.untouched() for b in buffers):
+            raise Finding("IndexError with inputs changed") from None
+
+
+def TestOneInput(data):
+    if data[:1] == b"{":
+        try:
+            case = json.loads(data)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            return
+        if isinstance(case, dict) and isinstance(case.get("entry"), str) and (
+                case["entry"] in ENTRIES or case["entry"] in P.__all__) and \
+                isinstance(case.get("args", []), list) and isinstance(case.get("kwargs", {}), dict):
+            run_json(case)
+        return
+    g = Gen(data)
+    g.pick(CASES)(g)
+
+
+def main():
+    sinpe.set_threads(2)
+    atheris.Setup(sys.argv, TestOneInput)
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main()
