@@ -385,6 +385,27 @@ static void rows_by_offset(sinpe_plan *p)
     p->direct = !p->em.add && p->em.fast && p->batch == 1;
 }
 
+/* The tensor torch evaluates in one call, in elements: by offset the table rows 0 ..
+ * table_rows - 1 (offset + rows when not given), else the rows themselves.  A table from row
+ * 0 whose elements would pass int64 cannot exist (no memory holds 2^63 floats), so rows past
+ * that count as their own tensor, as with own_tensor (the job's rules bound rows * pairs). */
+static void torch_tensor(sinpe_plan *p)
+{
+    sinpe_job *j = &p->j;
+    int64_t trows = p->rows;
+    if (j->pos.mode == SINPE_POS_OFFSET && !j->own_tensor) {
+        int64_t whole = j->table_rows ? j->table_rows
+                        : j->offset <= INT64_MAX - p->rows ? j->offset + p->rows : -1;
+        if (whole >= 0 && whole <= INT64_MAX / (p->pairs > 0 ? p->pairs : 1))
+            trows = whole;
+        else
+            j->own_tensor = 1;
+    }
+    if (j->preset)
+        trows += j->preset->trow_shift; /* 0, or -1 by positions: never past the rows */
+    p->ctx.tensor_len = trows * p->pairs;
+}
+
 void sinpe_table_geometry(sinpe_plan *p)
 {
     const sinpe_job *j = &p->j;
@@ -427,12 +448,7 @@ void sinpe_table_geometry(sinpe_plan *p)
         p->tile_batch = p->batch > 0 ? p->batch : 1;
     p->batch_blocks = sinpe_ceil_div(p->batch, p->tile_batch);
     p->tiles = p->rows && p->batch && d ? p->row_blocks * p->col_blocks * p->batch_blocks : 0;
-    /* torch's tensor: by offset the table rows 0 .. table_rows-1, else the rows themselves */
-    int64_t trows = j->pos.mode != SINPE_POS_OFFSET || j->own_tensor ? p->rows
-                    : j->table_rows ? j->table_rows : j->offset + p->rows;
-    if (j->preset)
-        trows += j->preset->trow_shift;
-    p->ctx.tensor_len = trows * p->pairs;
+    torch_tensor(p);
 }
 
 int64_t sinpe_table_threads(const sinpe_plan *p)

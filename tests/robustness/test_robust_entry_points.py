@@ -135,6 +135,25 @@ def test_offsets_past_int64_refused():
         P.fairseq2(8, 4, _legacy_pad_idx=2**63 - 4)
 
 
+@pytest.mark.parametrize("d", [2, 64, 4098])
+def test_offsets_at_the_end_of_int64_every_backend(d):
+    """The fuzzer's UBSan finding: torch's tensor from row 0 to offset + rows has more than
+    2^63 elements there, so its size overflowed int64 in the plan.  Such rows now count as
+    their own tensor, on every backend, for tables and adds alike: the same bits as the
+    same positions given as an array (and no undefined behaviour under the sanitizers)."""
+    top = 2**63 - 1
+    for backend in [b for b, ok in sinpe.backends().items() if ok]:
+        for rows in (1, 2, 3):
+            offset = top - rows + 1  # the last row is position 2^63 - 1
+            pos = np.arange(rows, dtype=np.int64) + np.int64(offset)
+            want = sinpe.positional_encoding(None, d, positions=pos, backend=backend)
+            got = sinpe.positional_encoding(rows, d, offset=offset, backend=backend, threads=2)
+            assert same(got, want), (backend, rows)
+            x = np.zeros((2, rows, d), np.float32)
+            sinpe.add_pe(x, offset=offset, backend=backend)
+            assert same(x[1], want), (backend, rows)
+
+
 # ---- 4. bases and other powers: the core's rule, before anything is touched --------------
 
 @pytest.mark.parametrize("bad,exc", [(0, ValueError), (-1, ValueError), (float("nan"), ValueError),
