@@ -156,6 +156,7 @@ int sinpe_plan_step(sinpe_plan *p, int64_t budget, int *done)
     if (p->stage < p->nstages) {
         const sinpe_stage *sg = &p->stages[p->stage];
         int64_t n = sg->items(p), per = sg->work(p);
+        per = per > 0 ? per : 1; /* an empty item still counts one unit */
         int64_t k = budget / per > 0 ? budget / per : 1;
         if (k > n - p->next)
             k = n - p->next;

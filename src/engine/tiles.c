@@ -314,7 +314,7 @@ static int64_t tile_work(const sinpe_plan *p)
 {
     int64_t per = p->tile_rows * (p->rowlen > p->tile_pairs ? p->rowlen : p->tile_pairs);
     if (p->direct)
-        return per;
+        return per > 0 ? per : 1;
     int64_t w = per / p->batch_blocks + per * p->tile_batch / SINPE_STORE_SHARE;
     return w > 0 ? w : 1;
 }
@@ -442,7 +442,7 @@ void sinpe_table_geometry(sinpe_plan *p)
     if (p->tile_rows > p->rows)
         p->tile_rows = p->rows > 0 ? p->rows : 1;
     p->row_blocks = sinpe_ceil_div(p->rows, p->tile_rows);
-    int64_t per = p->tile_rows * p->rowlen;
+    int64_t per = p->tile_rows * (p->rowlen > 0 ? p->rowlen : 1); /* a preset's may be 0 wide */
     p->tile_batch = SINPE_TILE_VALUES / per > 0 ? SINPE_TILE_VALUES / per : 1;
     if (p->tile_batch > p->batch)
         p->tile_batch = p->batch > 0 ? p->batch : 1;

@@ -154,6 +154,17 @@ def test_offsets_at_the_end_of_int64_every_backend(d):
             assert same(x[1], want), (backend, rows)
 
 
+def test_presets_with_no_angles():
+    """The fuzzer's second UBSan finding: a preset whose width gives no frequencies
+    (rotary-embedding-torch's dim=1: arange(0, 1, 2)[:0]) divided by its zero row length.
+    torch gives an empty (seq_len, 0) table; so does sinpe, for any seq_len."""
+    for n in (0, 1, 5):
+        r = P.rotary_embedding_torch(1, n)
+        assert r.shape == (n, 0) and r.dtype == np.float32
+        r = P.rotary_embedding_torch(1, n, dtype="float16", threads=2)
+        assert r.shape == (n, 0) and r.dtype == np.float16
+
+
 # ---- 4. bases and other powers: the core's rule, before anything is touched --------------
 
 @pytest.mark.parametrize("bad,exc", [(0, ValueError), (-1, ValueError), (float("nan"), ValueError),

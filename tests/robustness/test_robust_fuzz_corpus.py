@@ -1,0 +1,44 @@
+"""The fuzzer's corpus (tools/fuzz/corpus) replayed by the suite: every JSON case goes
+through the harness's invariant (a documented exception with every input untouched, or a
+result that wrote nothing outside its destination), so each hostile class the fuzzer was
+seeded with, and each finding turned into a case, is checked on every CI pass, under the
+sanitized pass too.  The binary inputs are libFuzzer's and need atheris (tools/fuzz/run.sh);
+their findings have JSON cases and tests of their own."""
+import importlib.util
+import json
+import os
+
+import pytest
+
+from conftest import ROOT
+
+CORPUS = os.path.join(ROOT, "tools", "fuzz", "corpus")
+CASES = sorted(f for f in os.listdir(CORPUS) if f.endswith(".json"))
+
+
+def harness():
+    spec = importlib.util.spec_from_file_location(
+        "fuzz_sinpe", os.path.join(ROOT, "tools", "fuzz", "fuzz_sinpe.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+HARNESS = harness()
+
+
+def test_the_corpus_is_there():
+    assert len(CASES) >= 40
+    assert {"pe_offset_end_of_int64.json", "add_offset_end_of_int64.json",
+            "pe_f16_positions_nan_tail.json"} <= set(CASES)
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("name", CASES)
+def test_fuzz_corpus_case(name):
+    """Cases name torch dtypes, and the harness's models are torch's: needs torch."""
+    with open(os.path.join(CORPUS, name)) as f:
+        case = json.load(f)
+    assert case["entry"] in HARNESS.ENTRIES or case["entry"] in HARNESS.P.__all__, case
+    # a case must describe a call; a failure raises the harness's Finding (an AssertionError)
+    HARNESS.run_json(case, strict=True)
