@@ -148,6 +148,13 @@ def admit(shape: tuple, dtype: Any = None, noun: str = "a table") -> None:
     _sinpe.admit(tuple(shape), d, noun)
 
 
+def check_opts(core: tuple) -> tuple:
+    """The core's rules for a call's options (threads, torch_threads), before a caller that
+    builds arrays of its own (presets, apply_rope) allocates anything."""
+    _sinpe.check(core)
+    return core
+
+
 def positive(value: Any, name: str) -> float:
     """value as a float, by the core's rule of a base (finite and > 0)."""
     return float(_sinpe.positive(value, name))

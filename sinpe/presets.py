@@ -77,11 +77,12 @@ def _positive(value: Any, name: str) -> float:
 
 def _opts(dtype: Any, out: Any, backend: Optional[str], threads: Optional[int],
           torch_threads: Optional[int]) -> dict:
-    """The call's options, resolved once: the core's (backend, path, threads, ...), and
-    dtype= checked before any work."""
+    """The call's options, resolved once: the core's (backend, path, threads, ...), checked
+    by the core's rules, and dtype= checked, before any work."""
     if dtype is not None:
         _dtypes.resolve(dtype)
-    return {"dtype": dtype, "out": out, "core": _choice.opts(backend, threads, torch_threads)}
+    core = _api.check_opts(_choice.opts(backend, threads, torch_threads))
+    return {"dtype": dtype, "out": out, "core": core}
 
 
 def _admit(shape: Tuple[int, ...], opts: dict, noun: str = "a table", dtype: Any = None) -> None:
@@ -585,7 +586,9 @@ def rotary_embedding_torch(dim: int, seq_len: Optional[int] = None, *, t: Any = 
         off, interp = _real(offset, "offset"), _positive(interpolate_factor, "interpolate_factor")
         _admit((n, 2 * len(freqs)), opts)
         _admit((n,), opts, "its positions", np.float32)
-        t = (np.arange(n, dtype=np.float32) + np.float32(off)) / np.float32(interp)
+        t = np.arange(n, dtype=np.float32)  # in place: one array of n, the same bits
+        t += np.float32(off)
+        t /= np.float32(interp)
     pos = np.asarray(t)
     _admit(pos.shape + (2 * len(freqs),), opts)
     col = [4 * (j // 2) + ANGLE for j in range(2 * len(freqs))]

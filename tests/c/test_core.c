@@ -466,6 +466,33 @@ static void job_kinds(void)
     sp.ncomp = 1;
     CHECK(sinpe_run(&j, &o) == SINPE_E_PRESET);
 
+    /* a preset with no angles and no columns (rotary-embedding-torch dim=1): an empty table,
+     * for 0 rows and for 5 (the fuzzer's division by a zero row length) */
+    sinpe_preset none = { 0, one, NULL, 0, 1, NULL, 0, 0.0f, col, 0, -1, 0 };
+    float nothing[1];
+    float npos[5] = { 0, 1, 2, 3, 4 };
+    for (int64_t n = 0; n <= 5; n += 5) {
+        int64_t es[2] = { n, 0 };
+        sinpe_job_init(&j, nothing, 2, es, 0.0);
+        j.preset = &none;
+        use_positions(&j, npos, SINPE_F32, n, 4);
+        CHECK(sinpe_run(&j, &o) == SINPE_OK);
+    }
+
+    /* rows at the end of int64, by offset (torch's tensor from row 0 would pass int64: the
+     * rows are their own), equal the same positions as an array, on the SLEEF backend */
+    sinpe_opts sl = opts_of("sleef", 0, 2);
+    sl.sleef.lanes = 4;
+    sl.sleef.torch_threads = 3;
+    float e1[2 * 64], e2[2 * 64];
+    int64_t es[2] = { 2, 64 }, ends[2] = { INT64_MAX - 1, INT64_MAX };
+    sinpe_job_init(&j, e1, 2, es, 10000.0);
+    j.offset = INT64_MAX - 1;
+    CHECK(sinpe_run(&j, &sl) == SINPE_OK);
+    sinpe_job_init(&j, e2, 2, es, 10000.0);
+    use_positions(&j, ends, SINPE_I64, 2, 8);
+    CHECK(sinpe_run(&j, &sl) == SINPE_OK && same_bits(e1, e2, sizeof e1));
+
     /* the memory rule: a fresh result past this machine's memory, or past any address */
     sinpe_job_init(&j, NULL, 2, gs, 10000.0);
     j.fresh = 1;

@@ -165,6 +165,33 @@ def test_presets_with_no_angles():
         assert r.shape == (n, 0) and r.dtype == np.float16
 
 
+@pytest.mark.parametrize("bad,exc", [(2.0, TypeError), (True, TypeError), ("2", TypeError),
+                                     (0, ValueError), (5000, ValueError), (2**70, OverflowError)])
+def test_options_refused_before_presets_allocate(bad, exc):
+    """The fuzzer's third finding: a preset built its own inputs (rotary-embedding-torch's
+    positions, 8 GiB for seq_len 2^31) before the core checked threads= at the end.  Options
+    are now checked by the core's rule first, for every preset and apply_rope: the error
+    names the parameter and nothing larger than a few KiB was allocated (tracemalloc sees
+    NumPy's allocations)."""
+    import tracemalloc
+    x = np.zeros((1, 1, 4, 8), np.float32)
+    calls = [lambda kw: P.rotary_embedding_torch(8, 2**31, **kw),
+             lambda kw: P.rotary_embedding_torch(1, 2**31, **kw),
+             lambda kw: P.llama_rope(64, 2**30, **kw),
+             lambda kw: sinpe.apply_rope(x, **kw)]
+    for name in ("threads", "torch_threads"):
+        for call in calls:
+            tracemalloc.start()
+            try:
+                with pytest.raises(exc, match=name):
+                    call({name: bad})
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+            assert peak < 1 << 20, (name, peak)
+    assert same(x, np.zeros_like(x))
+
+
 # ---- 4. bases and other powers: the core's rule, before anything is touched --------------
 
 @pytest.mark.parametrize("bad,exc", [(0, ValueError), (-1, ValueError), (float("nan"), ValueError),
