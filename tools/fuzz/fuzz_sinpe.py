@@ -91,6 +91,16 @@ def _guarded_admit(admit):
 
 
 P._admit = _guarded_admit(P._admit)
+_freq_job = sinpe._api.freq_job
+
+
+def _guarded_freq_job(core, kind, n, **kw):  # a preset's frequency vector (float32/64)
+    if isinstance(n, int) and n * 8 > HUGE:
+        raise TooBig("frequencies")
+    return _freq_job(core, kind, n, **kw)
+
+
+sinpe._api.freq_job = _guarded_freq_job
 sys.modules["sinpe._extra"]._admit = P._admit  # apply_rope's own reference to it
 
 
