@@ -147,9 +147,14 @@ static void rope_run(sinpe_plan *p, int64_t item, int tid)
     const float *cos = j->rope.cos.data, *sin = j->rope.sin.data;
     sinpe_walker w;
     sinpe_walker_init(&w, p->row_n, p->row_shape, p->row_dst, p->row_pos, begin);
+    sinpe_type t = j->dst.type;
+    int kind = t == SINPE_F16 ? SINPE_HALF_F16 : t == SINPE_BF16 ? SINPE_HALF_BF16 : SINPE_HALF_F32;
+    int vec = !j->rope.pairs && t != SINPE_F64 && cs == sinpe_type_size(t); /* the path's */
     for (int64_t i = begin; i < end; i++, sinpe_walker_next(&w)) {
         char *v = (char *)j->dst.data + w.o1;
-        if (j->dst.type == SINPE_F64)
+        if (vec)
+            p->path->rope_half(v, cos + w.o2, sin + w.o2, (size_t)(rot / 2), kind);
+        else if (j->dst.type == SINPE_F64)
             rotate_d(j->rope.pairs, rot, v, cs, cos + w.o2, sin + w.o2);
         else
             rotate_f(j->dst.type, j->rope.pairs, rot, v, cs, cos + w.o2, sin + w.o2);

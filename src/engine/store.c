@@ -59,6 +59,11 @@ void sinpe_emit(const sinpe_emitter *e, char *dst, const float *pe, int64_t n)
             memcpy(dst, pe, (size_t)n * sizeof(float));
         return;
     }
+    if ((e->type == SINPE_F16 || e->type == SINPE_BF16) && e->cstride == 2 && e->path) {
+        e->path->half(dst, pe, (size_t)n, e->type == SINPE_F16 ? SINPE_HALF_F16 : SINPE_HALF_BF16,
+                      e->add);
+        return;
+    }
     switch (e->type) {
     case SINPE_F32: emit_f32(e, dst, pe, n); break;
     case SINPE_F64: emit_f64(e, dst, pe, n); break;

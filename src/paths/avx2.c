@@ -30,9 +30,10 @@
 
 #include "elem/constants.h"
 #include "elem/crmath.h"
+#include "elem/half.h"
 #include "platform/cpu.h"
 
-#define TARGET __attribute__((target("avx2,fma")))
+#define TARGET __attribute__((target("avx2,fma,f16c")))
 
 /* Rounding test of sin and cos at once: the low 32 bits of each double hold
  * the 29 bits a float drops; both results' words go into one vector of 8
@@ -106,7 +107,7 @@ TARGET static inline int sincos4(__m128 xf, __m128 *sf, __m128 *cf, int checked)
 
 static int avx2_supported(void)
 {
-    return sinpe_cpu_has_avx2_fma();
+    return sinpe_cpu_has_avx2_fma() && sinpe_cpu()->f16c;
 }
 
 static const sinpe_verification avx2_records[] = {
@@ -150,6 +151,42 @@ TARGET static inline void avx2_spairs(float *dst, __m256 s, __m256 c)
     _mm256_storeu_ps(dst, _mm256_permute2f128_ps(lo, hi, 0x20));
     _mm256_storeu_ps(dst + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
 }
+
+/* The element conversions (elem/half.h's rules): F16C's vcvtps2ph rounds to nearest even
+ * and quiets NaN keeping its top payload bits, as sinpe_f32_to_f16; bfloat16 by integer
+ * steps, NaN to SINPE_BF16_NAN. */
+TARGET static inline __m256 avx2_rb(__m256 v)
+{
+    __m256i x = _mm256_castps_si256(v);
+    __m256i r = _mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff),
+                                                     _mm256_and_si256(_mm256_srli_epi32(x, 16),
+                                                                      _mm256_set1_epi32(1))));
+    r = _mm256_and_si256(r, _mm256_set1_epi32((int)0xffff0000u));
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff)),
+                                     _mm256_set1_epi32(0x7f800000));
+    r = _mm256_blendv_epi8(r, _mm256_set1_epi32((int)(SINPE_BF16_NAN << 16)), nan);
+    return _mm256_castsi256_ps(r);
+}
+
+TARGET static inline void avx2_f2b(void *p, __m256 v)
+{
+    __m256i r = _mm256_srli_epi32(_mm256_castps_si256(avx2_rb(v)), 16);
+    _mm_storeu_si128((__m128i *)p, _mm_packus_epi32(_mm256_castsi256_si128(r),
+                                                    _mm256_extracti128_si256(r, 1)));
+}
+
+#define PATH_HALF 1
+#define PATH_SMUL _mm256_mul_ps
+#define PATH_SNEG(v) _mm256_xor_ps((v), _mm256_set1_ps(-0.0f))
+#define PATH_H2F(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p)))
+#define PATH_F2H(p, v)                                                                      \
+    _mm_storeu_si128((__m128i *)(void *)(p), _mm256_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT))
+#define PATH_RH(v) _mm256_cvtph_ps(_mm256_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT))
+#define PATH_B2F(p)                                                                         \
+    _mm256_castsi256_ps(_mm256_slli_epi32(                                                  \
+        _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p))), 16))
+#define PATH_F2B avx2_f2b
+#define PATH_RB avx2_rb
 
 #include "paths/body.h"
 #endif

@@ -22,6 +22,7 @@
 
 #include "elem/constants.h"
 #include "elem/crmath.h"
+#include "elem/half.h"
 #include "platform/cpu.h"
 
 #define TARGET __attribute__((target("avx512f")))
@@ -138,6 +139,40 @@ TARGET static inline void avx512_pairs16(float *dst, __m512 s, __m512 c)
 #define PATH_SADD _mm512_add_ps
 #define PATH_SPAIRS avx512_pairs16
 #define PATH_ALIGN 64
+
+/* The element conversions (elem/half.h's rules; as the AVX2 path's). */
+TARGET static inline __m512 avx512_rb(__m512 v)
+{
+    __m512i x = _mm512_castps_si512(v);
+    __m512i r = _mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
+                                                     _mm512_and_si512(_mm512_srli_epi32(x, 16),
+                                                                      _mm512_set1_epi32(1))));
+    r = _mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u));
+    __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)),
+                                            _mm512_set1_epi32(0x7f800000));
+    r = _mm512_mask_blend_epi32(nan, r, _mm512_set1_epi32((int)(SINPE_BF16_NAN << 16)));
+    return _mm512_castsi512_ps(r);
+}
+
+TARGET static inline void avx512_f2b(void *p, __m512 v)
+{
+    __m512i r = _mm512_srli_epi32(_mm512_castps_si512(avx512_rb(v)), 16);
+    _mm256_storeu_si256((__m256i *)p, _mm512_cvtepi32_epi16(r));
+}
+
+#define AVX512_RNE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define PATH_HALF 1
+#define PATH_SMUL _mm512_mul_ps
+#define PATH_SNEG(v) _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v),                \
+                                                          _mm512_set1_epi32((int)0x80000000u)))
+#define PATH_H2F(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p)))
+#define PATH_F2H(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), _mm512_cvtps_ph((v), AVX512_RNE))
+#define PATH_RH(v) _mm512_cvtph_ps(_mm512_cvtps_ph((v), AVX512_RNE))
+#define PATH_B2F(p)                                                                         \
+    _mm512_castsi512_ps(_mm512_slli_epi32(                                                  \
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(p))), 16))
+#define PATH_F2B avx512_f2b
+#define PATH_RB avx512_rb
 
 #include "paths/body.h"
 #endif

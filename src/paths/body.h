@@ -20,6 +20,12 @@
  *     PATH_SF, PATH_SLOAD(p), PATH_SSTORE(p, v), PATH_SADD(a, b)
  *     PATH_SPAIRS(dst, s, c)           dst[2i] = s[i], dst[2i+1] = c[i], i < PATH_SW
  *     PATH_ALIGN                       bytes the add aligns its stores to
+ *   with PATH_HALF defined, the element conversions of PATH_SW lanes (elem/half.h's rules):
+ *     PATH_SMUL(a, b), PATH_SNEG(v)    product, sign flipped
+ *     PATH_H2F(p), PATH_F2H(p, v)      float16 at p (unaligned) widened, or v rounded to it
+ *     PATH_B2F(p), PATH_F2B(p, v)      the same for bfloat16
+ *     PATH_RH(v), PATH_RB(v)           v rounded to float16 / bfloat16 and widened back
+ *   (without it, the conversions and rotations are the scalar path's).
  * Every function does its lanes' operations in the order the scalar code would, so the
  * bits do not depend on the path (each lane is correctly rounded, or redone).
  */
@@ -121,10 +127,96 @@ PATH_TARGET static void FN(add)(float *x, const float *pe, size_t n)
         x[j] += pe[j];
 }
 
+#ifdef PATH_HALF
+#define PATH_INLINE PATH_TARGET static inline __attribute__((always_inline))
+
+PATH_INLINE PATH_SF FN(round)(PATH_SF v, int kind)
+{
+    return kind == SINPE_HALF_F16 ? PATH_RH(v) : kind == SINPE_HALF_BF16 ? PATH_RB(v) : v;
+}
+
+PATH_INLINE PATH_SF FN(load)(const char *p, int kind)
+{
+    if (kind == SINPE_HALF_F16)
+        return PATH_H2F(p);
+    if (kind == SINPE_HALF_BF16)
+        return PATH_B2F(p);
+    return PATH_SLOAD((const float *)(const void *)p);
+}
+
+/* v rounded to the kind and stored (rounding twice is rounding once: r(w(r(v))) = r(v)) */
+PATH_INLINE void FN(store)(char *p, PATH_SF v, int kind)
+{
+    if (kind == SINPE_HALF_F16)
+        PATH_F2H(p, v);
+    else if (kind == SINPE_HALF_BF16)
+        PATH_F2B(p, v);
+    else
+        PATH_SSTORE((float *)(void *)p, v);
+}
+
+PATH_INLINE void FN(half_body)(char *d, const float *pe, size_t n, int kind, int add)
+{
+    size_t i = 0;
+    for (; i + PATH_SW <= n; i += PATH_SW) {
+        PATH_SF v = PATH_SLOAD(pe + i);
+        if (add)
+            v = PATH_SADD(FN(load)(d + 2 * i, kind), v);
+        FN(store)(d + 2 * i, v, kind);
+    }
+    if (i < n)
+        sinpe_half_scalar(d + 2 * i, pe + i, n - i, kind, add);
+}
+
+PATH_TARGET static void FN(half)(void *dst, const float *pe, size_t n, int kind, int add)
+{
+    if (kind == SINPE_HALF_F16)
+        add ? FN(half_body)(dst, pe, n, SINPE_HALF_F16, 1) : FN(half_body)(dst, pe, n, SINPE_HALF_F16, 0);
+    else
+        add ? FN(half_body)(dst, pe, n, SINPE_HALF_BF16, 1) : FN(half_body)(dst, pe, n, SINPE_HALF_BF16, 0);
+}
+
+PATH_INLINE void FN(rope_body)(char *v, const float *c, const float *s, size_t h, int kind)
+{
+    size_t w = kind == SINPE_HALF_F32 ? 4 : 2, i = 0;
+    char *x0 = v, *x1 = v + h * w;
+    for (; i + PATH_SW <= h; i += PATH_SW) {
+        PATH_SF a = FN(load)(x0 + i * w, kind), b = FN(load)(x1 + i * w, kind);
+        PATH_SF c0 = FN(round)(PATH_SLOAD(c + i), kind), s0 = FN(round)(PATH_SLOAD(s + i), kind);
+        PATH_SF c1 = FN(round)(PATH_SLOAD(c + h + i), kind);
+        PATH_SF s1 = FN(round)(PATH_SLOAD(s + h + i), kind);
+        PATH_SF y0 = PATH_SADD(FN(round)(PATH_SMUL(a, c0), kind),
+                               FN(round)(PATH_SMUL(PATH_SNEG(b), s0), kind));
+        PATH_SF y1 = PATH_SADD(FN(round)(PATH_SMUL(b, c1), kind),
+                               FN(round)(PATH_SMUL(a, s1), kind));
+        FN(store)(x0 + i * w, y0, kind);
+        FN(store)(x1 + i * w, y1, kind);
+    }
+    if (i < h)
+        sinpe_rope_span_scalar(x0 + i * w, x1 + i * w, c + i, c + h + i, s + i, s + h + i, h - i,
+                               kind);
+}
+
+PATH_TARGET static void FN(rope_half)(void *v, const float *c, const float *s, size_t h, int kind)
+{
+    if (kind == SINPE_HALF_F16)
+        FN(rope_body)(v, c, s, h, SINPE_HALF_F16);
+    else if (kind == SINPE_HALF_BF16)
+        FN(rope_body)(v, c, s, h, SINPE_HALF_BF16);
+    else
+        FN(rope_body)(v, c, s, h, SINPE_HALF_F32);
+}
+#undef PATH_INLINE
+#define PATH_HALF_OPS FN(half), FN(rope_half)
+#else
+#define PATH_HALF_OPS sinpe_half_scalar, sinpe_rope_half_scalar
+#endif
+
 const sinpe_path_ops PATH_OPS = {
-    PATH_NAME, PATH_SUPPORTED, FN(rows), FN(sincos), FN(interleave), FN(add),
+    PATH_NAME, PATH_SUPPORTED, FN(rows), FN(sincos), FN(interleave), FN(add), PATH_HALF_OPS,
     PATH_RECORDS, (int)(sizeof PATH_RECORDS / sizeof PATH_RECORDS[0]),
 };
+#undef PATH_HALF_OPS
 
 #undef FN
 #undef PATH_CAT

@@ -42,6 +42,15 @@ typedef struct {
     void (*interleave)(const float *s, const float *c, float *dst, size_t n);
     /* x[i] += pe[i] (IEEE float32 adds), i < n */
     void (*add)(float *x, const float *pe, size_t n);
+    /* n contiguous float16 (kind SINPE_HALF_F16) or bfloat16 (SINPE_HALF_BF16) values at
+     * dst (2-byte aligned): dst[i] = r(pe[i]), or with add dst[i] = r(w(dst[i]) + pe[i]),
+     * w widening exactly and r rounding as elem/half.h does */
+    void (*half)(void *dst, const float *pe, size_t n, int kind, int add);
+    /* transformers' rotate_half on one contiguous vector of kind SINPE_HALF_F32, F16 or
+     * BF16: halves a = v[i], b = v[h + i] (i < h) become
+     *   r(r(a * r(c[i])) + r(-b * r(s[i]))) and r(r(b * r(c[h+i])) + r(a * r(s[h+i])))
+     * with r rounding to the kind (the identity for float32), every op its own */
+    void (*rope_half)(void *v, const float *c, const float *s, size_t h, int kind);
     const sinpe_verification *records;
     int nrecords;
 } sinpe_path_ops;
@@ -55,8 +64,16 @@ const sinpe_path_ops *sinpe_paths_get(int p);   /* NULL unless built in and supp
 int sinpe_paths_verified(int p);                /* sin and cos: 0 wrong of 2^32 on record */
 int sinpe_paths_best(void);                     /* the last available and verified path */
 
-/* The scalar path's block sin/cos, for the vector paths' tails. */
+/* Kinds of the element conversions (half, rope_half). */
+enum { SINPE_HALF_F32 = 0, SINPE_HALF_F16 = 1, SINPE_HALF_BF16 = 2 };
+
+/* The scalar path's block sin/cos, conversions and rotation, for the vector paths' tails
+ * and for paths without vector conversions. */
 void sinpe_sincos_scalar(const float *a, float *s, float *c, size_t n);
+void sinpe_half_scalar(void *dst, const float *pe, size_t n, int kind, int add);
+void sinpe_rope_half_scalar(void *v, const float *c, const float *s, size_t h, int kind);
+void sinpe_rope_span_scalar(char *x0, char *x1, const float *c0, const float *c1,
+                            const float *s0, const float *s1, size_t n, int kind);
 
 /* The vector paths test the range of their lanes only in rows whose angles can leave
  * [2^-120, 2^20): pos * div[j] lies between |pos|*dmin and |pos|*dmax. */

@@ -1,7 +1,10 @@
 /* Scalar path of the built-in kernels: portable C, one angle at a time, through the
  * correctly rounded functions of elem/sincosf.c.  It runs on every CPU and is the reference
  * the vector paths are checked against. */
+#include <string.h>
+
 #include "elem/crmath.h"
+#include "elem/half.h"
 #include "paths/path.h"
 
 static int scalar_supported(void)
@@ -42,6 +45,83 @@ static void scalar_add(float *x, const float *pe, size_t n)
         x[i] += pe[i];
 }
 
+static inline float widen(uint16_t h, int kind)
+{
+    return kind == SINPE_HALF_BF16 ? sinpe_bf16_to_f32(h) : sinpe_f16_to_f32(h);
+}
+
+static inline uint16_t narrow(float v, int kind)
+{
+    return kind == SINPE_HALF_BF16 ? sinpe_f32_to_bf16(v) : sinpe_f32_to_f16(v);
+}
+
+void sinpe_half_scalar(void *dst, const float *pe, size_t n, int kind, int add)
+{
+    char *d = dst;
+    for (size_t k = 0; k < n; k++, d += 2) {
+        float v = pe[k];
+        uint16_t h;
+        if (add) {
+            memcpy(&h, d, 2);
+            v = widen(h, kind) + v;
+        }
+        h = narrow(v, kind);
+        if (SINPE_ARM_NAN && add && kind == SINPE_HALF_F16 && v != v)
+            h = 0x7fffu; /* torch on 64-bit Arm: every NaN sum (engine/store.h) */
+        memcpy(d, &h, 2);
+    }
+}
+
+static inline float load_kind(const char *p, int kind)
+{
+    if (kind == SINPE_HALF_F32) {
+        float v;
+        memcpy(&v, p, 4);
+        return v;
+    }
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return widen(h, kind);
+}
+
+static inline void store_kind(char *p, float v, int kind)
+{
+    if (kind == SINPE_HALF_F32) {
+        memcpy(p, &v, 4);
+    } else {
+        uint16_t h = narrow(v, kind);
+        memcpy(p, &h, 2);
+    }
+}
+
+static inline float round_kind(float v, int kind)
+{
+    return kind == SINPE_HALF_F32 ? v : widen(narrow(v, kind), kind);
+}
+
+/* rotate_half on n pairs (x0[i], x1[i]) with the tables' columns c0, c1, s0, s1. */
+void sinpe_rope_span_scalar(char *x0, char *x1, const float *c0, const float *c1,
+                            const float *s0, const float *s1, size_t n, int kind)
+{
+    size_t w = kind == SINPE_HALF_F32 ? 4 : 2;
+    for (size_t i = 0; i < n; i++) {
+        float a = load_kind(x0 + i * w, kind), b = load_kind(x1 + i * w, kind);
+        float rc0 = round_kind(c0[i], kind), rs0 = round_kind(s0[i], kind);
+        float rc1 = round_kind(c1[i], kind), rs1 = round_kind(s1[i], kind);
+        float y0 = round_kind(round_kind(a * rc0, kind) + round_kind((-b) * rs0, kind), kind);
+        float y1 = round_kind(round_kind(b * rc1, kind) + round_kind(a * rs1, kind), kind);
+        store_kind(x0 + i * w, y0, kind);
+        store_kind(x1 + i * w, y1, kind);
+    }
+}
+
+void sinpe_rope_half_scalar(void *v, const float *c, const float *s, size_t h, int kind)
+{
+    char *x0 = v;
+    sinpe_rope_span_scalar(x0, x0 + h * (kind == SINPE_HALF_F32 ? 4 : 2), c, c + h, s, s + h, h,
+                           kind);
+}
+
 /* The correctly rounded kernels against MPFR, every float32 input (tools/exhaustive). */
 static const sinpe_verification scalar_records[] = {
     { "exp", "an earlier project machine (x86-64)", "before 2026-12-01", 4294967296u, 0, 30,
@@ -60,5 +140,5 @@ static const sinpe_verification scalar_records[] = {
 
 const sinpe_path_ops sinpe_path_scalar = {
     "scalar", scalar_supported, scalar_rows, sinpe_sincos_scalar, scalar_interleave, scalar_add,
-    scalar_records, (int)(sizeof scalar_records / sizeof scalar_records[0]),
+    sinpe_half_scalar, sinpe_rope_half_scalar, scalar_records, (int)(sizeof scalar_records / sizeof scalar_records[0]),
 };

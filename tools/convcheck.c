@@ -1,0 +1,146 @@
+/* Exhaustive check of the vector paths' element conversions against the scalar path's
+ * (src/paths/path.h: half, rope_half; the rules of src/elem/half.h).
+ *
+ *   make -C tools convcheck && tools/convcheck
+ *
+ * For every code path this CPU runs, bit patterns compared with the scalar functions:
+ *   store: every float32 pattern (2^32) rounded to float16 and to bfloat16;
+ *   add:   every float16 / bfloat16 pattern x (2^16) plus 2^16 float32 values each (all
+ *          2^16 bfloat16-exact floats shifted by a pattern in the low bits: 2^32 sums);
+ *   rope:  2^24 vectors of 40 pairs (float32, float16, bfloat16) from random bit patterns,
+ *          specials included, tables from random floats in [-1, 1] and specials.
+ * Prints counts and seconds per check; exit status 0 when nothing differs.  No library
+ * beyond libc (it runs on the base image).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "paths/path.h"
+
+#define BLOCK 4096
+
+static uint64_t rng = 0x9e3779b97f4a7c15u;
+static uint32_t next32(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 16);
+}
+
+static float f32(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static uint64_t check_store(const sinpe_path_ops *p, int kind)
+{
+    static float pe[BLOCK];
+    static uint16_t a[BLOCK], b[BLOCK];
+    uint64_t bad = 0;
+    for (uint64_t u0 = 0; u0 < (1ull << 32); u0 += BLOCK) {
+        for (int i = 0; i < BLOCK; i++)
+            pe[i] = f32((uint32_t)(u0 + (uint64_t)i));
+        p->half(a, pe, BLOCK, kind, 0);
+        sinpe_half_scalar(b, pe, BLOCK, kind, 0);
+        for (int i = 0; i < BLOCK; i++)
+            bad += a[i] != b[i];
+    }
+    return bad;
+}
+
+static uint64_t check_add(const sinpe_path_ops *p, int kind)
+{
+    static float pe[BLOCK];
+    static uint16_t a[BLOCK], b[BLOCK];
+    uint64_t bad = 0;
+    for (uint32_t x = 0; x < 65536; x++) {
+        for (uint32_t v0 = 0; v0 < 65536; v0 += BLOCK) {
+            for (int i = 0; i < BLOCK; i++) {
+                a[i] = b[i] = (uint16_t)x;
+                pe[i] = f32(((v0 + (uint32_t)i) << 16) | (x * 2654435761u >> 16));
+            }
+            p->half(a, pe, BLOCK, kind, 1);
+            sinpe_half_scalar(b, pe, BLOCK, kind, 1);
+            for (int i = 0; i < BLOCK; i++)
+                bad += a[i] != b[i];
+        }
+    }
+    return bad;
+}
+
+static float table_value(void)
+{
+    static const uint32_t special[] = { 0x7fc00000u, 0xff800000u, 0x7f800000u, 0x80000000u,
+                                        0x00000001u, 0x3f800000u, 0xbf800000u };
+    uint32_t r = next32();
+    if (r % 64 == 0)
+        return f32(special[r / 64 % 7]);
+    return (float)((int32_t)next32()) * 0x1p-31f;
+}
+
+static uint64_t check_rope(const sinpe_path_ops *p, int kind, uint64_t vectors)
+{
+    enum { H = 40 };
+    float c[2 * H], s[2 * H];
+    unsigned char x[2 * H * 4], y[2 * H * 4];
+    size_t w = kind == SINPE_HALF_F32 ? 4 : 2;
+    uint64_t bad = 0;
+    for (uint64_t v = 0; v < vectors; v++) {
+        for (int i = 0; i < 2 * H; i++) {
+            c[i] = table_value();
+            s[i] = table_value();
+            uint32_t r = next32();
+            memcpy(x + i * w, &r, w);
+        }
+        memcpy(y, x, sizeof x);
+        p->rope_half(x, c, s, H, kind);
+        sinpe_rope_half_scalar(y, c, s, H, kind);
+        bad += memcmp(x, y, 2 * H * w) != 0;
+    }
+    return bad;
+}
+
+int main(void)
+{
+    static const char *kinds[] = { "float32", "float16", "bfloat16" };
+    uint64_t total = 0;
+    for (int k = 1; k < sinpe_paths_count(); k++) {
+        const sinpe_path_ops *p = sinpe_paths_get(k);
+        if (!p)
+            continue;
+        for (int kind = SINPE_HALF_F16; kind <= SINPE_HALF_BF16; kind++) {
+            double t0 = now();
+            uint64_t b = check_store(p, kind);
+            printf("%s store %s: 2^32 float32 patterns, %llu differ (%.1f s)\n", p->name,
+                   kinds[kind], (unsigned long long)b, now() - t0);
+            total += b;
+            t0 = now();
+            b = check_add(p, kind);
+            printf("%s add %s: 2^32 sums, %llu differ (%.1f s)\n", p->name, kinds[kind],
+                   (unsigned long long)b, now() - t0);
+            total += b;
+        }
+        for (int kind = SINPE_HALF_F32; kind <= SINPE_HALF_BF16; kind++) {
+            double t0 = now();
+            uint64_t b = check_rope(p, kind, 1u << 24);
+            printf("%s rope_half %s: 2^24 vectors of 40 pairs, %llu differ (%.1f s)\n", p->name,
+                   kinds[kind], (unsigned long long)b, now() - t0);
+            total += b;
+        }
+    }
+    printf("convcheck: %s\n", total ? "DIFFERENCES" : "every path equals the scalar one");
+    return total != 0;
+}
