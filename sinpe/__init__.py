@@ -29,10 +29,11 @@ except ImportError:  # a message for a common mistake
         "directory, or install it in place (`pip install -e .`), which builds the "
         "extension into this folder."
     ) from None
-from . import _choice
+from . import _cache, _choice
 from ._api import _round, add_pe, elementwise, positional_encoding
 from . import presets
 from ._extra import apply_rope, shift_matrix
+from ._cache import cache_info, clear_cache, get_cache_size, set_cache_size
 from ._choice import (
     backends,
     get_backend,
@@ -64,6 +65,10 @@ __all__ = [
     "presets",
     "apply_rope",
     "shift_matrix",
+    "set_cache_size",
+    "get_cache_size",
+    "clear_cache",
+    "cache_info",
 ]
 __version__ = "0.1.0"
 
@@ -113,3 +118,4 @@ def _configure() -> None:
 load_mkl()
 _choice.configure_default(os.environ.get("SINPE_BACKEND"))
 _configure()
+_cache.configure(os.environ.get(_cache.ENV))

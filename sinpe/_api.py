@@ -8,7 +8,7 @@ from typing import Any, Literal, Optional, SupportsFloat, SupportsIndex
 import numpy as np
 import numpy.typing as npt
 
-from . import _dtypes, _sinpe
+from . import _cache, _dtypes, _sinpe
 from ._choice import opts as _opts
 from ._types import Backend, DType, X
 
@@ -60,9 +60,24 @@ def positional_encoding(max_len: Optional[SupportsIndex] = None,
         raise TypeError("positional_encoding() needs d_model")
     if (max_len is None) == (positions is None):
         raise TypeError("positional_encoding() needs exactly one of max_len and positions")
-    return _sinpe.table(_opts(backend, threads, torch_threads), out, max_len, d_model, base,
-                        offset, positions, None, _dtype_args(dtype, out), dtype, 0, None,
-                        _PE_NAMES, HUGE, True, LEAD if positions is None else 0)
+    core = _opts(backend, threads, torch_threads)
+    lease = _cache.table_rows_lease(core, max_len, d_model, base, offset, positions)
+    return _leased(lease, _sinpe.table, core, out, max_len, d_model, base, offset, positions,
+                   None, _dtype_args(dtype, out), dtype, 0, None, _PE_NAMES, HUGE, True,
+                   LEAD if positions is None else 0)
+
+
+def _leased(lease: Optional[_cache.Lease], f: Any, *args: Any) -> Any:
+    """f(*args, kept): a core call with the cache's rows (or none), the lease settled."""
+    if lease is None:
+        return f(*args, None)
+    try:
+        r = f(*args, lease.kept)
+    except BaseException:
+        lease.failed()
+        raise
+    lease.done()
+    return r
 
 
 def empty_table(max_len: SupportsIndex, d_model: SupportsIndex, base: SupportsFloat = 10000.0,
@@ -74,7 +89,7 @@ def empty_table(max_len: SupportsIndex, d_model: SupportsIndex, base: SupportsFl
     pieces with out= and offset= (the command line)."""
     return _sinpe.table(_opts(backend, threads, torch_threads), None, max_len, d_model, base, 0,
                         None, None, _dtypes.resolve(dtype), dtype, 0, None, _PE_NAMES, HUGE,
-                        False, 0)
+                        False, 0, None)
 
 
 def add_pe(x: X, /, base: SupportsFloat = 10000.0, *, offset: SupportsIndex = 0,
@@ -96,9 +111,17 @@ def add_pe(x: X, /, base: SupportsFloat = 10000.0, *, offset: SupportsIndex = 0,
         depend on it.  backend, torch_threads, threads: as for positional_encoding.
     """
     table_rows, grow = (5000, True) if max_len is None else (max_len, False)
-    _sinpe.add(_opts(backend, threads, torch_threads), x, base, offset, positions, table_rows,
-               grow)
+    core = _opts(backend, threads, torch_threads)
+    lease = _cache.add_rows(core, x, base, offset, positions, table_rows, grow)
+    _leased(lease, _sinpe.add, core, x, base, offset, positions, table_rows, grow)
+    if type(x).__module__ == "torch":  # written outside autograd: its version counter moves
+        _bump_version(x)
     return x
+
+
+def _bump_version(t: Any) -> None:
+    import torch  # imported: x is one of its tensors
+    torch.autograd.graph.increment_version(t)
 
 
 def elementwise(func: Literal["exp", "sin", "cos"], x: npt.NDArray[np.float32], /, *,
@@ -135,7 +158,7 @@ def table_job(core: tuple, *, rows: Any = None, positions: Any = None, grid: Any
     preset = (freq, np.asarray(col, np.int64), comp, scale, zero_row, trow_shift, f64_div)
     return _sinpe.table(core, out, rows, None, 10000.0, offset, positions, grid,
                         _dtype_args(dtype, out), dtype, table_rows, preset, names, HUGE, fill,
-                        (LEAD if lead else 0) | (OWN if own else 0))
+                        (LEAD if lead else 0) | (OWN if own else 0), None)
 
 
 def admit(shape: tuple, dtype: Any = None, noun: str = "a table") -> None:

@@ -36,7 +36,9 @@ ARM64 = MACHINE in ("aarch64", "arm64")
 
 #: The core's registries: backend and path indices are the options' values.
 REGISTRY = _sinpe.registry()
-BACKEND_INDEX: Dict[str, int] = {name: i for i, (name, _) in enumerate(REGISTRY["backends"])}
+BACKEND_INDEX: Dict[str, int] = {b[0]: i for i, b in enumerate(REGISTRY["backends"])}
+#: per backend index: 1 when a result depends on its argument alone (SLEEF's vectors couple)
+INDEPENDENT = tuple(bool(b[2]) for b in REGISTRY["backends"])
 PATH_NAMES: List[str] = [p[0] for p in REGISTRY["paths"]]
 
 #: What torch on 64-bit Arm computes, per release and CPU capability (measured under qemu:
@@ -414,6 +416,11 @@ DIFFERS = (
 )
 
 
+def _cache_info() -> Dict[str, Any]:
+    from . import _cache  # it imports this module
+    return _cache.cache_info()
+
+
 def numerics() -> Dict[str, Any]:
     """The backend calls use now, whose bits it reproduces, and what is available."""
     name = get_backend()
@@ -440,6 +447,7 @@ def numerics() -> Dict[str, Any]:
         "kernels": kernels(),
         "kernel_records": _records(),
         "threads": get_threads(),
+        "cache": _cache_info(),
         "available": backends(),
         "mkl": mkl,
         "torch": torch,

@@ -6,21 +6,21 @@ in one pass; shift_matrix is plain NumPy (float64), for inspection.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from . import _sinpe
+from . import _cache, _sinpe
 from .presets import COS, SIN, _admit, _freqs, _int, _opts, _positive, _rope_inv_freq, _table
 
 
 def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: str = "half",
                offset: int = 0, seq_dim: int = -2, rot_dim: Optional[int] = None,
-               backend: Optional[str] = None, threads: Optional[int] = None,
-               torch_threads: Optional[int] = None) -> Any:
+               cos: Any = None, sin: Any = None, backend: Optional[str] = None,
+               threads: Optional[int] = None, torch_threads: Optional[int] = None) -> Any:
     """Rotate x in place by the rotary position embedding (RoPE) and return it.
 
-    x: a writable array (float32, float16, bfloat16 or float64) of shape
+    x: a writable array or torch CPU tensor (float32, float16, bfloat16 or float64) of shape
        (..., seq, head_dim), seq on axis seq_dim: (batch, heads, seq, head_dim) with the
        default -2, (batch, seq, heads, head_dim) with seq_dim=-3 (or 1).
     positions: (seq,) or (batch, seq) (HF's position_ids; batch = x.shape[0]); default
@@ -32,25 +32,51 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
        (pairwise rotate_half; computed in float32 and rounded once to x's dtype).
     rot_dim: rotate only the first rot_dim columns (even; default head_dim), as partial
        rotary models and rotary-embedding-torch with a smaller dim do.
-    base: theta (rope_theta). backend, threads, torch_threads: as for the tables.
+    cos, sin: instead of base/positions, the tables a transformers rotary module returned
+       (shape (seq, rot) or (batch, seq, rot), any float dtype; rot <= head_dim: the first
+       rot columns rotate, GPT-NeoX's partial form), for layout 'half'.
+    base: theta (rope_theta). backend, threads, torch_threads: as for the tables.  The cos/sin
+       rows are kept in the cache for the next call (sinpe.set_cache_size).
     """
-    a = x if isinstance(x, np.ndarray) else np.asarray(x)
-    if a.ndim < 2:
-        raise ValueError(f"x must have shape (..., seq, head_dim), got shape {a.shape}")
+    shape = _shape_of(x)
+    if len(shape) < 2:
+        raise ValueError(f"x must have shape (..., seq, head_dim), got shape {shape}")
     if layout not in ("half", "pairs"):
         raise ValueError(f"layout must be 'half' or 'pairs', got {layout!r}")
-    sdim = _int(seq_dim, "seq_dim", minimum=-a.ndim)
-    sd = sdim + a.ndim if sdim < 0 else sdim
-    if not 0 <= sd < a.ndim - 1:
+    sdim = _int(seq_dim, "seq_dim", minimum=-len(shape))
+    sd = sdim + len(shape) if sdim < 0 else sdim
+    if not 0 <= sd < len(shape) - 1:
         raise ValueError(f"seq_dim={sdim} is not an axis of x before the last "
-                         f"(x has shape {a.shape})")
-    seq, d = a.shape[sd], a.shape[-1]
+                         f"(x has shape {shape})")
+    seq, d = shape[sd], shape[-1]
+    opts = _opts(None, None, backend, threads, torch_threads)
+    if cos is not None or sin is not None:
+        c, s_ = _given_tables(cos, sin, shape, sd, layout, positions, offset, rot_dim)
+    else:
+        c, s_ = _rope_tables(opts, shape, sd, seq, d, positions, base, layout, offset, rot_dim)
+    _sinpe.rope(opts["core"], x, c, s_, sd, 0 if c.shape[0] > 1 else -1, layout == "pairs")
+    if type(x).__module__ == "torch":
+        _bump_version(x)
+    return x
+
+
+def _shape_of(x: Any) -> Tuple[int, ...]:
+    """x's shape without a copy (torch tensors of any dtype, arrays, buffers)."""
+    shape = getattr(x, "shape", None)
+    if isinstance(shape, tuple) and all(isinstance(n, int) for n in shape):
+        return shape
+    return tuple(np.shape(x))
+
+
+def _rope_tables(opts: dict, shape: Tuple[int, ...], sd: int, seq: int, d: int, positions: Any,
+                 base: Any, layout: str, offset: Any, rot_dim: Any) -> Tuple[Any, Any]:
+    """The cos and sin tables (tables, seq, rot), float32: from the cache, or computed in
+    the core and kept."""
     rot = d if rot_dim is None else _int(rot_dim, "rot_dim")
     if rot % 2 or rot > d or rot < 2:
         raise ValueError(f"rot_dim must be even, >= 2 and <= head_dim = {d}, got {rot}")
     theta = _positive(base, "base")
     off = _int(offset, "offset")
-    opts = _opts(None, None, backend, threads, torch_threads)
     if positions is None:
         pos, tables = None, 1
     else:
@@ -58,27 +84,62 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
             raise ValueError("offset and positions exclude each other")
         pos = np.asarray(positions)
         pos = pos[None] if pos.ndim == 1 else pos
-        if pos.ndim != 2 or pos.shape[1] != seq or pos.shape[0] not in (1, a.shape[0]) \
+        if pos.ndim != 2 or pos.shape[1] != seq or pos.shape[0] not in (1, shape[0]) \
                 or (pos.shape[0] > 1 and sd == 0):
             raise ValueError(f"positions must have shape (seq,) or (batch, seq) = "
-                             f"({a.shape[0]}, {seq}) for x of shape {a.shape}, got "
+                             f"({shape[0]}, {seq}) for x of shape {shape}, got "
                              f"{np.shape(positions)}")
         tables = pos.shape[0]
+    key = _cache.rope_key(opts["core"], rot, theta, layout, seq, off, pos)
+    kept = _cache.memo_get(key)
+    if kept is not None:
+        return kept[0], kept[1]
     _admit((2, tables, seq, rot), dict(opts, dtype=np.float32), "its cos and sin tables",
            np.float32)
     inv = _rope_inv_freq(rot, theta, opts)
     h = rot // 2
     t = np.arange(rot)
     freq = np.ascontiguousarray(inv[t // 2] if layout == "pairs" else inv[t % h], np.float32)
-    cs = []
-    for kind in (COS, SIN):  # emb.cos(), emb.sin(): two tensors of emb's shape
+    both = np.empty((2, tables, seq, rot), np.float32)
+    for i, kind in enumerate((COS, SIN)):  # emb.cos(), emb.sin(): two tensors of emb's shape
         col = [4 * k + kind for k in range(rot)]
         if pos is None:  # arange(offset, offset + seq): the core checks the last position
-            cs.append(_table(seq, freq, col, opts, offset=off, own=True)[None])
+            _table(seq, freq, col, dict(opts, out=both[i, 0]), offset=off, own=True)
         else:
-            cs.append(_table(pos, freq, col, opts))
-    return _sinpe.rope(opts["core"], x, cs[0], cs[1], sd, 0 if tables > 1 else -1,
-                       layout == "pairs")
+            _table(pos, freq, col, dict(opts, out=both[i]))
+    _cache.memo_put(key, both)
+    return both[0], both[1]
+
+
+def _given_tables(cos: Any, sin: Any, shape: Tuple[int, ...], sd: int, layout: str,
+                  positions: Any, offset: Any, rot_dim: Any) -> Tuple[Any, Any]:
+    """A rotary module's cos and sin (any float dtype; HF casts them to x's dtype) as the
+    core's float32 tables (tables, seq, rot): widening is exact."""
+    if cos is None or sin is None:
+        raise TypeError("apply_rope() needs both cos and sin, or neither")
+    if layout != "half" or positions is not None or offset != 0 or rot_dim is not None:
+        raise ValueError("cos/sin exclude positions, offset, rot_dim and layout='pairs'")
+    c, s_ = _float32(cos, "cos"), _float32(sin, "sin")
+    if c.shape != s_.shape or c.ndim not in (2, 3):
+        raise ValueError(f"cos and sin must have one shape, (seq, rot) or (batch, seq, rot), got "
+                         f"{c.shape} and {s_.shape}")
+    return (c[None], s_[None]) if c.ndim == 2 else (c, s_)
+
+
+def _float32(t: Any, name: str) -> np.ndarray:
+    if type(t).__module__ == "torch":
+        t = t.detach().float().contiguous().numpy()
+    a = np.asarray(t)
+    if a.dtype.kind != "f" and a.dtype.name != "bfloat16":
+        raise TypeError(f"{name} must hold floats, got dtype {a.dtype}")
+    return np.ascontiguousarray(a, np.float32)
+
+
+def _bump_version(t: Any) -> None:
+    """A torch tensor written outside autograd: its version counter moves, as torch's own
+    in-place ops move it (a graph that saved it then refuses to backpropagate)."""
+    import torch
+    torch.autograd.graph.increment_version(t)
 
 
 def shift_matrix(k: int, d_model: int, base: float = 10000.0, *,

@@ -57,6 +57,11 @@ void call_clear(call *c)
 
 PyObject *own(call *c, PyObject *o)
 {
+    if (o && c->nowned == (int)(sizeof c->owned / sizeof c->owned[0])) {
+        Py_DECREF(o); /* no call owns more than a handful; never past the array */
+        PyErr_SetString(PyExc_RuntimeError, "sinpe: too many objects held by one call");
+        return NULL;
+    }
     if (o)
         c->owned[c->nowned++] = o;
     return o;
@@ -205,6 +210,34 @@ static int to_preset(call *c, PyObject *t)
 
 /* Where the rows' positions come from: rows (an int: offset .. offset + rows - 1), positions
  * (array-like), or grid (h, w, lead). */
+/* kept: None, or (rows, first, fill_first, fill_end) with rows a C-contiguous float32
+ * array (n, stride) the caller keeps (sinpe.h: sinpe_job.kept; the core checks the rest). */
+static int to_kept(call *c, PyObject *kept)
+{
+    if (kept == Py_None)
+        return 0;
+    PyObject *rows;
+    long long first, f0, f1;
+    if (!PyArg_ParseTuple(kept, "OLLL;kept must be (rows, first, fill_first, fill_end)", &rows,
+                          &first, &f0, &f1))
+        return -1;
+    PyArrayObject *a = (PyArrayObject *)rows;
+    if (!PyArray_Check(rows) || PyArray_TYPE(a) != NPY_FLOAT || PyArray_NDIM(a) != 2
+        || !PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISWRITEABLE(a) || !PyArray_ISALIGNED(a)) {
+        PyErr_SetString(PyExc_TypeError, "kept rows must be a writable C-contiguous float32 "
+                        "array (rows, stride)");
+        return -1;
+    }
+    sinpe_kept *k = &c->job.kept;
+    k->data = (float *)PyArray_DATA(a);
+    k->rows = PyArray_DIM(a, 0);
+    k->stride = PyArray_DIM(a, 1);
+    k->first = first;
+    k->fill_first = f0;
+    k->fill_end = f1;
+    return 0;
+}
+
 static int to_rows(call *c, PyObject *rows, PyObject *positions, PyObject *grid)
 {
     sinpe_job *j = &c->job;
@@ -233,7 +266,7 @@ static const char *utf8_or(PyObject *o, const char *fallback)
 
 PyDoc_STRVAR(table_doc,
 "table($module, opts, out, rows, cols, base, offset, positions, grid, dtype, dtype_asked,\n"
-"      table_rows, preset, names, huge, fill, flags, /)\n"
+"      table_rows, preset, names, huge, fill, flags, kept, /)\n"
 "--\n\n"
 "A table (a TABLE job): rows offset .. offset+rows-1 (rows an int), or positions (an\n"
 "array-like), or a grid (h, w, lead) of 2-d positions; cols columns (d_model), or a preset\n"
@@ -241,16 +274,17 @@ PyDoc_STRVAR(table_doc,
 "a fresh array of np.dtype dtype (huge: advise huge pages).  names: (out, rows, cols) as\n"
 "the messages name them.  fill=False returns the fresh array (or out) after every check,\n"
 "unfilled.  flags: 1, out may have one more leading axis of length 1; 2, torch's tensor\n"
-"is the rows offset .. offset+rows-1 themselves.\n");
+"is the rows offset .. offset+rows-1 themselves.  kept: None, or (rows, first, fill_first,\n"
+"fill_end): float32 rows of the table a cache keeps (sinpe.h, sinpe_job.kept).\n");
 
 static PyObject *py_table(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *o_opts, *out, *rows, *cols, *base, *offset, *positions, *grid, *dtype, *asked;
-    PyObject *table_rows, *preset, *names, *huge, *fill, *flags;
-    if (!PyArg_UnpackTuple(args, "table", 16, 16, &o_opts, &out, &rows, &cols, &base, &offset,
+    PyObject *table_rows, *preset, *names, *huge, *fill, *flags, *kept;
+    if (!PyArg_UnpackTuple(args, "table", 17, 17, &o_opts, &out, &rows, &cols, &base, &offset,
                            &positions, &grid, &dtype, &asked, &table_rows, &preset, &names,
-                           &huge, &fill, &flags))
+                           &huge, &fill, &flags, &kept))
         return NULL;
     long f = PyLong_AsLong(flags);
     if (f == -1 && PyErr_Occurred())
@@ -272,7 +306,7 @@ static PyObject *py_table(PyObject *self, PyObject *args)
         || to_int64(table_rows, "max_len", &j->table_rows) < 0
         || (preset != Py_None && to_preset(&c, preset) < 0)
         || to_rows(&c, rows, positions, grid) < 0 || to_dtype(&c, dtype, asked) < 0
-        || to_dst(&c, out) < 0) {
+        || to_dst(&c, out) < 0 || to_kept(&c, kept) < 0) {
         call_clear(&c);
         return NULL;
     }
@@ -292,17 +326,17 @@ static PyObject *py_table(PyObject *self, PyObject *args)
 }
 
 PyDoc_STRVAR(add_doc,
-"add($module, opts, x, base, offset, positions, table_rows, grow, /)\n"
+"add($module, opts, x, base, offset, positions, table_rows, grow, kept, /)\n"
 "--\n\n"
 "x += the table, in place (an ADD job); returns x.  table_rows: the length of the table the\n"
-"rows come from (grow: it may be too short, then the rows' own).\n");
+"rows come from (grow: it may be too short, then the rows' own).  kept: as for table.\n");
 
 static PyObject *py_add(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *o_opts, *x, *base, *offset, *positions, *table_rows, *grow;
-    if (!PyArg_UnpackTuple(args, "add", 7, 7, &o_opts, &x, &base, &offset, &positions,
-                           &table_rows, &grow))
+    PyObject *o_opts, *x, *base, *offset, *positions, *table_rows, *grow, *kept;
+    if (!PyArg_UnpackTuple(args, "add", 8, 8, &o_opts, &x, &base, &offset, &positions,
+                           &table_rows, &grow, &kept))
         return NULL;
     call c;
     call_init(&c, "x", "seq_len", "d_model");
@@ -315,7 +349,7 @@ static PyObject *py_add(PyObject *self, PyObject *args)
         || to_int64(offset, "offset", &j->offset) < 0
         || to_int64(table_rows, "max_len", &j->table_rows) < 0
         || view_get(&c, 0, x, "x", &j->dst) < 0
-        || to_rows(&c, Py_None, positions, Py_None) < 0) {
+        || to_rows(&c, Py_None, positions, Py_None) < 0 || to_kept(&c, kept) < 0) {
         call_clear(&c);
         return NULL;
     }
@@ -528,9 +562,9 @@ static PyObject *path_tuple(int p)
 PyDoc_STRVAR(registry_doc,
 "registry($module, /)\n"
 "--\n\n"
-"The core's registries: {'backends': [(name, loadable)], 'paths': [(name, available,\n"
-"verified, records)], 'best_path': index, 'cpu': {vendor, features}}; indices are the\n"
-"options' values.\n");
+"The core's registries: {'backends': [(name, loadable, independent)], 'paths':\n"
+"[(name, available, verified, records)], 'best_path': index, 'cpu': {vendor, features}};\n"
+"indices are the options' values.\n");
 
 static PyObject *py_registry(PyObject *self, PyObject *unused)
 {
@@ -540,8 +574,9 @@ static PyObject *py_registry(PyObject *self, PyObject *unused)
     if (!backends || !paths || !cpu)
         goto out;
     for (int b = 0; b < sinpe_backend_count(); b++) {
-        PyObject *t = Py_BuildValue("(sO)", sinpe_backend_name(b),
-                                    sinpe_backend_loadable(b) ? Py_True : Py_False);
+        PyObject *t = Py_BuildValue("(sOO)", sinpe_backend_name(b),
+                                    sinpe_backend_loadable(b) ? Py_True : Py_False,
+                                    sinpe_backend_independent(b) ? Py_True : Py_False);
         if (!t || PyList_Append(backends, t) < 0) {
             Py_XDECREF(t);
             goto out;

@@ -32,7 +32,7 @@ typedef struct {
     const char *base_name;            /* the base's parameter name ("base", "rope_theta") */
     Py_buffer buf[2];                 /* the destination's and the source's buffers */
     int have_buf[2];
-    PyObject *owned[6];               /* arrays made here: positions, tables, ... */
+    PyObject *owned[8];               /* made here: positions, tables, DLPack capsules */
     int nowned;
     PyArray_Descr *descr;             /* a fresh result's dtype (owned) */
     PyObject *result;                 /* a fresh result (owned) */

@@ -146,11 +146,9 @@ static const char *format_name(const char *fmt, int *swapped)
 
 static int not_an_array(PyObject *o, const char *what)
 {
-    const char *hint = !strncmp(Py_TYPE(o)->tp_name, "torch.", 6) || !strcmp(Py_TYPE(o)->tp_name, "Tensor")
-                           ? "; for a torch CPU tensor pass t.numpy()" : "";
     PyErr_Format(PyExc_TypeError, "%s must be a writable array of float32, float16, bfloat16 or "
-                 "float64 (a NumPy array or an object with the buffer protocol), got %s%s", what,
-                 Py_TYPE(o)->tp_name, hint);
+                 "float64 (a NumPy array, a torch CPU tensor, an object with the buffer protocol "
+                 "or DLPack), got %s", what, Py_TYPE(o)->tp_name);
     return -1;
 }
 
@@ -191,15 +189,156 @@ int ndarray_view(PyArrayObject *a, const char *what, sinpe_array *v)
     return 0;
 }
 
-/* An array or any exporter of the buffer protocol, as the core sees it (NULL strides mean
- * C-contiguous, NULL shape one axis; indirect buffers cannot be seen).  Nothing is copied;
- * the buffer (slot) stays held until the call is cleared. */
+/* ---- DLPack (torch tensors and any other exporter) ------------------------------------- */
+
+/* The DLPack ABI (dlpack.h, v1.0), the parts read here: a producer's __dlpack__ returns a
+ * capsule named "dltensor_versioned" (or "dltensor" before v1.0) holding one of these.
+ * The capsule stays owned by the call: its destructor returns the tensor to the producer. */
+typedef struct { int32_t device_type, device_id; } dl_device;
+typedef struct { uint8_t code, bits; uint16_t lanes; } dl_dtype;
+typedef struct {
+    void *data;
+    dl_device device;
+    int32_t ndim;
+    dl_dtype dtype;
+    int64_t *shape, *strides; /* strides in elements; NULL: C-contiguous */
+    uint64_t byte_offset;
+} dl_tensor;
+typedef struct {
+    dl_tensor t;
+    void *manager_ctx;
+    void (*deleter)(void *self);
+} dl_managed;
+typedef struct {
+    uint32_t major, minor;
+    void *manager_ctx;
+    void (*deleter)(void *self);
+    uint64_t flags;
+    dl_tensor t;
+} dl_managed_v1;
+
+enum { DL_CPU = 1, DL_FLOAT = 2, DL_BFLOAT = 4, DL_READ_ONLY = 1, DL_IS_COPIED = 2 };
+
+/* The exporter's capsule, asked for version 1.0 and no copy; an exporter that predates
+ * those keywords is asked plainly. */
+static PyObject *dlpack_capsule(PyObject *o, const char *what)
+{
+    PyObject *meth = PyObject_GetAttrString(o, "__dlpack__");
+    if (!meth)
+        return NULL;
+    PyObject *args = PyTuple_New(0), *kw = Py_BuildValue("{s:(ii),s:O}", "max_version", 1, 0,
+                                                         "copy", Py_False);
+    PyObject *cap = args && kw ? PyObject_Call(meth, args, kw) : NULL;
+    if (!cap && PyErr_ExceptionMatches(PyExc_TypeError)) {
+        PyErr_Clear();
+        cap = PyObject_CallNoArgs(meth);
+    }
+    Py_XDECREF(args);
+    Py_XDECREF(kw);
+    Py_DECREF(meth);
+    if (!cap && PyErr_ExceptionMatches(PyExc_BufferError)) { /* torch: requires grad, ... */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        PyErr_Format(PyExc_ValueError, "%s (a %s) cannot be written in place: %S", what,
+                     Py_TYPE(o)->tp_name, value ? value : Py_None);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+    }
+    return cap;
+}
+
+static int dlpack_type(const dl_dtype *d, sinpe_type *t)
+{
+    if (d->lanes != 1)
+        return -1;
+    if (d->code == DL_BFLOAT && d->bits == 16)
+        *t = SINPE_BF16;
+    else if (d->code == DL_FLOAT && (d->bits == 16 || d->bits == 32 || d->bits == 64))
+        *t = d->bits == 32 ? SINPE_F32 : d->bits == 64 ? SINPE_F64 : SINPE_F16;
+    else
+        return -1;
+    return 0;
+}
+
+/* A DLPack exporter's tensor as the core sees it, in place: CPU memory only, the element
+ * types the core writes; a read-only export or a copy the producer made is refused (a write
+ * into it would not reach the tensor). */
+static int dlpack_view(call *c, PyObject *o, const char *what, sinpe_array *v)
+{
+    PyObject *cap = own(c, dlpack_capsule(o, what));
+    if (!cap)
+        return -1;
+    const dl_tensor *t;
+    uint64_t flags = 0;
+    if (PyCapsule_IsValid(cap, "dltensor_versioned")) {
+        const dl_managed_v1 *m = PyCapsule_GetPointer(cap, "dltensor_versioned");
+        if (m->major != 1) {
+            PyErr_Format(PyExc_TypeError, "%s: DLPack version %u.%u is not read (1.x is)", what,
+                         m->major, m->minor);
+            return -1;
+        }
+        t = &m->t;
+        flags = m->flags;
+    } else if (PyCapsule_IsValid(cap, "dltensor")) {
+        t = &((const dl_managed *)PyCapsule_GetPointer(cap, "dltensor"))->t;
+    } else {
+        PyErr_Format(PyExc_TypeError, "%s.__dlpack__() did not return a DLPack capsule", what);
+        return -1;
+    }
+    if (t->device.device_type != DL_CPU) {
+        PyErr_Format(PyExc_ValueError, "%s is on a device other than the CPU (DLPack device type "
+                     "%d): sinpe writes CPU memory only", what, (int)t->device.device_type);
+        return -1;
+    }
+    if (dlpack_type(&t->dtype, &v->type) < 0) {
+        static const char *codes[] = { "int", "uint", "float", "handle", "bfloat", "complex",
+                                       "bool" };
+        const char *name = t->dtype.code < 7 ? codes[t->dtype.code] : "type code ";
+        PyErr_Format(PyExc_TypeError, "%s must have dtype float32, float16, bfloat16 or float64, "
+                     "got %s%d%s", what, name, (int)t->dtype.bits,
+                     t->dtype.lanes != 1 ? " vectors" : "");
+        return -1;
+    }
+    if (flags & DL_IS_COPIED) {
+        PyErr_Format(PyExc_ValueError, "%s's DLPack export is a copy: a write into it would not "
+                     "reach %s", what, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    if (t->ndim < 0 || t->ndim > SINPE_MAX_DIMS) {
+        PyErr_Format(PyExc_ValueError, "%s has too many dimensions", what);
+        return -1;
+    }
+    int64_t size = sinpe_type_size(v->type), stride = size;
+    v->readonly = (flags & DL_READ_ONLY) != 0;
+    v->data = (char *)t->data + t->byte_offset;
+    v->ndim = t->ndim;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        int64_t n = t->shape[i], s = t->strides ? t->strides[i] : stride;
+        if (n < 0 || s > INT64_MAX / size || s < -(INT64_MAX / size)
+            || (n > 0 && stride > INT64_MAX / n)) {
+            PyErr_Format(PyExc_ValueError, "%s: its DLPack shape or strides pass int64", what);
+            return -1;
+        }
+        v->shape[i] = n;
+        v->strides[i] = t->strides ? s * size : s;
+        stride *= n > 0 ? n : 1;
+    }
+    return 0;
+}
+
+/* An array, any exporter of the buffer protocol or of DLPack (a torch tensor), as the core
+ * sees it (NULL strides mean C-contiguous, NULL shape one axis; indirect buffers cannot be
+ * seen).  Nothing is copied; the buffer (slot) or the DLPack capsule stays held until the
+ * call is cleared. */
 int view_get(call *c, int slot, PyObject *o, const char *what, sinpe_array *v)
 {
     memset(v, 0, sizeof *v);
     if (PyArray_Check(o))
         return ndarray_view((PyArrayObject *)o, what, v);
     Py_buffer *b = &c->buf[slot];
+    if (!PyObject_CheckBuffer(o) && PyObject_HasAttrString(o, "__dlpack__"))
+        return dlpack_view(c, o, what, v);
     if (!PyObject_CheckBuffer(o) || PyObject_GetBuffer(o, b, PyBUF_RECORDS_RO) < 0) {
         PyErr_Clear();
         return not_an_array(o, what);

@@ -211,6 +211,10 @@ void raise_status(int st, const call *c)
         PyErr_SetString(PyExc_ValueError, "cos and sin must be float32 tables of shape "
                         "(tables, x.shape[seq_dim], rot), one table or one per batch element");
         break;
+    case SINPE_E_KEPT: /* the package's cache handed rows that do not suit: a bug, not input */
+        PyErr_Format(PyExc_RuntimeError, "sinpe: %s (the cache's; sinpe.clear_cache() and "
+                     "report it)", sinpe_strerror(st));
+        break;
     default:
         PyErr_Format(PyExc_ValueError, "sinpe: %s", sinpe_strerror(st));
         break;

@@ -57,6 +57,12 @@ int sinpe_backend_loadable(int backend)
     return be && be->load;
 }
 
+int sinpe_backend_independent(int backend)
+{
+    const sinpe_backend_ops *be = sinpe_backends_get(backend);
+    return be && be->independent;
+}
+
 const char *sinpe_backend_version(int backend)
 {
     const sinpe_backend_ops *be = sinpe_backends_get(backend);

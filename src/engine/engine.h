@@ -72,6 +72,7 @@ struct sinpe_plan {
     int64_t rowlen;         /* values per tile row: 2 * tile_pairs, or a preset's columns */
     int64_t rows;           /* table rows (flat over the row axes by positions) */
     int64_t tile_rows;      /* rows per tile */
+    int64_t fill_rows;      /* rows per item of the fill stage (kept rows) */
     int64_t row_blocks;
     int64_t batch;          /* by offset: elements of the leading axes */
     int64_t tile_batch;     /* of them per tile */
@@ -109,7 +110,7 @@ int sinpe_broadcast_positions(const sinpe_job *j, int64_t *strides);
 int sinpe_opts_check(const sinpe_opts *o, sinpe_bctx *ctx, const sinpe_backend_ops **be);
 
 /* tiles.c: the table stages, the plan's geometry and scratch for tables and adds */
-extern const sinpe_stage sinpe_table_stages[3];
+extern const sinpe_stage sinpe_table_stages[4];
 void sinpe_table_geometry(sinpe_plan *p);
 int64_t sinpe_table_scratch_floats(const sinpe_plan *p);
 void sinpe_table_scratch_assign(sinpe_plan *p, float *m);

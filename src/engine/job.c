@@ -374,6 +374,41 @@ int sinpe_positions_alias(const sinpe_job *j)
     return pa < db && da < pb;
 }
 
+/* ---- kept rows ------------------------------------------------------------------------------ */
+
+/* Kept rows (sinpe.h, sinpe_job.kept): a table job's own rows, in range, apart from dst;
+ * read by positions only where the backend's results do not couple. */
+static int check_kept(const sinpe_job *j, const sinpe_backend_ops *be)
+{
+    const sinpe_kept *k = &j->kept;
+    if (!k->data)
+        return SINPE_OK;
+    int64_t d = j->dst.ndim ? j->dst.shape[j->dst.ndim - 1] : 0, len = 0;
+    if ((j->kind != SINPE_JOB_TABLE && j->kind != SINPE_JOB_ADD) || j->preset || j->own_tensor
+        || j->pos.mode == SINPE_POS_GRID || k->rows < 0 || k->stride < d
+        || k->first < 0 || k->first > INT64_MAX - k->rows
+        || k->fill_first < k->first || k->fill_end < k->fill_first
+        || k->fill_end > k->first + k->rows
+        || (k->rows > 0 && k->stride > SINPE_MAX_SPAN / 4 / k->rows))
+        return SINPE_E_KEPT;
+    if (j->pos.mode == SINPE_POS_ARRAY && !be->independent)
+        return SINPE_E_KEPT;
+    if (j->pos.mode == SINPE_POS_OFFSET) {
+        sinpe_job_rows(j, &len);
+        if (len > 0 && (j->offset < k->first || j->offset - k->first > k->rows - len))
+            return SINPE_E_KEPT;
+    }
+    int64_t lo, hi;
+    const sinpe_array *x = &j->dst;
+    if (k->rows == 0 || j->fresh
+        || sinpe_extent(x->ndim, x->shape, x->strides, sinpe_type_size(x->type), &lo, &hi) != SINPE_OK
+        || lo == hi)
+        return SINPE_OK;
+    uintptr_t x0 = (uintptr_t)x->data + (uintptr_t)lo, x1 = (uintptr_t)x->data + (uintptr_t)hi;
+    uintptr_t k0 = (uintptr_t)k->data, k1 = k0 + (uintptr_t)(k->rows * k->stride * 4);
+    return k0 < x1 && x0 < k1 ? SINPE_E_KEPT : SINPE_OK;
+}
+
 /* ---- maps --------------------------------------------------------------------------------- */
 
 static int check_map(const sinpe_job *j)
@@ -431,7 +466,9 @@ static int check(const sinpe_job *j, const sinpe_opts *o, int fresh)
         if (elements(x, x->ndim) > 0 && !x->data)
             return SINPE_E_NULL;
     }
-    return sinpe_opts_check(o, NULL, NULL);
+    const sinpe_backend_ops *be;
+    st = sinpe_opts_check(o, NULL, &be);
+    return st == SINPE_OK ? check_kept(j, be) : st;
 }
 
 int sinpe_job_check(const sinpe_job *j, const sinpe_opts *o)
@@ -572,6 +609,7 @@ const char *sinpe_strerror(int status)
         "the rotated columns must be even, >= 2 and at most the last axis",
         "the sequence or batch axis is not an axis before the last",
         "cos and sin must be float32 tables of shape (tables, seq, rot)",
+        "the kept rows do not suit the job",
     };
     return status >= 0 && status < SINPE_STATUS_COUNT ? text[status] : "unknown sinpe status";
 }

@@ -16,7 +16,7 @@ static void stages_of(sinpe_plan *p)
     case SINPE_JOB_TABLE:
     case SINPE_JOB_ADD:
         p->stages = sinpe_table_stages;
-        p->nstages = 3;
+        p->nstages = 4;
         break;
     case SINPE_JOB_ROPE:
         p->stages = sinpe_rope_stages;

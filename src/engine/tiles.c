@@ -198,6 +198,11 @@ static void rows_out(const sinpe_plan *p, sinpe_slot *sl, float *out, ptrdiff_t 
 
 /* ---- the stages ------------------------------------------------------------------------------ */
 
+static const float *kept_row(const sinpe_plan *p, int64_t position, int64_t j0);
+static int kept_positions(const sinpe_plan *p, const float *pos, int64_t n);
+static void emit_kept(const sinpe_plan *p, char *x, int64_t first, int64_t nr, int64_t j0,
+                      int64_t rl, int64_t bb);
+
 static void run_tile(sinpe_plan *p, int64_t t, int tid)
 {
     sinpe_slot *sl = &p->slots[tid];
@@ -210,6 +215,10 @@ static void run_tile(sinpe_plan *p, int64_t t, int tid)
     char *base = (char *)p->j.dst.data + 2 * j0 * p->em.cstride;
     if (p->j.pos.mode == SINPE_POS_OFFSET) {
         int64_t first = p->j.offset + r0, trow = p->j.own_tensor ? r0 : first; /* in torch's */
+        if (p->j.kept.data) {
+            emit_kept(p, base + r0 * p->row_stride, first, nr, j0, rl, bb);
+            return;
+        }
         if (p->direct) {
             rows_out(p, sl, (float *)(void *)(base + r0 * p->row_stride), p->row_stride / 4, NULL,
                      first, trow, nr, cb);
@@ -240,11 +249,73 @@ static void run_tile(sinpe_plan *p, int64_t t, int tid)
         rows_out(p, sl, (float *)(void *)first, p->row_stride / 4, sl->posf, 0, r0, nr, cb);
         return;
     }
-    rows_out(p, sl, sl->pe, rl, sl->posf, 0, r0, nr, cb);
+    int kept = kept_positions(p, sl->posf, nr);
+    if (!kept)
+        rows_out(p, sl, sl->pe, rl, sl->posf, 0, r0, nr, cb);
     sinpe_walker_init(&w, p->row_n, p->row_shape, p->row_dst, p->row_pos, r0);
     for (int64_t r = 0; r < nr; r++, sinpe_walker_next(&w))
-        sinpe_emit(&p->em, base + w.o1, sl->pe + r * rl, rl);
+        sinpe_emit(&p->em, base + w.o1, kept ? kept_row(p, (int64_t)sl->posf[r], j0)
+                                              : sl->pe + r * rl, rl);
     sl->key = -1;
+}
+
+/* Kept rows (sinpe.h: sinpe_job.kept) ---------------------------------------------------- */
+
+static const float *kept_row(const sinpe_plan *p, int64_t position, int64_t j0)
+{
+    return p->j.kept.data + (position - p->j.kept.first) * p->j.kept.stride + 2 * j0;
+}
+
+/* 1 when every one of the n positions is an integer whose row is kept. */
+static int kept_positions(const sinpe_plan *p, const float *pos, int64_t n)
+{
+    const sinpe_kept *k = &p->j.kept;
+    if (!k->data)
+        return 0;
+    for (int64_t r = 0; r < n; r++) {
+        float q = pos[r];
+        if (!(q >= (float)k->first && q < (float)k->first + (float)k->rows)
+            || q != (float)(int64_t)q || (int64_t)q - k->first >= k->rows)
+            return 0;
+    }
+    return 1;
+}
+
+/* A tile by offset from kept rows: rows first .. first + nr - 1, columns from 2 * j0, into
+ * the tile's batch block bb of the destination (x: its first row in the first element). */
+static void emit_kept(const sinpe_plan *p, char *x, int64_t first, int64_t nr, int64_t j0,
+                      int64_t rl, int64_t bb)
+{
+    int64_t b0 = bb * p->tile_batch, nb = p->batch - b0 < p->tile_batch ? p->batch - b0 : p->tile_batch;
+    sinpe_walker w;
+    sinpe_walker_init(&w, p->lead_n, p->lead_shape, p->lead_strides, NULL, b0);
+    for (int64_t b = 0; b < nb; b++, sinpe_walker_next(&w))
+        for (int64_t r = 0; r < nr; r++)
+            sinpe_emit(&p->em, x + w.o1 + r * p->row_stride, kept_row(p, first + r, j0), rl);
+}
+
+/* The fill stage: positions kept.fill_first .. fill_end - 1 computed into the kept rows
+ * (as this job's rows: the same tensor), fill_rows rows per item for each column block. */
+static int64_t fill_items(const sinpe_plan *p)
+{
+    const sinpe_kept *k = &p->j.kept;
+    return k->data ? sinpe_ceil_div(k->fill_end - k->fill_first, p->fill_rows) * p->col_blocks : 0;
+}
+
+static int64_t fill_work(const sinpe_plan *p)
+{
+    return p->fill_rows * p->rowlen;
+}
+
+static void run_fill(sinpe_plan *p, int64_t item, int tid)
+{
+    const sinpe_kept *k = &p->j.kept;
+    int64_t rb = item / p->col_blocks, cb = item % p->col_blocks;
+    int64_t r0 = k->fill_first + rb * p->fill_rows;
+    int64_t nr = k->fill_end - r0 < p->fill_rows ? k->fill_end - r0 : p->fill_rows;
+    int64_t j0 = cb * p->tile_pairs;
+    rows_out(p, &p->slots[tid], k->data + (r0 - k->first) * k->stride + 2 * j0, k->stride, NULL,
+             r0, r0, nr, cb);
 }
 
 static void run_divisors(sinpe_plan *p, int64_t cb, int tid)
@@ -295,7 +366,8 @@ static int64_t poscopy_work(const sinpe_plan *p)
 
 static int64_t divisor_items(const sinpe_plan *p)
 {
-    return p->tiles && !p->preset ? p->col_blocks : 0;
+    int computes = p->tiles && (!p->j.kept.data || p->j.pos.mode != SINPE_POS_OFFSET);
+    return !p->preset && (computes || fill_items(p) > 0) ? p->col_blocks : 0;
 }
 
 static int64_t divisor_work(const sinpe_plan *p)
@@ -313,15 +385,18 @@ static int64_t tile_items(const sinpe_plan *p)
 static int64_t tile_work(const sinpe_plan *p)
 {
     int64_t per = p->tile_rows * (p->rowlen > p->tile_pairs ? p->rowlen : p->tile_pairs);
+    if (p->j.kept.data && p->j.pos.mode == SINPE_POS_OFFSET) /* stores only */
+        return per * p->tile_batch / SINPE_STORE_SHARE > 0 ? per * p->tile_batch / SINPE_STORE_SHARE : 1;
     if (p->direct)
         return per > 0 ? per : 1;
     int64_t w = per / p->batch_blocks + per * p->tile_batch / SINPE_STORE_SHARE;
     return w > 0 ? w : 1;
 }
 
-const sinpe_stage sinpe_table_stages[3] = {
+const sinpe_stage sinpe_table_stages[4] = {
     { poscopy_items, poscopy_work, run_poscopy },
     { divisor_items, divisor_work, run_divisors },
+    { fill_items, fill_work, run_fill },
     { tile_items, tile_work, run_tile },
 };
 
@@ -358,7 +433,7 @@ static void rows_by_positions(sinpe_plan *p)
     if (rows > 0)
         p->row_n = sinpe_collapse(p->row_n, p->row_shape, p->row_dst, p->row_pos);
     p->batch = 1;
-    p->direct = !p->em.add && p->em.fast && p->row_n <= 1;
+    p->direct = !p->em.add && p->em.fast && p->row_n <= 1 && !j->kept.data;
     if (p->row_n == 0) { /* a single row */
         p->row_n = 1;
         p->row_shape[0] = 1;
@@ -382,7 +457,7 @@ static void rows_by_offset(sinpe_plan *p)
     }
     if (p->batch > 0)
         p->lead_n = sinpe_collapse(p->lead_n, p->lead_shape, p->lead_strides, NULL);
-    p->direct = !p->em.add && p->em.fast && p->batch == 1;
+    p->direct = !p->em.add && p->em.fast && p->batch == 1 && !j->kept.data;
 }
 
 /* The tensor torch evaluates in one call, in elements: by offset the table rows 0 ..
@@ -417,7 +492,7 @@ void sinpe_table_geometry(sinpe_plan *p)
         p->comp_stride = j->pos.at.strides[j->pos.at.ndim - 1];
     if (j->preset) { /* one column block; rows per tile from the wider of angles and columns */
         p->pairs = p->tile_pairs = j->preset->nang;
-        p->col_blocks = 1;
+        p->col_blocks = p->fill_rows = 1;
         p->rowlen = d;
         int64_t wide = d > p->tile_pairs ? d : p->tile_pairs > 0 ? p->tile_pairs : 1;
         p->tile_rows = 2 * SINPE_TILE_PAIRS / wide > 0 ? 2 * SINPE_TILE_PAIRS / wide : 1;
@@ -426,8 +501,8 @@ void sinpe_table_geometry(sinpe_plan *p)
         p->tile_pairs = p->pairs < SINPE_TILE_PAIRS ? p->pairs : SINPE_TILE_PAIRS;
         p->col_blocks = sinpe_ceil_div(p->pairs, p->tile_pairs);
         p->rowlen = 2 * p->tile_pairs;
-        p->tile_rows = SINPE_TILE_PAIRS / p->tile_pairs;
-        if (j->kind == SINPE_JOB_ADD && j->pos.mode == SINPE_POS_OFFSET) /* long runs of x */
+        p->tile_rows = p->fill_rows = SINPE_TILE_PAIRS / p->tile_pairs;
+        if ((j->kind == SINPE_JOB_ADD || j->kept.data) && j->pos.mode == SINPE_POS_OFFSET)
             p->tile_rows = SINPE_ADD_VALUES / p->rowlen > 0 ? SINPE_ADD_VALUES / p->rowlen : 1;
     }
     p->em.type = j->dst.type;
@@ -460,6 +535,13 @@ int64_t sinpe_table_threads(const sinpe_plan *p)
     return work < 1 ? 1 : work < t ? work : t;
 }
 
+/* 1 when tiles compute their rows into a slot's scratch (not straight into the
+ * destination, nor read from kept rows by offset). */
+static int tile_scratch(const sinpe_plan *p)
+{
+    return !p->direct && !(p->j.kept.data && p->j.pos.mode == SINPE_POS_OFFSET);
+}
+
 /* The scratch in floats: divisors and their column blocks' ranges, per-slot rows and
  * positions, copied positions. */
 int64_t sinpe_table_scratch_floats(const sinpe_plan *p)
@@ -467,7 +549,7 @@ int64_t sinpe_table_scratch_floats(const sinpe_plan *p)
     if (p->tiles == 0 || p->nslots == 0)
         return 0;
     int64_t per_slot = p->tile_rows * p->ncomp
-                       + (p->direct ? 0 : p->tile_rows * p->rowlen + SINPE_ALIGN_FLOATS)
+                       + (tile_scratch(p) ? p->tile_rows * p->rowlen + SINPE_ALIGN_FLOATS : 0)
                        + (p->preset ? 3 * p->tile_rows * p->tile_pairs : 0);
     return p->pairs + 2 * p->col_blocks + (int64_t)p->nslots * per_slot + p->npos * p->ncomp;
 }
@@ -493,7 +575,7 @@ void sinpe_table_scratch_assign(sinpe_plan *p, float *m)
         sinpe_slot *sl = &p->slots[t];
         sl->posf = m;
         m += p->tile_rows * p->ncomp;
-        if (!p->direct) {
+        if (tile_scratch(p)) {
             sl->pe = align_like(m, p->j.dst.data);
             m += p->tile_rows * p->rowlen + SINPE_ALIGN_FLOATS;
         }

@@ -58,7 +58,8 @@ typedef enum {
     SINPE_E_ROT = 27,       /* rope: rotated columns odd, < 2 or more than the last axis */
     SINPE_E_AXIS = 28,      /* rope: the sequence or batch axis is not an axis before the last */
     SINPE_E_TABLES = 29,    /* rope: cos/sin tables of another shape than (tables, seq, rot) */
-    SINPE_STATUS_COUNT = 30
+    SINPE_E_KEPT = 30,      /* kept rows (a cache) that do not suit the job */
+    SINPE_STATUS_COUNT = 31
 } sinpe_status;
 
 /* Element types: the first four can be written; all can hold positions. */
@@ -89,6 +90,8 @@ int sinpe_backend_find(const char *name);          /* -1 when unknown */
 int sinpe_backend_load(int backend, const char *path, char *msg, size_t msglen);
 int sinpe_backend_ready(int backend);              /* 1 when it can run now */
 int sinpe_backend_loadable(int backend);           /* 1 when it has a library to load */
+int sinpe_backend_independent(int backend);        /* 1 when a result depends on its argument
+                                                      alone (0: SLEEF's coupled lanes) */
 const char *sinpe_backend_version(int backend);    /* the library's own version text, or "" */
 int sinpe_backend_threading_layer(int backend);    /* mkl_rt's threading layer, else -1 */
 
@@ -210,6 +213,13 @@ typedef struct {
 
 typedef enum { SINPE_FN_EXP = 0, SINPE_FN_SIN = 1, SINPE_FN_COS = 2, SINPE_FN_COUNT } sinpe_func;
 
+/* Rows of a table kept by the caller (sinpe_job.kept). */
+typedef struct {
+    float *data;                  /* NULL: none */
+    int64_t first, rows, stride;  /* positions first .. first + rows - 1; stride in floats */
+    int64_t fill_first, fill_end; /* positions computed into it first */
+} sinpe_kept;
+
 /* A job.  Every kind writes dst (see sinpe_job_kind); fresh = 1 says dst.data is allocated
  * by the caller after sinpe_job_prepare, which sets dst's shape and C-order strides and
  * counts its bytes toward the memory check.
@@ -237,6 +247,14 @@ typedef enum { SINPE_FN_EXP = 0, SINPE_FN_SIN = 1, SINPE_FN_COS = 2, SINPE_FN_CO
  *   batch_axis (tables > 1; -1 for none) or 0.  pairs = 0: transformers' rotate_half of the halves,
  *   every operation rounded to dst's type; pairs = 1: rotary-embedding-torch's pairs, in
  *   float32 (float64 for a float64 dst), rounded once.
+ *   kept: TABLE and ADD without a preset, by offset or positions: float32 rows of this
+ *   job's table that the caller keeps (a cache of earlier calls; NULL data: none).  Row r of
+ *   kept.data holds position kept.first + r (all cols values, kept.stride floats apart);
+ *   positions kept.fill_first .. kept.fill_end - 1 are computed into it first, as this job
+ *   computes its rows, and the others are read as they are.  By offset every row must lie
+ *   in it; by positions (backends whose results do not couple only) integral positions in
+ *   it are read, the others computed.  Not with own_tensor; it must not share memory with
+ *   dst.
  * MAP: dst (float32) = func(src) for src (float32, C order) of dst's shape.
  * FREQS: dst (rows values, float32, or float64 for POW64) = the frequency vector *freq. */
 typedef struct {
@@ -259,6 +277,7 @@ typedef struct {
         int64_t grid_lead;       /* GRID: rows before the grid, at position (0, 0) */
     } pos;
     const sinpe_preset *preset;
+    sinpe_kept kept;
     struct {
         sinpe_array cos, sin; /* float32, C order, (tables, seq, rot) */
         int seq_axis, batch_axis, pairs;

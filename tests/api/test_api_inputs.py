@@ -247,9 +247,12 @@ def test_messages():
         PE(4, 8, out=be)
     with pytest.raises(TypeError, match="native byte order"):
         sinpe.add_pe(be)
-    with pytest.raises(TypeError, match=r"got Tensor; for a torch CPU tensor pass t.numpy\(\)") as e:
-        sinpe.add_pe(torch.zeros(2, 8))
+    with pytest.raises(TypeError, match=r"x must be a writable array .*a torch CPU tensor.*"
+                                        r"got list") as e:
+        sinpe.add_pe([[0.0] * 8] * 2)
     assert "positions" not in str(e.value)
+    with pytest.raises(TypeError, match="x must have dtype float32.*got int64"):
+        sinpe.add_pe(torch.zeros(2, 8, dtype=torch.int64))  # tensors are taken (DLPack)
     with pytest.raises(OverflowError, match="base=1000000.* is too large for a float64"):
         PE(4, 8, 10**400)
     with pytest.raises(OverflowError, match="d_model=4611686018427387904 is too large"):

@@ -514,6 +514,70 @@ static void job_kinds(void)
     CHECK(sinpe_run(&j, &o) == SINPE_E_NULL); /* no memory and not fresh */
 }
 
+/* Kept rows (sinpe.h: sinpe_job.kept, a cache's): read as they are, filled first, or
+ * refused when they do not suit the job; the bits are the job's own either way. */
+static void kept_rows(const float *t)
+{
+    static float kept[64 * D], u[L * D], x[2 * 8 * D];
+    sinpe_opts o = opts_of("builtin", sinpe_path_best(), 2);
+    sinpe_job j;
+    int64_t shape[2] = { 8, D }, xs[3] = { 2, 8, D };
+    /* fill positions 4 .. 20 of a block from position 4, then a table of rows 6 .. 13 */
+    memset(kept, 0xff, sizeof kept);
+    sinpe_job_init(&j, u, 2, shape, 10000.0);
+    j.offset = 6;
+    j.kept = (sinpe_kept){ kept, 4, 40, D, 4, 20 };
+    CHECK(sinpe_run(&j, &o) == SINPE_OK);
+    CHECK(same_bits(u, t + 6 * D, 8 * D * sizeof(float)));
+    CHECK(same_bits(kept, t + 4 * D, 16 * D * sizeof(float)));
+    /* read only (no fill): an add of rows 10 .. 17 to two blocks */
+    for (int i = 0; i < 2 * 8 * D; i++)
+        x[i] = 1.0f;
+    sinpe_job_init(&j, x, 3, xs, 10000.0);
+    j.kind = SINPE_JOB_ADD;
+    j.offset = 10;
+    j.kept = (sinpe_kept){ kept, 4, 16, D, 4, 4 };
+    CHECK(sinpe_run(&j, &o) == SINPE_OK);
+    int ok = 1;
+    for (int b = 0; b < 2; b++)
+        for (int i = 0; i < 8 * D; i++)
+            ok &= x[b * 8 * D + i] == 1.0f + t[10 * D + i];
+    CHECK(ok);
+    /* by positions: kept rows read for integers inside, computed for the others */
+    float pos[8] = { 5, 7, 19, 2.5f, 30, 4, 6, 8 };
+    sinpe_job_init(&j, u, 2, shape, 10000.0);
+    use_positions(&j, pos, SINPE_F32, 8, 4);
+    j.kept = (sinpe_kept){ kept, 4, 16, D, 4, 4 };
+    CHECK(sinpe_run(&j, &o) == SINPE_OK);
+    static float want[8 * D];
+    sinpe_job_init(&j, want, 2, shape, 10000.0);
+    use_positions(&j, pos, SINPE_F32, 8, 4);
+    CHECK(sinpe_run(&j, &o) == SINPE_OK && same_bits(u, want, sizeof want));
+    /* refusals: rows outside, a fill outside, a short stride, SLEEF by positions, a preset,
+     * own_tensor, kept rows that are the destination */
+    sinpe_job_init(&j, u, 2, shape, 10000.0);
+    j.offset = 15;
+    j.kept = (sinpe_kept){ kept, 4, 16, D, 4, 4 }; /* holds 4 .. 19, the job needs 15 .. 22 */
+    CHECK(sinpe_run(&j, &o) == SINPE_E_KEPT);
+    j.kept = (sinpe_kept){ kept, 4, 40, D, 30, 50 };
+    CHECK(sinpe_run(&j, &o) == SINPE_E_KEPT);
+    j.kept = (sinpe_kept){ kept, 4, 40, D - 2, 4, 4 };
+    CHECK(sinpe_run(&j, &o) == SINPE_E_KEPT);
+    j.kept = (sinpe_kept){ kept, 4, 40, D, 4, 4 };
+    j.own_tensor = 1;
+    CHECK(sinpe_run(&j, &o) == SINPE_E_KEPT);
+    sinpe_job_init(&j, u, 2, shape, 10000.0);
+    use_positions(&j, pos, SINPE_F32, 8, 4);
+    j.kept = (sinpe_kept){ kept, 4, 16, D, 4, 4 };
+    sinpe_opts sl = opts_of("sleef", 0, 2);
+    CHECK(sinpe_run(&j, &sl) == SINPE_E_KEPT);
+    sinpe_job_init(&j, kept + 4 * D, 2, shape, 10000.0);
+    j.offset = 4;
+    j.kept = (sinpe_kept){ kept, 4, 16, D, 4, 4 };
+    CHECK(sinpe_run(&j, &o) == SINPE_E_KEPT);
+    CHECK(strcmp(sinpe_strerror(SINPE_E_KEPT), "the kept rows do not suit the job") == 0);
+}
+
 int main(void)
 {
     SCALAR = opts_of("builtin", 0, 1);
@@ -527,6 +591,7 @@ int main(void)
     errors();
     parallel_for();
     job_kinds();
+    kept_rows(t);
     printf("%d failed, %d passed\n", failures, checks - failures);
     return failures ? 1 : 0;
 }

@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""Benchmarks at the shapes of data pipelines: small batches, in place, torch imported.
+
+    pip install '.[test]' && python benchmarks/pipeline.py [--repeats 15] [--quick] [--compile]
+
+Everything is measured in one run, 2 threads on both sides (--threads), the default backend
+(torch is imported, so 'auto' means torch's own kernels and bits), medians of interleaved
+rounds (each contender once per round, in turn), so that drift cancels in the ratios.
+
+add_pe, steady state: sinpe.add_pe on a NumPy array and on a torch tensor (in place, its
+rows from the cache after the first call) against the reference module's forward
+(`x + pe[:, :L]`, a new tensor), torch's in-place `x.add_(pe[:, :L])` of its buffer and
+`np.add(x, cached, out=x)`.  First call: sinpe with an empty cache against building the
+reference module and one forward.  Packed positions (B sequences of random lengths packed
+into one (tokens, d) batch): `add_pe(x, positions=)` against torch's gather and add
+`x.add_(pe[0][pos])`.  apply_rope: sinpe in place against transformers' eager
+`q * cos + rotate_half(q) * sin` (cos/sin from LlamaRotaryEmbedding, computed once, as a
+model's layers share them) and, with --compile, torch.compile of it (inductor, C++).
+Ratios > 1 mean sinpe is faster.
+"""
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+import sinpe
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from reference import SinusoidalPositionalEncoding  # noqa: E402
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def interleaved(fns, repeats, setup=None):
+    """Medians of each contender over `repeats` rounds (one untimed warm-up round);
+    setup(name) runs untimed before each timed call."""
+    for k, f in fns.items():
+        if setup:
+            setup(k)
+        f()
+    times = {k: [] for k in fns}
+    for _ in range(repeats):
+        for k, f in fns.items():
+            if setup:
+                setup(k)
+            t0 = time.perf_counter()
+            f()
+            times[k].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def us(t):
+    return f"{t * 1e6:.0f}" if t < 1e-2 else f"{t * 1e6:.3g}"
+
+
+def add_rows(shapes, repeats):
+    print("\n## add_pe, steady state (µs; ratios: the other / sinpe on NumPy)\n")
+    print("| B x L x d | sinpe NumPy | sinpe torch | reference forward | torch add_ | np.add cached "
+          "| ref/sinpe | add_/sinpe | np.add/sinpe |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    firsts = []
+    for B, L, d in shapes:
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((B, L, d)).astype(np.float32)
+        xt = torch.from_numpy(x.copy())
+        xt2 = torch.from_numpy(x.copy())
+        ref = SinusoidalPositionalEncoding(d, 5000)
+        ref.eval()
+        cached = sinpe.positional_encoding(L, d)
+        pe = ref.pe
+        torch_ok = sinpe_takes_tensors()
+        fns = {
+            "np": lambda: sinpe.add_pe(x),
+            "ref": lambda: ref(xt),
+            "add_": lambda: xt2.add_(pe[:, :L]),
+            "npadd": lambda: np.add(x, cached, out=x),
+        }
+        if torch_ok:
+            fns["torch"] = lambda: sinpe.add_pe(xt)
+        with torch.no_grad():
+            t = interleaved(fns, repeats)
+        ts = t.get("torch")
+        print(f"| {B} x {L} x {d} | {us(t['np'])} | {us(ts) if ts else '-'} | {us(t['ref'])} | "
+              f"{us(t['add_'])} | {us(t['npadd'])} | {t['ref'] / t['np']:.2f} | "
+              f"{t['add_'] / t['np']:.2f} | {t['npadd'] / t['np']:.2f} |")
+
+        def cold(k):
+            if k == "sinpe":
+                clear_cache()
+        with torch.no_grad():
+            f = interleaved({"sinpe": lambda: sinpe.add_pe(x),
+                             "ref": lambda: SinusoidalPositionalEncoding(d, 5000).eval()(xt)},
+                            max(3, repeats // 3), setup=cold)
+        firsts.append((B, L, d, f["sinpe"], f["ref"]))
+    print("\n## add_pe, first call (µs): sinpe with an empty cache; the reference module built "
+          "(max_len 5000) and run once\n")
+    print("| B x L x d | sinpe | reference | ref/sinpe |")
+    print("|---|---|---|---|")
+    for B, L, d, s, r in firsts:
+        print(f"| {B} x {L} x {d} | {us(s)} | {us(r)} | {r / s:.2f} |")
+
+
+def packed_rows(cases, repeats):
+    print("\n## add_pe with packed positions= (µs): B sequences of random lengths in one "
+          "(tokens, d) batch, against torch's gather and add `x.add_(pe[0][pos])`\n")
+    print("| B, L max, d | tokens | sinpe | torch gather+add_ | torch/sinpe |")
+    print("|---|---|---|---|---|")
+    for B, L, d in cases:
+        rng = np.random.default_rng(1)
+        lens = rng.integers(L // 2, L + 1, B)
+        pos = np.concatenate([np.arange(n) for n in lens]).astype(np.int64)
+        x = rng.standard_normal((len(pos), d)).astype(np.float32)
+        xt = torch.from_numpy(x.copy())
+        pe = SinusoidalPositionalEncoding(d, 5000).pe
+        pt = torch.from_numpy(pos)
+        with torch.no_grad():
+            t = interleaved({"s": lambda: sinpe.add_pe(x, positions=pos),
+                             "t": lambda: xt.add_(pe[0][pt])}, repeats)
+        print(f"| {B}, {L}, {d} | {len(pos)} | {us(t['s'])} | {us(t['t'])} | {t['t'] / t['s']:.2f} |")
+
+
+def rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def hf_eager(q, cos, sin):
+    return q * cos + rotate_half(q) * sin
+
+
+def rope_rows(shapes, repeats, compile_too):
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+    print("\n## apply_rope (µs): sinpe in place (cos/sin cached) against transformers' eager "
+          "`q * cos + rotate_half(q) * sin` with its cos/sin computed once"
+          + (", and torch.compile of it" if compile_too else "") + "\n")
+    head = "| B x H x L x hd | dtype | sinpe | HF eager | eager/sinpe |"
+    if compile_too:
+        head += " compiled | compiled/sinpe |"
+    print(head)
+    print("|---" * (head.count("|") - 1) + "|")
+    compiled = torch.compile(hf_eager) if compile_too else None
+    for B, H, L, hd in shapes:
+        cfg = LlamaConfig(hidden_size=H * hd, num_attention_heads=H, head_dim=hd,
+                          max_position_embeddings=max(L, 2048))
+        rope = LlamaRotaryEmbedding(cfg)
+        pos_ids = torch.arange(L)[None].expand(B, -1)
+        for dt in (torch.float32, torch.float16, torch.bfloat16):
+            q = torch.randn(B, H, L, hd).to(dt)
+            with torch.no_grad():
+                cos, sin = rope(q, pos_ids)
+                cos, sin = cos[:, None], sin[:, None]
+            qs = q.clone()
+            qn = None if sinpe_takes_tensors() else numpy_view(qs)
+            target = qs if qn is None else qn
+            fns = {"s": lambda: sinpe.apply_rope(target, np.arange(L)),
+                   "e": lambda: hf_eager(q, cos, sin)}
+            if compiled is not None:
+                with torch.no_grad():
+                    compiled(q, cos, sin)  # compile outside the timing
+                fns["c"] = lambda: compiled(q, cos, sin)
+            with torch.no_grad():
+                t = interleaved(fns, repeats)
+            row = (f"| {B} x {H} x {L} x {hd} | {str(dt).split('.')[1]} | {us(t['s'])} | "
+                   f"{us(t['e'])} | {t['e'] / t['s']:.2f} |")
+            if compiled is not None:
+                row += f" {us(t['c'])} | {t['c'] / t['s']:.2f} |"
+            print(row)
+
+
+def numpy_view(t):
+    if t.dtype == torch.bfloat16:
+        import ml_dtypes
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
+def sinpe_takes_tensors():
+    try:
+        x = torch.zeros(1, 2, 4)
+        sinpe.add_pe(x)
+        return True
+    except TypeError:
+        return False
+
+
+def clear_cache():
+    f = getattr(sinpe, "clear_cache", None)
+    if f:
+        f()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--quick", action="store_true", help="a few shapes (a smoke run)")
+    ap.add_argument("--compile", action="store_true", help="also torch.compile of HF's eager rope")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    sinpe.set_threads(a.threads)
+    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, {cpu_name()}")
+    print(f"torch {torch.__version__}, numpy {np.__version__}, sinpe {sinpe.__version__}, "
+          f"backend {sinpe.get_backend()}, kernel {sinpe.get_kernel()}, {a.threads} threads; "
+          f"cache: {getattr(sinpe, 'cache_info', lambda: 'none')()}")
+    if a.quick:
+        shapes = [(8, 128, 512), (1, 2048, 1024), (64, 64, 256)]
+        packed = [(8, 128, 512)]
+        ropes = [(1, 32, 512, 128)]
+    else:
+        shapes = [(B, L, d) for B in (1, 8, 64) for L in (64, 128, 512, 2048)
+                  for d in (256, 512, 768, 1024) if B * L * d <= 64 * 512 * 1024]
+        packed = [(8, 128, 512), (64, 64, 256), (8, 512, 768), (1, 2048, 1024)]
+        ropes = [(1, 32, 512, 128), (8, 8, 128, 64), (1, 32, 2048, 128), (64, 8, 64, 64)]
+    add_rows(shapes, a.repeats)
+    packed_rows(packed, a.repeats)
+    rope_rows(ropes, a.repeats, a.compile)
+
+
+if __name__ == "__main__":
+    main()

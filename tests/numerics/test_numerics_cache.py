@@ -1,0 +1,224 @@
+"""The cache of computed rows (sinpe/_cache.py, docs/speed.md): the bits never depend on it.
+
+Every call is compared with the same call and the cache off, bit for bit, across backends
+(with and without coupled lanes), offsets, growth in both directions, eviction under small
+budgets, positions, dtypes and apply_rope's tables; then the settings, the report, threads
+racing one key and a forked child."""
+import os
+import random
+import threading
+
+import numpy as np
+import pytest
+
+import sinpe
+from conftest import BF16, same
+
+RNG = np.random.default_rng(18)
+BACKENDS = [b for b, ok in sinpe.backends().items() if ok]
+
+
+@pytest.fixture(autouse=True)
+def _restore_cache():
+    size = sinpe.get_cache_size()
+    yield
+    sinpe.set_cache_size(size)
+
+
+def _call(kind, be, d, L, off, pos, x0):
+    if kind == "table":
+        return sinpe.positional_encoding(L, d, offset=off, backend=be)
+    if kind == "table16":
+        return sinpe.positional_encoding(L, d, offset=off, backend=be, dtype="float16")
+    if kind == "table64":
+        return sinpe.positional_encoding(L, d, offset=off, backend=be, dtype="float64")
+    if kind == "tablepos":
+        return sinpe.positional_encoding(d_model=d, positions=pos, backend=be)
+    x = x0.copy() if kind != "addbf" else x0.astype(BF16)
+    if kind == "add16":
+        x = x0.astype(np.float16)
+    if kind == "addpos":
+        sinpe.add_pe(x, positions=pos, backend=be)
+    elif kind == "addml":
+        sinpe.add_pe(x, offset=off, max_len=off + L + 5, backend=be)
+    else:
+        sinpe.add_pe(x, offset=off, backend=be)
+    return x
+
+
+def _sequence(seed, n):
+    rnd = random.Random(seed)
+    out = []
+    for _ in range(n):
+        be = rnd.choice(BACKENDS)
+        d, L = rnd.choice([4, 64, 130]), rnd.choice([1, 2, 7, 64, 300])
+        off = rnd.choice([0, 0, 0, 1, 63, 64, 299, 4990, 4999, 70000, 2**40])
+        kind = rnd.choice(["table", "table16", "table64", "tablepos", "add", "add16", "addbf",
+                           "addpos", "addml"])
+        pos = RNG.integers(0, rnd.choice([50, 2000]), size=(2, L))
+        out.append((kind, be, d, L, off, pos, RNG.standard_normal((2, L, d)).astype(np.float32)))
+    return out
+
+
+@pytest.mark.parametrize("budget", [64 << 20, 300_000, 40_000])
+def test_bits_do_not_depend_on_the_cache(budget):
+    """A random sequence of calls (the cache grows, serves sub-ranges, evicts) against the
+    same calls with the cache off."""
+    calls = _sequence(budget, 300)
+    sinpe.set_cache_size(0)
+    want = [_call(*c) for c in calls]
+    sinpe.set_cache_size(budget)
+    sinpe.clear_cache()
+    for c, w in zip(calls, want):
+        got = _call(*c)
+        assert same(got, w), c[:5]
+    info = sinpe.cache_info()
+    assert info["hits"] > 0 and info["used"] <= budget
+
+
+def test_growth_both_ways_and_streaming():
+    """Rows asked one at a time (decoding), then before the first ones, then far away."""
+    sinpe.set_cache_size(0)
+    want = sinpe.positional_encoding(400, 64, offset=100)
+    sinpe.set_cache_size(64 << 20)
+    sinpe.clear_cache()
+    for k in range(200, 260):  # one row per call, as a decoder asks for them
+        x = np.zeros((1, 1, 64), np.float32)
+        sinpe.add_pe(x, offset=k)
+        assert same(x[0], want[k - 100:k - 99])
+    assert same(sinpe.positional_encoding(150, 64, offset=100), want[:150])  # grows down
+    assert same(sinpe.positional_encoding(5, 64, offset=495), want[395:])
+    assert sinpe.cache_info()["entries"] >= 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_backend_hits_and_misses_alike(backend):
+    sinpe.set_cache_size(0)
+    x0 = RNG.standard_normal((3, 128, 96)).astype(np.float32)
+    want = x0.copy()
+    sinpe.add_pe(want, backend=backend)
+    sinpe.set_cache_size(64 << 20)
+    sinpe.clear_cache()
+    for _ in range(3):  # a miss, then hits
+        x = x0.copy()
+        sinpe.add_pe(x, backend=backend)
+        assert same(x, want)
+    assert sinpe.cache_info()["hits"] >= 2
+
+
+def test_apply_rope_tables_kept():
+    q0 = RNG.standard_normal((2, 4, 33, 64)).astype(np.float32)
+    pos = np.arange(33)[None].repeat(2, 0)
+    sinpe.set_cache_size(0)
+    want = [sinpe.apply_rope(q0.copy(), **kw) for kw in
+            ({}, {"offset": 7}, {"positions": pos}, {"layout": "pairs"}, {"rot_dim": 32})]
+    sinpe.set_cache_size(64 << 20)
+    sinpe.clear_cache()
+    for _ in range(2):
+        got = [sinpe.apply_rope(q0.copy(), **kw) for kw in
+               ({}, {"offset": 7}, {"positions": pos}, {"layout": "pairs"}, {"rot_dim": 32})]
+        assert all(same(g, w) for g, w in zip(got, want))
+    assert sinpe.cache_info()["hits"] >= 5
+
+
+def test_kernel_change_is_a_new_key():
+    sinpe.clear_cache()
+    old = sinpe.get_kernel()
+    try:
+        for k in sinpe.kernels():
+            sinpe.set_kernel(k)
+            assert same(sinpe.positional_encoding(50, 32, backend="builtin"),
+                        sinpe.positional_encoding(50, 32, backend="builtin"))
+    finally:
+        sinpe.set_kernel(old)
+    assert sinpe.cache_info()["entries"] >= len(sinpe.kernels())
+
+
+def test_settings_and_report():
+    sinpe.set_cache_size(1 << 20)
+    assert sinpe.get_cache_size() == 1 << 20
+    assert sinpe.numerics()["cache"]["size"] == 1 << 20
+    for bad, exc in [(-1, ValueError), (1.5, TypeError), (True, TypeError), ("1", TypeError)]:
+        with pytest.raises(exc, match="nbytes"):
+            sinpe.set_cache_size(bad)
+    sinpe.positional_encoding(2000, 256)  # 2 MB: more than the budget, not kept
+    assert sinpe.cache_info()["used"] <= 1 << 20
+    sinpe.set_cache_size(0)
+    assert sinpe.cache_info()["used"] == 0 and sinpe.cache_info()["entries"] == 0
+
+
+def test_environment_variable():
+    from conftest import run_python
+    r = run_python("import sinpe; print(sinpe.get_cache_size())", SINPE_CACHE_MB="3")
+    assert r.stdout.strip() == str(3 << 20), r.stderr
+    r = run_python("import sinpe; print(sinpe.get_cache_size())", SINPE_CACHE_MB="0")
+    assert r.stdout.strip() == "0", r.stderr
+    r = run_python("import sinpe", SINPE_CACHE_MB="lots")
+    assert r.returncode != 0 and "SINPE_CACHE_MB='lots' is not valid" in r.stderr
+
+
+def test_threads_racing_one_key():
+    """Eight threads ask for the same and for growing rows at once: every result has the
+    bits of the cache-off call, and the cache stays consistent."""
+    sinpe.set_cache_size(0)
+    want = sinpe.positional_encoding(3000, 128)
+    sinpe.set_cache_size(64 << 20)
+    sinpe.clear_cache()
+    errors = []
+    barrier = threading.Barrier(8)
+
+    def work(i):
+        barrier.wait()
+        try:
+            for k in range(30):
+                n = 100 * ((i + k) % 30 + 1)
+                x = np.zeros((2, n, 128), np.float32)
+                sinpe.add_pe(x, threads=1)
+                if not (same(x[0], want[:n]) and same(x[1], want[:n])):
+                    errors.append((i, k, n))
+        except Exception as exc:  # noqa: BLE001 - any exception is a failure
+            errors.append(repr(exc))
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    assert not errors
+
+
+def test_forked_child_keeps_valid_rows():
+    sinpe.clear_cache()
+    want = sinpe.positional_encoding(500, 64)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: a lock taken by no thread, the parent's rows still right
+        ok = same(sinpe.positional_encoding(500, 64), want) and sinpe.cache_info()["entries"] >= 1
+        x = np.zeros((1, 600, 64), np.float32)
+        sinpe.add_pe(x)
+        ok = ok and same(x[0, :500], want)
+        os.write(w, b"1" if ok else b"0")
+        os._exit(0)
+    os.close(w)
+    got = os.read(r, 1)
+    os.waitpid(pid, 0)
+    assert got == b"1"
+
+
+def test_rows_and_rope_tables_share_the_budget():
+    """Kept rows and kept rope tables evict each other under a small budget (least recently
+    used first), and every result keeps the cache-off bits."""
+    calls = [("rope", L) if i % 2 else ("add", L) for i, L in enumerate([17, 40, 17, 90, 40, 200] * 3)]
+    q0 = RNG.standard_normal((1, 2, 200, 32)).astype(np.float32)
+    x0 = RNG.standard_normal((2, 200, 32)).astype(np.float32)
+
+    def run(kind, L):
+        if kind == "rope":
+            return sinpe.apply_rope(q0[:, :, :L].copy())
+        x = x0[:, :L].copy()
+        sinpe.add_pe(x)
+        return x
+    sinpe.set_cache_size(0)
+    want = [run(*c) for c in calls]
+    sinpe.set_cache_size(60_000)
+    sinpe.clear_cache()
+    for c, w in zip(calls, want):
+        assert same(run(*c), w), c
+    assert sinpe.cache_info()["used"] <= 60_000
