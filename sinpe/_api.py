@@ -67,10 +67,11 @@ def positional_encoding(max_len: Optional[SupportsIndex] = None,
                    LEAD if positions is None else 0)
 
 
-def _leased(lease: Optional[_cache.Lease], f: Any, *args: Any) -> Any:
-    """f(*args, kept): a core call with the cache's rows (or none), the lease settled."""
-    if lease is None:
-        return f(*args, None)
+def _leased(lease: Any, f: Any, *args: Any) -> Any:
+    """f(*args, kept): a core call with the cache's rows (None: none; a tuple: kept rows
+    read as they are; a Lease: rows to fill, settled after the call)."""
+    if lease is None or type(lease) is tuple:
+        return f(*args, lease)
     try:
         r = f(*args, lease.kept)
     except BaseException:

@@ -28,12 +28,13 @@ DEFAULT_BYTES = 64 << 20
 
 
 class _Entry:
-    __slots__ = ("rows", "first", "lo", "hi", "last", "filling")
+    __slots__ = ("rows", "first", "lo", "hi", "last", "filling", "hit")
 
     def __init__(self, rows: np.ndarray, first: int, lo: int, hi: int) -> None:
         self.rows, self.first, self.lo, self.hi = rows, first, lo, hi
         self.last = 0
         self.filling = False
+        self.hit = (rows, first, first, first)  # the core's argument on a hit: nothing to fill
 
 
 _ENTRIES: Dict[tuple, _Entry] = {}
@@ -175,10 +176,11 @@ class Lease:
                     cur.filling = False
 
 
-def lease(core: tuple, d: Any, base: Any, lo: int, hi: int, tensor_rows: int) -> Optional[Lease]:
-    """Rows lo .. hi - 1 of the table (d columns, base) for one call: kept rows covering
-    them, the missing ones to be computed by the call itself; None when the cache is off or
-    the rows would not fit it (the call then computes as without a cache)."""
+def lease(core: tuple, d: Any, base: Any, lo: int, hi: int, tensor_rows: int) -> Any:
+    """Rows lo .. hi - 1 of the table (d columns, base) for one call: on a hit the kept
+    rows (the core's argument, a tuple), on a miss a Lease whose missing rows the call
+    computes; None when the cache is off or the rows would not fit it (the call then
+    computes as without a cache)."""
     budget = _STATS["budget"]
     if budget <= 0 or hi <= lo or type(d) is not int or d < 2 or d % 2:
         return None
@@ -190,7 +192,7 @@ def lease(core: tuple, d: Any, base: Any, lo: int, hi: int, tensor_rows: int) ->
     if e is not None and e.lo <= lo and hi <= e.hi:
         e.last = clock
         _STATS["hits"] += 1
-        return Lease((e.rows, e.first, e.first, e.first))
+        return e.hit
     return _miss(key, d, lo, hi, budget, clock)
 
 
@@ -228,7 +230,7 @@ def _miss(key: tuple, d: int, lo: int, hi: int, budget: int, clock: int) -> Opti
 
 
 def add_rows(core: tuple, x: Any, base: Any, offset: Any, positions: Any, table_rows: int,
-             grow: bool) -> Optional[Lease]:
+             grow: bool) -> Any:
     """The lease of add_pe(x, ...): rows offset .. offset + L - 1 by offset; by positions
     (backends whose results do not couple), the rows up to the largest integer position."""
     shape = getattr(x, "shape", None)
@@ -247,7 +249,7 @@ def add_rows(core: tuple, x: Any, base: Any, offset: Any, positions: Any, table_
 
 
 def table_rows_lease(core: tuple, rows: Any, d: Any, base: Any, offset: Any,
-                     positions: Any) -> Optional[Lease]:
+                     positions: Any) -> Any:
     """The lease of a table: rows offset .. offset + rows - 1, or by positions."""
     if positions is None:
         n, off = _plain_int(rows), _plain_int(offset)
@@ -257,7 +259,7 @@ def table_rows_lease(core: tuple, rows: Any, d: Any, base: Any, offset: Any,
     return _position_rows(core, d, base, positions)
 
 
-def _position_rows(core: tuple, d: Any, base: Any, positions: Any) -> Optional[Lease]:
+def _position_rows(core: tuple, d: Any, base: Any, positions: Any) -> Any:
     if not _choice.INDEPENDENT[core[0]] or not isinstance(positions, np.ndarray) \
             or positions.dtype.kind not in "iu" or positions.size == 0:
         return None

@@ -14,7 +14,20 @@
 
 #define HUGE_PAGE ((uintptr_t)2 << 20)
 
+/* Asked of the OS once per process (sysconf costs a system call, about 0.7 us, which the
+ * memory rule of every call would pay); 0 when unknown.  A race asks twice. */
+static int64_t ask_physical_memory(void);
+
 int64_t sinpe_physical_memory(void)
+{
+    static volatile int64_t known = -1;
+    int64_t v = known;
+    if (v < 0)
+        known = v = ask_physical_memory();
+    return v;
+}
+
+static int64_t ask_physical_memory(void)
 {
 #if defined(_WIN32)
     MEMORYSTATUSEX m;

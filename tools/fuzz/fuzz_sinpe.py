@@ -64,7 +64,7 @@ THREADS = [None, 1, 2, 3, 0, 257, -1, True, 2.0]
 ARRAY_TYPES = [np.float32, np.float16, np.float64, "bfloat16", np.int32, np.int64, np.uint8,
                np.complex64, bool]
 LAYOUTS = ["c", "t", "rev", "step", "zero", "overlap", "unaligned", "readonly", "memoryview",
-           "ctypes", "list", "empty"]
+           "ctypes", "list", "empty", "tensor", "dlpack"]
 if torch is not None:
     DTYPES += [torch.float16, torch.bfloat16, torch.float64, torch.int32]
 
@@ -113,6 +113,31 @@ def _dtype(t):
     return np.dtype(t)
 
 
+def _tensor_view(v):
+    """A torch tensor on v's memory, with its strides (bfloat16 through int16), or v when
+    torch cannot view it (zero or overlapping strides are still its to take)."""
+    try:
+        if v.dtype.name == "bfloat16":
+            return torch.from_numpy(v.view(np.int16)).view(torch.bfloat16)
+        return torch.from_numpy(v)
+    except (TypeError, ValueError, RuntimeError):
+        return v
+
+
+class _DLPackOnly:
+    """An exporter of DLPack alone (as JAX's or CuPy's arrays), over a NumPy array."""
+
+    def __init__(self, a):
+        self.a = a
+        self.shape = a.shape
+
+    def __dlpack__(self, **kw):
+        return self.a.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
 class Buffer:
     """An array (or exporter) whose bytes lie inside a larger base, with its layout."""
 
@@ -148,6 +173,8 @@ class Buffer:
                 self.obj = v
         elif layout == "list":
             self.obj = v.tolist()
+        elif layout in ("tensor", "dlpack") and torch is not None and v.flags.writeable:
+            self.obj = _tensor_view(v) if layout == "tensor" else _DLPackOnly(v)
         else:
             self.obj = v
         self.snapshot = self.base.tobytes()
