@@ -2,6 +2,8 @@
 take CPU tensors directly, zero-copy, bfloat16 included, with the bits of the NumPy route;
 other devices, read-only or copied exports, tensors that require grad and other dtypes are
 refused before anything is written; a written tensor's version counter moves."""
+import ctypes
+
 import numpy as np
 import pytest
 
@@ -87,8 +89,8 @@ class Exporter:
         self.a, self.copy = a, copy
 
     def __dlpack__(self, **kw):
-        if self.copy:
-            return self.a.__dlpack__(max_version=(1, 0), copy=True)
+        if self.copy:  # a copy marked as one (NumPy 1.x has no copy=; torch does not mark it)
+            return self._copied_capsule()
         return self.a.__dlpack__(**kw)
 
     def __dlpack_device__(self):
@@ -98,6 +100,27 @@ class Exporter:
     def shape(self):
         return self.a.shape
 
+    def _copied_capsule(self):
+        class Tensor(ctypes.Structure):
+            _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32),
+                        ("device_id", ctypes.c_int32), ("ndim", ctypes.c_int32),
+                        ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                        ("lanes", ctypes.c_uint16), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                        ("strides", ctypes.c_void_p), ("byte_offset", ctypes.c_uint64)]
+
+        class Managed(ctypes.Structure):  # DLManagedTensorVersioned, dlpack.h v1.0
+            _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32),
+                        ("ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p),
+                        ("flags", ctypes.c_uint64), ("t", Tensor)]
+
+        self._shape = (ctypes.c_int64 * self.a.ndim)(*self.a.shape)
+        self._m = Managed(1, 0, None, None, 2, Tensor(  # flags: DLPACK_FLAG_BITMASK_IS_COPIED
+            self.a.ctypes.data, 1, 0, self.a.ndim, 2, 32, 1, self._shape, None, 0))
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p,
+                                                       ctypes.c_void_p]
+        return new(ctypes.addressof(self._m), b"dltensor_versioned", None)
+
 
 def test_any_dlpack_exporter():
     a = np.zeros((3, 16, 8), np.float32)
@@ -105,8 +128,10 @@ def test_any_dlpack_exporter():
     assert same(a[2], sinpe.positional_encoding(16, 8))
     ro = np.zeros((3, 16, 8), np.float32)
     ro.flags.writeable = False
-    with pytest.raises(ValueError, match="read-only"):
+    # NumPy 2 exports it marked read-only; NumPy 1.x refuses to export it ("readonly")
+    with pytest.raises(ValueError, match="read-?only"):
         sinpe.add_pe(Exporter(ro))
+    assert not ro.any()
     c = np.zeros((3, 16, 8), np.float32)
     with pytest.raises(ValueError, match="is a copy"):
         sinpe.add_pe(Exporter(c, copy=True))
