@@ -411,6 +411,9 @@ DIFFERS = (
     "vector loop (where depends on layout and thread split); sinpe keeps the payload everywhere",
     "NaN float16 positions: torch's pos.float() gives 0x7fffffff in its scalar tail; sinpe "
     "keeps the payload everywhere, so only NaN rows can differ (NaN either way)",
+    "NaN inputs of apply_rope where both of a step's operands are NaN (q and cos, or both "
+    "products): sinpe keeps the second operand's NaN, as torch's vector loops do on x86-64; "
+    "torch's scalar loop tail keeps the first (only the NaN's sign or payload can differ)",
     "positions from 134,217,737 (2^27 + 9) on: torch's vectorized float32 arange adds lane "
     "offsets in float32; sinpe rounds each integer to nearest",
 )

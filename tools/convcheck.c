@@ -22,6 +22,8 @@
 
 #define BLOCK 4096
 
+static int show; /* -v: the first mismatches of each check are printed */
+
 static uint64_t rng = 0x9e3779b97f4a7c15u;
 static uint32_t next32(void)
 {
@@ -56,7 +58,8 @@ static uint64_t check_store(const sinpe_path_ops *p, int kind)
         p->half(a, pe, BLOCK, kind, 0);
         sinpe_half_scalar(b, pe, BLOCK, kind, 0);
         for (int i = 0; i < BLOCK; i++)
-            bad += a[i] != b[i];
+            if (a[i] != b[i] && bad++ < (uint64_t)show)
+                printf("  store %08x: path %04x scalar %04x\n", (unsigned)(u0 + i), a[i], b[i]);
     }
     return bad;
 }
@@ -75,7 +78,11 @@ static uint64_t check_add(const sinpe_path_ops *p, int kind)
             p->half(a, pe, BLOCK, kind, 1);
             sinpe_half_scalar(b, pe, BLOCK, kind, 1);
             for (int i = 0; i < BLOCK; i++)
-                bad += a[i] != b[i];
+                if (a[i] != b[i] && bad++ < (uint64_t)show) {
+                    uint32_t u;
+                    memcpy(&u, pe + i, 4);
+                    printf("  add %04x + %08x: path %04x scalar %04x\n", x, u, a[i], b[i]);
+                }
         }
     }
     return bad;
@@ -95,7 +102,7 @@ static uint64_t check_rope(const sinpe_path_ops *p, int kind, uint64_t vectors)
 {
     enum { H = 40 };
     float c[2 * H], s[2 * H];
-    unsigned char x[2 * H * 4], y[2 * H * 4];
+    unsigned char x[2 * H * 4], y[2 * H * 4], xin[2 * H * 4];
     size_t w = kind == SINPE_HALF_F32 ? 4 : 2;
     uint64_t bad = 0;
     for (uint64_t v = 0; v < vectors; v++) {
@@ -106,15 +113,33 @@ static uint64_t check_rope(const sinpe_path_ops *p, int kind, uint64_t vectors)
             memcpy(x + i * w, &r, w);
         }
         memcpy(y, x, sizeof x);
+        memcpy(xin, x, sizeof x);
         p->rope_half(x, c, s, H, kind);
         sinpe_rope_half_scalar(y, c, s, H, kind);
-        bad += memcmp(x, y, 2 * H * w) != 0;
+        if (memcmp(x, y, 2 * H * w) != 0 && bad++ < (uint64_t)show)
+            for (int i = 0; i < 2 * H; i++)
+                if (memcmp(x + i * w, y + i * w, w)) {
+                    uint32_t px = 0, py = 0, in = 0;
+                    memcpy(&px, x + i * w, w);
+                    memcpy(&py, y + i * w, w);
+                    memcpy(&in, xin + i * w, w);
+                    uint32_t ic, is, jc, js;
+                    int j = i < H ? i + H : i - H;
+                    memcpy(&ic, c + i, 4);
+                    memcpy(&is, s + i, 4);
+                    memcpy(&jc, xin + j * w, 4);
+                    (void)js;
+                    printf("  rope lane %d: x %08x partner %08x c %08x s %08x: path %08x scalar "
+                           "%08x\n", i, in, w == 4 ? jc : jc & 0xffffu, ic, is, px, py);
+                    break;
+                }
     }
     return bad;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    show = argc > 1 && !strcmp(argv[1], "-v") ? 5 : 0;
     static const char *kinds[] = { "float32", "float16", "bfloat16" };
     uint64_t total = 0;
     for (int k = 1; k < sinpe_paths_count(); k++) {

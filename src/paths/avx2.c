@@ -175,8 +175,26 @@ TARGET static inline void avx2_f2b(void *p, __m256 v)
                                                     _mm256_extracti128_si256(r, 1)));
 }
 
+/* a + b and a * b with b as the first source operand, whose NaN x86 keeps when both are NaN,
+ * as torch's vector loops do (the compiler may commute an intrinsic's operands: paths/body.h,
+ * "Which NaN"). */
+TARGET static inline __m256 avx2_oadd(__m256 a, __m256 b)
+{
+    __m256 r;
+    __asm__("vaddps %1, %2, %0" : "=x"(r) : "x"(a), "x"(b));
+    return r;
+}
+
+TARGET static inline __m256 avx2_omul(__m256 a, __m256 b)
+{
+    __m256 r;
+    __asm__("vmulps %1, %2, %0" : "=x"(r) : "x"(a), "x"(b));
+    return r;
+}
+
 #define PATH_HALF 1
-#define PATH_SMUL _mm256_mul_ps
+#define PATH_OADD avx2_oadd
+#define PATH_OMUL avx2_omul
 #define PATH_SNEG(v) _mm256_xor_ps((v), _mm256_set1_ps(-0.0f))
 #define PATH_H2F(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p)))
 #define PATH_F2H(p, v)                                                                      \

@@ -161,8 +161,26 @@ TARGET static inline void avx512_f2b(void *p, __m512 v)
 }
 
 #define AVX512_RNE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+/* a + b and a * b with b as the first source operand, whose NaN x86 keeps when both are NaN,
+ * as torch's vector loops do (the compiler may commute an intrinsic's operands: paths/body.h,
+ * "Which NaN"). */
+TARGET static inline __m512 avx512_oadd(__m512 a, __m512 b)
+{
+    __m512 r;
+    __asm__("vaddps %1, %2, %0" : "=v"(r) : "v"(a), "v"(b));
+    return r;
+}
+
+TARGET static inline __m512 avx512_omul(__m512 a, __m512 b)
+{
+    __m512 r;
+    __asm__("vmulps %1, %2, %0" : "=v"(r) : "v"(a), "v"(b));
+    return r;
+}
+
 #define PATH_HALF 1
-#define PATH_SMUL _mm512_mul_ps
+#define PATH_OADD avx512_oadd
+#define PATH_OMUL avx512_omul
 #define PATH_SNEG(v) _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v),                \
                                                           _mm512_set1_epi32((int)0x80000000u)))
 #define PATH_H2F(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p)))

@@ -21,13 +21,21 @@
  *     PATH_SPAIRS(dst, s, c)           dst[2i] = s[i], dst[2i+1] = c[i], i < PATH_SW
  *     PATH_ALIGN                       bytes the add aligns its stores to
  *   with PATH_HALF defined, the element conversions of PATH_SW lanes (elem/half.h's rules):
- *     PATH_SMUL(a, b), PATH_SNEG(v)    product, sign flipped
+ *     PATH_OADD(a, b), PATH_OMUL(a, b) sum, product keeping b's NaN when both are NaN
+ *     PATH_SNEG(v)                     sign flipped (bits)
  *     PATH_H2F(p), PATH_F2H(p, v)      float16 at p (unaligned) widened, or v rounded to it
  *     PATH_B2F(p), PATH_F2B(p, v)      the same for bfloat16
  *     PATH_RH(v), PATH_RB(v)           v rounded to float16 / bfloat16 and widened back
  *   (without it, the conversions and rotations are the scalar path's).
  * Every function does its lanes' operations in the order the scalar code would, so the
  * bits do not depend on the path (each lane is correctly rounded, or redone).
+ * Which NaN: where both operands of a step can be NaN (x + pe, a rotation's products and
+ * sum), the result keeps the second operand's NaN (a float16 product: the first), as
+ * torch's vector loops do on x86-64
+ * (docs/numerics.md, "NaN payloads").  An intrinsic does not fix that (the compiler may
+ * commute a + b), so the conversions' paths write those steps with PATH_OADD / PATH_OMUL
+ * (inline assembly on x86); the scalar path applies the rule explicitly (paths/scalar.c,
+ * nan_pick).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -135,6 +143,12 @@ PATH_INLINE PATH_SF FN(round)(PATH_SF v, int kind)
     return kind == SINPE_HALF_F16 ? PATH_RH(v) : kind == SINPE_HALF_BF16 ? PATH_RB(v) : v;
 }
 
+/* a * b keeping b's NaN, or a's for float16 (paths/scalar.c, nan_pick) */
+PATH_INLINE PATH_SF FN(mul)(PATH_SF a, PATH_SF b, int kind)
+{
+    return kind == SINPE_HALF_F16 ? PATH_OMUL(b, a) : PATH_OMUL(a, b);
+}
+
 PATH_INLINE PATH_SF FN(load)(const char *p, int kind)
 {
     if (kind == SINPE_HALF_F16)
@@ -161,7 +175,7 @@ PATH_INLINE void FN(half_body)(char *d, const float *pe, size_t n, int kind, int
     for (; i + PATH_SW <= n; i += PATH_SW) {
         PATH_SF v = PATH_SLOAD(pe + i);
         if (add)
-            v = PATH_SADD(FN(load)(d + 2 * i, kind), v);
+            v = PATH_OADD(FN(load)(d + 2 * i, kind), v);
         FN(store)(d + 2 * i, v, kind);
     }
     if (i < n)
@@ -185,10 +199,10 @@ PATH_INLINE void FN(rope_body)(char *v, const float *c, const float *s, size_t h
         PATH_SF c0 = FN(round)(PATH_SLOAD(c + i), kind), s0 = FN(round)(PATH_SLOAD(s + i), kind);
         PATH_SF c1 = FN(round)(PATH_SLOAD(c + h + i), kind);
         PATH_SF s1 = FN(round)(PATH_SLOAD(s + h + i), kind);
-        PATH_SF y0 = PATH_SADD(FN(round)(PATH_SMUL(a, c0), kind),
-                               FN(round)(PATH_SMUL(PATH_SNEG(b), s0), kind));
-        PATH_SF y1 = PATH_SADD(FN(round)(PATH_SMUL(b, c1), kind),
-                               FN(round)(PATH_SMUL(a, s1), kind));
+        PATH_SF y0 = PATH_OADD(FN(round)(FN(mul)(a, c0, kind), kind),
+                               FN(round)(FN(mul)(PATH_SNEG(b), s0, kind), kind));
+        PATH_SF y1 = PATH_OADD(FN(round)(FN(mul)(b, c1, kind), kind),
+                               FN(round)(FN(mul)(a, s1, kind), kind));
         FN(store)(x0 + i * w, y0, kind);
         FN(store)(x1 + i * w, y1, kind);
     }
