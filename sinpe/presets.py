@@ -34,7 +34,8 @@ __all__ = [
     "fairseq", "fairseq_positions", "m2m100", "speech2text", "fsmt", "musicgen", "fairseq2",
     "tensor2tensor", "keras_hub", "tf_tutorial", "xlm", "marian", "whisper",
     "diffusers_timestep", "mae_2d", "timm_2d", "llama_rope", "rotary_embedding_torch",
-    "rotary_embedding_torch_freqs", "tatp22_1d", "tatp22_2d", "alibi_slopes", "alibi_bias",
+    "rotary_embedding_torch_freqs", "tatp22_1d", "tatp22_2d", "tatp22_3d", "alibi_slopes", "alibi_bias",
+    "hf_rope",
 ]
 
 SIN, COS, ANGLE, ZERO = 0, 1, 2, 3
@@ -651,6 +652,29 @@ def tatp22_2d(channels: int, tensor: Any, *, dtype: Any = None, out: Any = None,
     return dst if out is None else out
 
 
+
+def tatp22_3d(channels: int, tensor: Any, *, dtype: Any = None, out: Any = None,
+              backend: Optional[str] = None, threads: Optional[int] = None,
+              torch_threads: Optional[int] = None) -> np.ndarray:
+    """positional-encodings (tatp22) ``PositionalEncoding3D(channels)(tensor)`` (6.0.3): c =
+    ceil(channels/6)*2; each (x, y, z) holds ``[x's interleaved encoding (c) | y's (c) |
+    z's (c)]``, truncated to tensor's last axis, repeated over the batch. torch builds the
+    three encodings as three tensors, and so does sinpe. tensor: an array (batch, x, y, z, ch)
+    (its dtype is the result's unless dtype=) or that shape as a tuple."""
+    (B, X, Y, Z, ch), tdt = _tatp_shape(tensor, 5)
+    c = math.ceil(_int(channels, "channels", minimum=1) / 6) * 2
+    opts = _opts(dtype if dtype is not None else tdt, out, backend, threads, torch_threads)
+    width = min(ch, 3 * c)
+    dst = _result((B, X, Y, Z, width), opts)
+    inv = _rope_inv_freq(c, 10000.0, opts)
+    one = dict(opts, dtype=dst.dtype)
+    for k, (n, index) in enumerate([(X, np.s_[None, :, None, None]), (Y, np.s_[None, None, :, None]),
+                                    (Z, np.s_[None, None, None, :])]):
+        lo, hi = k * c, min(width, (k + 1) * c)
+        if hi > lo and n:
+            dst[..., lo:hi] = _tatp_axis(n, c, inv, one)[index + (slice(0, hi - lo),)]
+    return dst if out is None else out
+
 # ---- ALiBi --------------------------------------------------------------------------------------
 
 def _paper_slopes(n: int) -> list:
@@ -730,3 +754,6 @@ def alibi_bias(attention_mask: Any = None, num_heads: int = 8, *, seq_length: Op
     ar = ((np.cumsum(mi, axis=-1) - 1) * mi)[:, None, :].astype(np.float32)  # int64 -> float32
     bias = slopes[None, :, None] * ar  # (batch, heads, seq): float32 products
     return _round_to(bias.reshape(mi.shape[0] * heads, 1, L), dtype)
+
+
+from ._hf import hf_rope  # noqa: E402  (transformers' rotary modules from a config)

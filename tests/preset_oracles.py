@@ -252,6 +252,17 @@ def tatp22_2d(F, channels, shape):
     return np.repeat(emb[None, :, :, :ch], B, axis=0)
 
 
+def tatp22_3d(F, channels, shape):
+    B, X, Y, Z, ch = shape
+    c = int(np.ceil(channels / 6) * 2)
+    inv = f32(1.0) / F.pow(f32(10000), ar(c // 2, 0, 2) / f32(c))
+    emb = np.zeros((X, Y, Z, 3 * c), f32)
+    emb[..., :c] = tatp22_emb(F, X, inv)[:, None, None, :]
+    emb[..., c:2 * c] = tatp22_emb(F, Y, inv)[None, :, None, :]
+    emb[..., 2 * c:] = tatp22_emb(F, Z, inv)[None, None, :, :]
+    return np.repeat(emb[None, ..., :ch], B, axis=0)
+
+
 def apply_half(x, cos, sin):
     """transformers apply_rotary_pos_emb in float32 (x (B, H, S, D), cos/sin (B, S, D))."""
     c, s = cos[:, None], sin[:, None]

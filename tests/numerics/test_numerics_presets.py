@@ -124,6 +124,10 @@ def cases(F, small=False):
                       [(768, (1, 14, 14, 768)), (10, (2, 8, 5, 10)), (13, (1, 6, 7, 13))]):
         add(f"tatp22_2d {ch} {shape}", lambda o, c=ch, s=shape: P.tatp22_2d(c, s, **o),
             lambda c=ch, s=shape: O.tatp22_2d(F, c, s))
+    for ch, shape in ([(12, (1, 3, 4, 2, 12)), (7, (1, 2, 3, 4, 7))] if small else
+                      [(96, (1, 8, 8, 8, 96)), (10, (2, 5, 4, 3, 10)), (13, (1, 3, 6, 7, 13))]):
+        add(f"tatp22_3d {ch} {shape}", lambda o, c=ch, s=shape: P.tatp22_3d(c, s, **o),
+            lambda c=ch, s=shape: O.tatp22_3d(F, c, s))
     for H in (8, 12) if small else (1, 8, 12, 40, 64):
         m = np.ones((2, n or 50), np.int64)
         m[1, :7] = 0
@@ -308,6 +312,36 @@ def test_apply_rope_equals_transformers(dtype, shape_kind):
     assert_same(y, to_numpy(q), f"HF apply_rotary_pos_emb {dtype} {shape_kind}")
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_apply_rope_nan_payloads_equal_torch(dtype, backend):
+    """q and cos with 20% NaNs (both signs, signalling and quiet) and infinities: HF's eager
+    rotation keeps the second operand's NaN where both are NaN (torch's vector loops; the
+    inner loop here, 64 x 80, has no scalar tail), and so does sinpe, bit for bit."""
+    rng = np.random.default_rng(5)
+    tdt, S, D = getattr(torch, dtype), 64, 80
+    specials = {"float32": ([0x7fc01234, 0xffc05678, 0x7f800001, 0xff812345, 0x7f800000, 0], torch.int32),
+                "float16": ([0x7e12, 0xfe34, 0x7c01, 0xfc05, 0x7c00, 0xfc00], torch.int16),
+                "bfloat16": ([0x7fc1, 0xffc3, 0x7f81, 0xff85, 0x7f80, 0], torch.int16)}[dtype]
+
+    def poke(t):
+        raw = t.view(specials[1]).numpy()
+        m = rng.random(raw.shape) < 0.2
+        raw[m] = rng.choice(np.array(specials[0], np.uint32).astype(raw.dtype), m.sum())
+        return t
+
+    q = poke(torch.randn(1, 4, S, D).to(tdt))
+    f = torch.arange(S)[:, None].float() * (1.0 / 10000 ** (torch.arange(0, D, 2).float() / D))
+    emb = torch.cat((f, f), -1)
+    cos, sin = poke(emb.cos().to(tdt)), emb.sin().to(tdt)
+    h = D // 2
+    want = q * cos + torch.cat((-q[..., h:], q[..., :h]), -1) * sin
+    assert torch.isnan(want).float().mean() > 0.2  # the case is exercised
+    y = q.clone()
+    sinpe.apply_rope(y, cos=cos, sin=sin, backend=backend)
+    assert torch.equal(y.view(specials[1]), want.view(specials[1])), dtype
+
+
 @oracle_packages
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("rot", [64, 32])
@@ -371,7 +405,7 @@ def timm_pos_embed_sincos():
 def package_cases():
     import diffusers.models.embeddings as de
     import whisper.model as wm
-    from positional_encodings.torch_encodings import PositionalEncoding1D, PositionalEncoding2D
+    from positional_encodings.torch_encodings import PositionalEncoding1D, PositionalEncoding2D, PositionalEncoding3D
     from rotary_embedding_torch import RotaryEmbedding
     from transformers import LlamaConfig
     from transformers.models.bloom.modeling_bloom import build_alibi_tensor
@@ -450,6 +484,9 @@ def package_cases():
     for ch, shape in [(768, (1, 14, 14, 768)), (10, (2, 8, 5, 10)), (13, (1, 6, 7, 13))]:
         c[f"tatp22_2d {ch} {shape}"] = (lambda ch=ch, s=shape: P.tatp22_2d(ch, s),
                                         lambda ch=ch, s=shape: PositionalEncoding2D(ch)(torch.zeros(s)))
+    for ch, shape in [(96, (1, 8, 8, 8, 96)), (10, (2, 5, 4, 3, 10)), (13, (1, 3, 6, 7, 13)), (5, (1, 2, 2, 2, 5))]:
+        c[f"tatp22_3d {ch} {shape}"] = (lambda ch=ch, s=shape: P.tatp22_3d(ch, s),
+                                        lambda ch=ch, s=shape: PositionalEncoding3D(ch)(torch.zeros(s)))
     for (L, d), kw in [((128, 64), {}), ((256, 512), {}), ((50, 9), {}), ((64, 32), {"start_index": 7})]:
         c[f"keras_hub {L} {d} {kw}"] = (
             lambda L=L, d=d, kw=kw: P.keras_hub((1, L, d), **kw),

@@ -73,6 +73,7 @@ def _presets_with_out():
         "keras_hub_batch1": (lambda **k: P.keras_hub((1, 5, 8), **k), (1, 5, 8)),
         "tatp22_1d": (lambda **k: P.tatp22_1d(8, (2, 5, 8), **k), (2, 5, 8)),
         "tatp22_2d": (lambda **k: P.tatp22_2d(8, (2, 3, 4, 8), **k), (2, 3, 4, 8)),
+        "tatp22_3d": (lambda **k: P.tatp22_3d(8, (2, 3, 4, 2, 8), **k), (2, 3, 4, 2, 8)),
         "tensor2tensor": (lambda **k: P.tensor2tensor(5, 8, **k), (1, 5, 8)),
         "tensor2tensor_neg": (lambda **k: P.tensor2tensor(5, 8, start_index=-3, **k), (1, 5, 8)),
         "tf_tutorial_legacy": (lambda **k: P.tf_tutorial(5, 8, legacy=True, **k), (1, 5, 8)),
