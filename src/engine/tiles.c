@@ -203,6 +203,20 @@ static int kept_positions(const sinpe_plan *p, const float *pos, int64_t n);
 static void emit_kept(const sinpe_plan *p, char *x, int64_t first, int64_t nr, int64_t j0,
                       int64_t rl, int64_t bb);
 
+/* nr rows of rl values from pe (pe_stride floats apart) into x's rows: one emit when both
+ * are contiguous runs (a whole tile of an element at once: no per-row call and alignment
+ * steps; 64 x 64 x 256 adds took 1.2-1.4x np.add row by row), else row by row. */
+static void emit_rows(const sinpe_plan *p, char *x, const float *pe, int64_t pe_stride,
+                      int64_t nr, int64_t rl)
+{
+    if (nr > 1 && pe_stride == rl && p->row_stride == rl * p->em.cstride) {
+        sinpe_emit(&p->em, x, pe, nr * rl);
+        return;
+    }
+    for (int64_t r = 0; r < nr; r++)
+        sinpe_emit(&p->em, x + r * p->row_stride, pe + r * pe_stride, rl);
+}
+
 static void run_tile(sinpe_plan *p, int64_t t, int tid)
 {
     sinpe_slot *sl = &p->slots[tid];
@@ -232,11 +246,8 @@ static void run_tile(sinpe_plan *p, int64_t t, int tid)
         int64_t b0 = bb * p->tile_batch, nb = p->batch - b0 < p->tile_batch ? p->batch - b0 : p->tile_batch;
         sinpe_walker w;
         sinpe_walker_init(&w, p->lead_n, p->lead_shape, p->lead_strides, NULL, b0);
-        for (int64_t b = 0; b < nb; b++, sinpe_walker_next(&w)) {
-            char *x = base + w.o1 + r0 * p->row_stride;
-            for (int64_t r = 0; r < nr; r++)
-                sinpe_emit(&p->em, x + r * p->row_stride, sl->pe + r * rl, rl);
-        }
+        for (int64_t b = 0; b < nb; b++, sinpe_walker_next(&w))
+            emit_rows(p, base + w.o1 + r0 * p->row_stride, sl->pe, rl, nr, rl);
         return;
     }
     sinpe_walker w;
@@ -290,8 +301,7 @@ static void emit_kept(const sinpe_plan *p, char *x, int64_t first, int64_t nr, i
     sinpe_walker w;
     sinpe_walker_init(&w, p->lead_n, p->lead_shape, p->lead_strides, NULL, b0);
     for (int64_t b = 0; b < nb; b++, sinpe_walker_next(&w))
-        for (int64_t r = 0; r < nr; r++)
-            sinpe_emit(&p->em, x + w.o1 + r * p->row_stride, kept_row(p, first + r, j0), rl);
+        emit_rows(p, x + w.o1, kept_row(p, first, j0), p->j.kept.stride, nr, rl);
 }
 
 /* The fill stage: positions kept.fill_first .. fill_end - 1 computed into the kept rows
