@@ -16,10 +16,17 @@ the float32 table, converted by torch: torch.set_default_dtype(torch.float64)
 gives a float64 buffer and a float64 forward) and on its default device (under
 ``with torch.device('meta')`` it is a meta tensor with no data; on other
 devices the CPU table is copied there).
+
+Also transformers' ``apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1)`` (with GPT-NeoX's
+partial form) and its variants ``apply_rotary_pos_emb_interleave`` (DeepSeek-V3),
+``apply_rotary_pos_emb_glm`` and ``apply_rotary_pos_emb_cohere``: new tensors, bit for bit
+with transformers' functions, rotated by sinpe's core (the tables from
+:func:`sinpe.presets.hf_rope` or from the model's own rotary module).
 """
 from __future__ import annotations
 
 import ctypes
+from typing import Any, Optional, Tuple
 
 import torch
 from torch import nn
@@ -27,7 +34,9 @@ from torch import nn
 from ._choice import torch_kernels
 from ._api import positional_encoding
 
-__all__ = ["SinusoidalPositionalEncoding"]
+__all__ = ["SinusoidalPositionalEncoding", "apply_rotary_pos_emb",
+           "apply_rotary_pos_emb_interleave", "apply_rotary_pos_emb_glm",
+           "apply_rotary_pos_emb_cohere"]
 
 
 def _table(d_model: int, max_len: int, base: float) -> torch.Tensor:
@@ -64,3 +73,202 @@ class SinusoidalPositionalEncoding(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.pe[:, :x.size(1)]
         return self.dropout(x)
+
+
+# ---- transformers' apply_rotary_pos_emb and its variants --------------------------------------
+#
+# Each returns new tensors equal, bit for bit, to transformers' (5.24.0) function: q and k are
+# cloned and rotated in place by sinpe's core (one pass, the ops in x's dtype as torch rounds
+# them), with cos/sin as the core's float32 tables (widening is exact).  Whatever the core
+# cannot take (autograd, a non-CPU device, float64, mixed dtypes, a broadcast the core's
+# (batch, seq) tables cannot express) runs transformers' own torch ops instead.
+
+_FAST = (torch.float32, torch.float16, torch.bfloat16)
+_Pair = Tuple[torch.Tensor, torch.Tensor]
+
+
+def _hf_rotate_half(x: torch.Tensor) -> torch.Tensor:
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def _pairs_rotate_half(x: torch.Tensor) -> torch.Tensor:
+    return torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2)
+
+
+def _layout(x: torch.Tensor, cu_shape: Tuple[int, ...], r: int) -> Optional[Tuple[int, int]]:
+    """(seq_axis, batch_axis) of x for a cos of shape cu_shape (unsqueezed, right-aligned
+    broadcast against x, last axis r), or None when the core's tables cannot express it."""
+    nd = x.dim()
+    if len(cu_shape) > nd or nd < 2 or r < 2 or r % 2 or r > x.shape[-1]:
+        return None
+    cu = (1,) * (nd - len(cu_shape)) + tuple(cu_shape)
+    rows = []
+    for a in range(nd - 1):
+        if cu[a] != 1 and cu[a] != x.shape[a]:
+            return None  # cos larger than x there: the result is broadcast up
+        if cu[a] == x.shape[a] and cu[a] > 1:
+            rows.append(a)
+    if len(rows) > 2:
+        return None
+    if not rows:  # one position: any axis of x of length 1 holds it
+        ones = [a for a in range(nd - 1) if x.shape[a] == 1]
+        return (ones[-1], -1) if ones else None
+    return (rows[-1], rows[0] if len(rows) == 2 else -1)
+
+
+def _tables(t: torch.Tensor, cu_shape: Tuple[int, ...], nd: int, seq: int,
+            batch: int) -> Any:
+    """cos (or sin) unsqueezed to cu_shape as the core's float32 table (tables, seq, rot)."""
+    import numpy as np
+    v = t.detach().reshape(cu_shape)
+    v = v.reshape((1,) * (nd - v.dim()) + tuple(v.shape))
+    idx = tuple(slice(None) if a in (seq, batch) else 0 for a in range(nd - 1))
+    v = v[idx + (slice(None),)]  # the kept axes, in x's order
+    if batch >= 0 and batch > seq:
+        v = v.transpose(0, 1)
+    if batch < 0:
+        v = v.reshape(1, -1, v.shape[-1])
+    return np.ascontiguousarray(v.float().contiguous().numpy(), dtype=np.float32)
+
+
+def _fast_ok(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+             same_dtype: bool) -> bool:
+    ts = (q, k, cos, sin)
+    if not all(isinstance(t, torch.Tensor) for t in ts) or any(t.device.type != "cpu" for t in ts):
+        return False
+    if torch.is_grad_enabled() and any(t.requires_grad for t in ts):
+        return False
+    if q.dtype not in _FAST or k.dtype != q.dtype or cos.dtype not in _FAST \
+            or sin.dtype != cos.dtype or cos.shape != sin.shape:
+        return False
+    return not (same_dtype and cos.dtype != q.dtype)  # else torch promotes the products
+
+
+def _rotate(x: torch.Tensor, cu_shape: Tuple[int, ...], cos: torch.Tensor, sin: torch.Tensor,
+            pairs: bool) -> bool:
+    """Rotate x (a fresh tensor) in place; False when its layout does not fit the core."""
+    from . import _sinpe
+    from .presets import _opts
+    lay = _layout(x, cu_shape, cu_shape[-1])
+    if lay is None:
+        return False
+    sd, ba = lay
+    nd = x.dim()
+    c = _tables(cos, cu_shape, nd, sd, ba)
+    s = _tables(sin, cu_shape, nd, sd, ba)
+    if x.numel():
+        _sinpe.rope(_opts(None, None, None, None, None)["core"], x, c, s, sd, ba, pairs)
+    return True
+
+
+def _unsqueezed(cos: torch.Tensor, unsqueeze_dim: int) -> Tuple[int, ...]:
+    return tuple(cos.unsqueeze(unsqueeze_dim).shape)  # torch's own checks of unsqueeze_dim
+
+
+def apply_rotary_pos_emb(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+                         unsqueeze_dim: int = 1) -> "_Pair":
+    """transformers' ``apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1)`` (Llama and
+    the families that copy it): ``q * cos + rotate_half(q) * sin`` with cos/sin unsqueezed at
+    unsqueeze_dim (1 for q of shape (batch, heads, seq, dim), 2 for (batch, seq, heads,
+    dim)); when cos is narrower than q (``rotary_dim = cos.shape[-1]``), GPT-NeoX's partial
+    form: the first rotary_dim channels rotate, the rest pass through (GPT-NeoX, Phi,
+    StableLM, Persimmon).  New tensors (q_embed, k_embed), bit for bit with transformers'
+    at float32, float16 and bfloat16."""
+    cu = _unsqueezed(cos, unsqueeze_dim)
+    if _fast_ok(q, k, cos, sin, True):
+        qe, ke = q.clone(), k.clone()
+        if _rotate(qe, cu, cos, sin, False) and _rotate(ke, cu, cos, sin, False):
+            return qe, ke
+    c, s = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
+    r = c.shape[-1]
+    if r < q.shape[-1]:
+        def one(x: torch.Tensor) -> torch.Tensor:
+            xr, xp = x[..., :r], x[..., r:]
+            return torch.cat([(xr * c) + (_hf_rotate_half(xr) * s), xp], dim=-1)
+        return one(q), one(k)
+    return (q * c) + (_hf_rotate_half(q) * s), (k * c) + (_hf_rotate_half(k) * s)
+
+
+def _deinterleave(x: torch.Tensor) -> torch.Tensor:
+    return torch.cat([x[..., 0::2], x[..., 1::2]], dim=-1)
+
+
+def _first_half_twice(t: torch.Tensor) -> torch.Tensor:
+    h = t[..., : t.shape[-1] // 2]
+    return torch.cat([h, h], dim=-1)
+
+
+def apply_rotary_pos_emb_interleave(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
+                                    sin: torch.Tensor, position_ids: Any = None,
+                                    unsqueeze_dim: int = 1) -> "_Pair":
+    """transformers' ``apply_rotary_pos_emb_interleave`` (DeepSeek-V3, GLM-4-MoE-Lite,
+    Mistral 4, LongCat-Flash...): q's interleaved pairs ``q1, q2 = q[..., 0::2], q[...,
+    1::2]`` rotated by the first half of cos/sin, the result in halves: ``cat(q1 * cos - q2 *
+    sin, q2 * cos + q1 * sin)``.  position_ids is unused (as there).  Bit for bit at float32,
+    float16 and bfloat16."""
+    half = cos.shape[-1] // 2
+    if _fast_ok(q, k, cos, sin, True) and 2 * half == q.shape[-1] == k.shape[-1]:
+        c2, s2 = _first_half_twice(cos), _first_half_twice(sin)
+        cu = _unsqueezed(c2, unsqueeze_dim)
+        qe, ke = _deinterleave(q), _deinterleave(k)
+        if _rotate(qe, cu, c2, s2, False) and _rotate(ke, cu, c2, s2, False):
+            return qe, ke
+    c = cos[..., :half].unsqueeze(unsqueeze_dim)
+    s = sin[..., :half].unsqueeze(unsqueeze_dim)
+
+    def one(x: torch.Tensor) -> torch.Tensor:
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1)
+    return one(q), one(k)
+
+
+def apply_rotary_pos_emb_glm(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
+                             sin: torch.Tensor, unsqueeze_dim: int = 1) -> "_Pair":
+    """transformers GLM's ``apply_rotary_pos_emb`` (models/glm, glm4): ``cos = cos[...,
+    :d // 2].repeat_interleave(2)`` (d = cos.shape[-1]), the first d channels rotated in
+    interleaved pairs (``rotate_half`` = ``stack(-x[1::2], x[0::2]).flatten``), the rest
+    passed through; every op in q's dtype.  Bit for bit at float32, float16 and bfloat16."""
+    half = cos.shape[-1] // 2
+    r = 2 * half
+    if _fast_ok(q, k, cos, sin, True) and 2 <= r <= min(q.shape[-1], k.shape[-1]):
+        c2, s2 = _first_half_twice(cos), _first_half_twice(sin)
+        cu = _unsqueezed(c2, unsqueeze_dim)
+        outs = []
+        for x in (q, k):
+            xh = _deinterleave(x[..., :r])
+            if not _rotate(xh, cu, c2, s2, False):
+                break
+            y = torch.empty_like(x)
+            y[..., :r] = torch.stack((xh[..., :half], xh[..., half:]), dim=-1).flatten(-2)
+            y[..., r:] = x[..., r:]
+            outs.append(y)
+        if len(outs) == 2:
+            return outs[0], outs[1]
+    c = cos.unsqueeze(unsqueeze_dim)[..., :half].repeat_interleave(2, dim=-1)
+    s = sin.unsqueeze(unsqueeze_dim)[..., :half].repeat_interleave(2, dim=-1)
+
+    def one(x: torch.Tensor) -> torch.Tensor:
+        xr, xp = x[..., :r], x[..., r:]
+        return torch.cat([(xr * c) + (_pairs_rotate_half(xr) * s), xp], dim=-1)
+    return one(q), one(k)
+
+
+def apply_rotary_pos_emb_cohere(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
+                                sin: torch.Tensor, unsqueeze_dim: int = 1) -> "_Pair":
+    """transformers Cohere's ``apply_rotary_pos_emb`` (cohere, cohere2): q and k upcast to
+    float32, rotated in interleaved pairs with cos/sin as given (``CohereRotaryEmbedding``'s
+    repeat_interleave layout), ``(q * cos) + (rotate_half(q) * sin)`` in float32, then
+    rounded once to q's dtype.  Bit for bit at float32, float16 and bfloat16."""
+    cu = _unsqueezed(cos, unsqueeze_dim)
+    if _fast_ok(q, k, cos, sin, False) and cu[-1] == q.shape[-1] == k.shape[-1]:
+        qe, ke = q.clone(), k.clone()
+        if _rotate(qe, cu, cos, sin, True) and _rotate(ke, cu, cos, sin, True):
+            return qe, ke
+    dtype = q.dtype
+    qf, kf = q.float(), k.float()
+    c, s = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
+    qe = (qf * c) + (_pairs_rotate_half(qf) * s)
+    ke = (kf * c) + (_pairs_rotate_half(kf) * s)
+    return qe.to(dtype=dtype), ke.to(dtype=dtype)

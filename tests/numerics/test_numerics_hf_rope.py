@@ -1,0 +1,387 @@
+"""sinpe.presets.hf_rope and sinpe.torch.apply_rotary_pos_emb (and its variants) against
+transformers' own rotary modules and functions, bit for bit (every comparison is of bit
+patterns): every rope_type of ROPE_INIT_FUNCTIONS on Llama configs, float32, float16 and
+bfloat16, per-batch position_ids on both sides of max_position_embeddings (dynamic's regrowth,
+longrope's long/short switch), a module's own bfloat16 inv_freq, the partial rotary families,
+Cohere's interleaved tables, OLMo's uncast ones, Gemma 3's per-layer-type parameters,
+Qwen2-VL/Qwen3-VL/GLM-4V mrope, and a whole tiny Llama in bfloat16 whose rotary module is
+replaced by hf_rope."""
+import importlib
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from conftest import TORCH_FREE
+
+if not TORCH_FREE:  # the torch-free passes deselect every test here (needs_torch)
+    import torch
+    import sinpe.torch as ST
+    from sinpe.presets import hf_rope
+
+pytestmark = [pytest.mark.needs_torch, pytest.mark.oracle_packages]
+
+DTYPES = ["float32", "float16", "bfloat16"]
+TDT = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}
+
+
+def tdtype(name):
+    return getattr(torch, name)
+
+
+def to_np(t):
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
+def bits(a):
+    a = np.asarray(a)
+    return a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
+
+
+def assert_same(got, want, what):
+    assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
+    bad = int(np.count_nonzero(bits(got) != bits(want)))
+    assert bad == 0, f"{what}: {bad} of {got.size} elements differ"
+
+
+def module(path, cls):
+    return getattr(importlib.import_module("transformers.models." + path), cls)
+
+
+def check_module(cfg, mod, pos, dtype, *, as_dict=False, to_bf16=False, **fw):
+    """hf_rope against the module's first forward call."""
+    m = mod(cfg)
+    kw = {}
+    if to_bf16:
+        m = m.to(torch.bfloat16)
+        kw["inv_freq"] = m.inv_freq
+        assert m.inv_freq.dtype == torch.bfloat16
+    c, s = m(torch.zeros(1, dtype=tdtype(dtype)), torch.as_tensor(pos), **fw)
+    mc, ms = hf_rope(cfg.to_dict() if as_dict else cfg, pos, dtype=dtype, **fw, **kw)
+    assert_same(mc, to_np(c), f"cos {dtype}")
+    assert_same(ms, to_np(s), f"sin {dtype}")
+
+
+def positions(n, top, seed=0):
+    """(2, n): arange, and random positions below top (batch rows differ)."""
+    rng = np.random.default_rng(seed)
+    return np.stack([np.arange(n), rng.integers(0, top, n)]).astype(np.int64)
+
+
+def llama_cases():
+    rng = np.random.default_rng(3)
+    return {
+        "default": {"rope_type": "default", "rope_theta": 500000.0},
+        "linear": {"rope_type": "linear", "rope_theta": 10000.0, "factor": 4.0},
+        "dynamic": {"rope_type": "dynamic", "rope_theta": 10000.0, "factor": 2.5},
+        "yarn": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 8.0,
+                 "original_max_position_embeddings": 2048},
+        "yarn_mscale": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 40,
+                        "original_max_position_embeddings": 4096, "mscale": 0.707,
+                        "mscale_all_dim": 0.707, "beta_fast": 32, "beta_slow": 1,
+                        "truncate": False},
+        "longrope": {"rope_type": "longrope", "rope_theta": 10000.0,
+                     "short_factor": list(1 + rng.random(32)),
+                     "long_factor": list(1 + 9 * rng.random(32)),
+                     "original_max_position_embeddings": 4096},
+        "llama3": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+                   "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                   "original_max_position_embeddings": 8192},
+        "proportional": {"rope_type": "proportional", "rope_theta": 10000.0,
+                         "partial_rotary_factor": 0.25, "factor": 2.0},
+        "linear_partial": {"rope_type": "linear", "rope_theta": 10000.0, "factor": 2.0,
+                           "partial_rotary_factor": 0.5},
+    }
+
+
+def llama_config(name, **kw):
+    from transformers import LlamaConfig
+    mpe = 131072 if name == "longrope" else 4096
+    args = dict(hidden_size=256, num_attention_heads=4, max_position_embeddings=mpe,
+                rope_parameters=dict(llama_cases()[name]))
+    args.update(kw)
+    return LlamaConfig(**args)
+
+
+LLAMA = "llama.modeling_llama", "LlamaRotaryEmbedding"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", list(llama_cases()))
+def test_every_rope_type(name, dtype):
+    cfg = llama_config(name)
+    for top in (40000, 4000):  # past max_position_embeddings (regrowth, long factors), and not
+        check_module(cfg, module(*LLAMA), positions(160, top), dtype)
+
+
+@pytest.mark.parametrize("name", ["default", "yarn", "llama3", "dynamic"])
+def test_rope_types_on_each_torch_bits_backend(name, parity_backend):
+    cfg = llama_config(name)
+    pos = positions(300, 40000, seed=5)
+    c, s = module(*LLAMA)(cfg)(torch.zeros(1), torch.as_tensor(pos))
+    mc, ms = hf_rope(cfg, pos, backend=parity_backend)
+    assert_same(mc, c.numpy(), f"cos {parity_backend}")
+    assert_same(ms, s.numpy(), f"sin {parity_backend}")
+
+
+@pytest.mark.parametrize("name", ["default", "linear", "dynamic", "llama3", "yarn", "longrope"])
+def test_inv_freq_of_a_bfloat16_module(name):
+    cfg = llama_config(name)
+    for dtype in ("bfloat16", "float32"):
+        for top in (40000, 3000):
+            check_module(cfg, module(*LLAMA), positions(100, top, seed=1), dtype, to_bf16=True)
+
+
+def test_head_dim_dict_config_and_int_positions():
+    cfg = llama_config("yarn", hidden_size=192, num_attention_heads=2, head_dim=64)
+    check_module(cfg, module(*LLAMA), positions(50, 9000), "bfloat16", as_dict=True)
+    c, s = module(*LLAMA)(cfg)(torch.zeros(1), torch.arange(33)[None])
+    mc, ms = hf_rope(cfg, 33)
+    assert_same(mc, c.numpy(), "cos of arange")
+    assert_same(ms, s.numpy(), "sin of arange")
+
+
+def test_float64():
+    cfg = llama_config("yarn")
+    check_module(cfg, module(*LLAMA), positions(40, 9000), "float64")
+
+
+@pytest.mark.parametrize("family", ["gpt_neox", "phi", "stablelm", "glm", "persimmon",
+                                    "phi3_longrope", "cohere", "olmo", "gpt_oss"])
+def test_families(family):
+    import transformers as T
+    rng = np.random.default_rng(2)
+    cfgs = {
+        "gpt_neox": (T.GPTNeoXConfig(hidden_size=256, num_attention_heads=4, rotary_pct=0.25),
+                     "gpt_neox.modeling_gpt_neox", "GPTNeoXRotaryEmbedding"),
+        "phi": (T.PhiConfig(hidden_size=256, num_attention_heads=4, partial_rotary_factor=0.4),
+                "phi.modeling_phi", "PhiRotaryEmbedding"),
+        "stablelm": (T.StableLmConfig(hidden_size=256, num_attention_heads=4),
+                     "stablelm.modeling_stablelm", "StableLmRotaryEmbedding"),
+        "glm": (T.GlmConfig(hidden_size=256, num_attention_heads=4, head_dim=64),
+                "glm.modeling_glm", "GlmRotaryEmbedding"),
+        "persimmon": (T.PersimmonConfig(hidden_size=256, num_attention_heads=4),
+                      "persimmon.modeling_persimmon", "PersimmonRotaryEmbedding"),
+        "phi3_longrope": (T.Phi3Config(
+            hidden_size=256, num_attention_heads=4, max_position_embeddings=131072,
+            original_max_position_embeddings=4096, partial_rotary_factor=0.75,
+            rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0,
+                             "short_factor": list(1 + rng.random(24)),
+                             "long_factor": list(1 + 9 * rng.random(24))}),
+            "phi3.modeling_phi3", "Phi3RotaryEmbedding"),
+        "cohere": (T.CohereConfig(hidden_size=256, num_attention_heads=4),
+                   "cohere.modeling_cohere", "CohereRotaryEmbedding"),
+        "olmo": (T.OlmoConfig(hidden_size=256, num_attention_heads=4),
+                 "olmo.modeling_olmo", "OlmoRotaryEmbedding"),
+        "gpt_oss": (T.GptOssConfig(hidden_size=256, num_attention_heads=4, head_dim=64,
+                                   num_local_experts=4),
+                    "gpt_oss.modeling_gpt_oss", "GptOssRotaryEmbedding"),
+    }
+    cfg, path, cls = cfgs[family]
+    for dtype in DTYPES:
+        check_module(cfg, module(path, cls), positions(120, 30000, seed=4), dtype)
+    check_module(cfg, module(path, cls), positions(30, 3000), "bfloat16", as_dict=True)
+
+
+def test_gemma3_layer_types():
+    from transformers import Gemma3TextConfig
+    cfg = Gemma3TextConfig(hidden_size=256, num_attention_heads=4, head_dim=64,
+                           rope_parameters={"full_attention": {"rope_type": "linear",
+                                                               "factor": 8.0,
+                                                               "rope_theta": 1000000.0},
+                                            "sliding_attention": {"rope_type": "default",
+                                                                  "rope_theta": 10000.0}})
+    mod = module("gemma3.modeling_gemma3", "Gemma3RotaryEmbedding")
+    for lt in ("full_attention", "sliding_attention"):
+        for dtype in ("float32", "bfloat16"):
+            check_module(cfg, mod, positions(100, 20000), dtype, layer_type=lt)
+        check_module(cfg, mod, positions(20, 200), "float16", as_dict=True, layer_type=lt)
+    with pytest.raises(ValueError, match="layer_type"):
+        hf_rope(cfg, positions(4, 10))
+    with pytest.raises(ValueError, match="layer_type"):
+        hf_rope(cfg, positions(4, 10), layer_type="nope")
+
+
+def test_mrope():
+    import transformers as T
+    pos = positions(100, 20000)
+    p3 = np.stack([pos, pos // 3, pos % 17])
+    q2 = T.Qwen2VLTextConfig(hidden_size=256, num_attention_heads=2,
+                             rope_parameters={"rope_type": "default", "rope_theta": 1e6,
+                                              "mrope_section": [16, 24, 24]})
+    q3 = T.Qwen3VLTextConfig(hidden_size=256, num_attention_heads=2, head_dim=128,
+                             rope_parameters={"rope_type": "default", "rope_theta": 5e6,
+                                              "mrope_section": [24, 20, 20]})
+    g4 = T.Glm4vTextConfig(hidden_size=256, num_attention_heads=4, head_dim=64,
+                           rope_parameters={"rope_type": "default", "rope_theta": 1e4,
+                                            "mrope_section": [4, 6, 6],
+                                            "partial_rotary_factor": 0.5})
+    cases = [(q2, "qwen2_vl.modeling_qwen2_vl", "Qwen2VLRotaryEmbedding"),
+             (q3, "qwen3_vl.modeling_qwen3_vl", "Qwen3VLTextRotaryEmbedding"),
+             (g4, "glm4v.modeling_glm4v", "Glm4vTextRotaryEmbedding")]
+    for cfg, path, cls in cases:
+        for dtype in DTYPES:
+            check_module(cfg, module(path, cls), p3, dtype)
+        check_module(cfg, module(path, cls), pos, "bfloat16")  # (batch, seq): expanded to 3
+    top = T.Qwen2VLConfig(text_config=q2.to_dict())  # a composite config: its text part
+    m = module("qwen2_vl.modeling_qwen2_vl", "Qwen2VLRotaryEmbedding")(top.text_config)
+    c, _ = m(torch.zeros(1), torch.as_tensor(p3))
+    assert_same(hf_rope(top, p3)[0], c.numpy(), "composite config")
+    assert_same(hf_rope(top.to_dict(), p3)[0], c.numpy(), "composite dict")
+
+
+def test_bad_input():
+    cfg = llama_config("default")
+    pos = positions(4, 10)
+    with pytest.raises(TypeError, match="config"):
+        hf_rope(42, pos)
+    with pytest.raises(TypeError, match="position_ids"):
+        hf_rope(cfg, np.array(["a", "b"]))
+    with pytest.raises(TypeError, match="position_ids"):
+        hf_rope(cfg, 2.5)
+    with pytest.raises(ValueError, match="position_ids"):
+        hf_rope(cfg, -3)
+    with pytest.raises(ValueError, match="inv_freq"):
+        hf_rope(cfg, pos, inv_freq=np.ones(5, np.float32))
+    with pytest.raises(TypeError, match="inv_freq"):
+        hf_rope(cfg, pos, inv_freq=np.ones(32, np.int32))
+    with pytest.raises(TypeError, match="dtype"):
+        hf_rope(cfg, pos, dtype="int8")
+    with pytest.raises(ValueError, match="rope_type"):
+        hf_rope({"hidden_size": 64, "num_attention_heads": 2,
+                 "rope_parameters": {"rope_type": "weird"}}, pos)
+    with pytest.raises(ValueError, match="factor"):
+        hf_rope({"hidden_size": 64, "num_attention_heads": 2,
+                 "rope_parameters": {"rope_type": "linear", "rope_theta": 1e4}}, pos)
+    with pytest.raises(ValueError, match="short_factor"):
+        hf_rope({"hidden_size": 64, "num_attention_heads": 2, "max_position_embeddings": 99,
+                 "rope_parameters": {"rope_type": "longrope", "rope_theta": 1e4,
+                                     "short_factor": [1.0] * 5, "long_factor": [1.0] * 5}},
+                pos)
+    with pytest.raises(ValueError, match="rope_theta"):
+        hf_rope({"hidden_size": 64, "num_attention_heads": 2,
+                 "rope_parameters": {"rope_type": "default", "rope_theta": -1.0}}, pos)
+    with pytest.raises(NotImplementedError, match="llama4"):
+        hf_rope({"model_type": "llama4_text", "hidden_size": 64, "num_attention_heads": 2}, pos)
+
+
+# ---- apply_rotary_pos_emb -----------------------------------------------------------------
+
+def _tables(B, S, R, dtype, g, interleave=False):
+    ang = torch.randn(B, S, R // 2, generator=g) * 50
+    if interleave:
+        c, s = ang.cos().repeat_interleave(2, -1), ang.sin().repeat_interleave(2, -1)
+    else:
+        c, s = torch.cat([ang.cos()] * 2, -1), torch.cat([ang.sin()] * 2, -1)
+    return (c * 1.1).to(dtype), (s * 1.1).to(dtype)
+
+
+def _same_pair(got, want, what):
+    for a, b, n in zip(got, want, ("q", "k")):
+        assert_same(to_np(a), to_np(b), f"{what} {n}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("R", [64, 32, 16])
+def test_apply_rotary_pos_emb(dtype, R):
+    from transformers.models.cohere import modeling_cohere as MC
+    from transformers.models.deepseek_v3 import modeling_deepseek_v3 as MD
+    from transformers.models.glm import modeling_glm as MG
+    from transformers.models.gpt_neox import modeling_gpt_neox as MN
+    from transformers.models.llama import modeling_llama as ML
+    g = torch.Generator().manual_seed(R)
+    dt = tdtype(dtype)
+    B, H, S, D = 2, 4, 37, 64
+    q = (torch.randn(B, H, S, D, generator=g) * 3).to(dt)
+    k = torch.randn(B, 2, S, D, generator=g).to(dt)
+    cos, sin = _tables(B, S, R, dt, g)
+    ref = ML.apply_rotary_pos_emb if R == D else MN.apply_rotary_pos_emb
+    qt, kt = q.transpose(1, 2), k.transpose(1, 2)  # BSHD views (strided)
+    cases = [
+        ("BHSD", ST.apply_rotary_pos_emb, ref, (q, k, cos, sin), 1),
+        ("BSHD", ST.apply_rotary_pos_emb, ref, (qt.contiguous(), kt.contiguous(), cos, sin), 2),
+        ("BSHD view", ST.apply_rotary_pos_emb, ref, (qt, kt, cos, sin), 2),
+        ("cos batch 1", ST.apply_rotary_pos_emb, ref, (q, k, cos[:1], sin[:1]), 1),
+        ("cos (seq, dim)", ST.apply_rotary_pos_emb, ref, (q, k, cos[0], sin[0]), 0),
+        ("one position", ST.apply_rotary_pos_emb, ref,
+         (q[:1, :, 5:6], k[:1, :, 5:6], cos[:1, 5:6], sin[:1, 5:6]), 1),
+        ("glm", ST.apply_rotary_pos_emb_glm, MG.apply_rotary_pos_emb, (q, k, cos, sin), 1),
+        ("glm BSHD", ST.apply_rotary_pos_emb_glm, MG.apply_rotary_pos_emb, (qt, kt, cos, sin), 2),
+    ]
+    if R == D:
+        ci, si = _tables(B, S, R, dt, g, interleave=True)
+        cases += [
+            ("cohere", ST.apply_rotary_pos_emb_cohere, MC.apply_rotary_pos_emb, (q, k, ci, si), 1),
+            ("cohere BSHD", ST.apply_rotary_pos_emb_cohere, MC.apply_rotary_pos_emb,
+             (qt, kt, ci, si), 2),
+            ("interleave", ST.apply_rotary_pos_emb_interleave, MD.apply_rotary_pos_emb_interleave,
+             (q, k, cos, sin), 1),
+            ("interleave BSHD", ST.apply_rotary_pos_emb_interleave,
+             MD.apply_rotary_pos_emb_interleave, (qt, kt, cos, sin), 2),
+        ]
+    for what, mine, theirs, args, u in cases:
+        before = [a.clone() for a in args]
+        _same_pair(mine(*args, unsqueeze_dim=u), theirs(*args, unsqueeze_dim=u), what)
+        for a, b in zip(args, before):
+            assert torch.equal(a, b), f"{what}: an input was written"
+
+
+def test_apply_rotary_pos_emb_fallbacks():
+    """What the core does not take runs transformers' torch ops: mixed dtypes (torch promotes),
+    float64, autograd."""
+    from transformers.models.llama import modeling_llama as ML
+    g = torch.Generator().manual_seed(7)
+    q = torch.randn(2, 4, 9, 32, generator=g).to(torch.bfloat16)
+    k = torch.randn(2, 4, 9, 32, generator=g).to(torch.bfloat16)
+    cos, sin = _tables(2, 9, 32, torch.float32, g)
+    _same_pair(ST.apply_rotary_pos_emb(q, k, cos, sin), ML.apply_rotary_pos_emb(q, k, cos, sin),
+               "mixed")
+    q64, k64 = q.double(), k.double()
+    _same_pair(ST.apply_rotary_pos_emb(q64, k64, cos.double(), sin.double()),
+               ML.apply_rotary_pos_emb(q64, k64, cos.double(), sin.double()), "float64")
+    qg = q.float().requires_grad_()
+    mine = ST.apply_rotary_pos_emb(qg, k.float(), cos, sin)
+    theirs = ML.apply_rotary_pos_emb(qg, k.float(), cos, sin)
+    _same_pair(mine, theirs, "autograd")
+    mine[0].sum().backward()
+    assert qg.grad is not None
+
+
+# ---- the headline: a whole model -----------------------------------------------------------
+
+def test_tiny_llama_logits_with_hf_rope():
+    from transformers import LlamaConfig, LlamaForCausalLM
+    torch.manual_seed(0)
+    cfg = LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, vocab_size=256,
+                      max_position_embeddings=512,
+                      rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0,
+                                       "factor": 8.0, "low_freq_factor": 1.0,
+                                       "high_freq_factor": 4.0,
+                                       "original_max_position_embeddings": 128})
+    model = LlamaForCausalLM(cfg).to(torch.bfloat16).eval()
+    ids = torch.randint(0, 256, (2, 48))
+    pos = torch.stack([torch.arange(48), torch.arange(48) + 300])
+    with torch.no_grad():
+        want = model(input_ids=ids, position_ids=pos).logits
+    original = model.model.rotary_emb
+    buffer = original.inv_freq
+    assert buffer.dtype == torch.bfloat16
+
+    class SinpeRope(torch.nn.Module):
+        def forward(self, x, position_ids):
+            c, s = hf_rope(cfg, position_ids, inv_freq=buffer, dtype=x.dtype)
+            as_t = (lambda a: torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)) \
+                if x.dtype == torch.bfloat16 else torch.from_numpy
+            return as_t(c), as_t(s)
+
+    model.model.rotary_emb = SinpeRope()
+    with torch.no_grad():
+        got = model(input_ids=ids, position_ids=pos).logits
+    model.model.rotary_emb = original
+    assert got.dtype == want.dtype == torch.bfloat16
+    assert torch.equal(got, want)
