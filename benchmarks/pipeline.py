@@ -16,6 +16,8 @@ into one (tokens, d) batch): `add_pe(x, positions=)` against torch's gather and 
 `x.add_(pe[0][pos])`.  apply_rope: sinpe in place against transformers' eager
 `q * cos + rotate_half(q) * sin` (cos/sin from LlamaRotaryEmbedding, computed once, as a
 model's layers share them) and, with --compile, torch.compile of it (inductor, C++).
+sinpe.torch.apply_rotary_pos_emb (new tensors) against transformers' own function, and
+sinpe.presets.hf_rope against LlamaRotaryEmbedding with llama3 scaling.
 Ratios > 1 mean sinpe is faster.
 """
 import argparse
@@ -188,6 +190,41 @@ def rope_rows(shapes, repeats, compile_too):
             print(row)
 
 
+def hf_rows(shapes, repeats):
+    """sinpe.torch.apply_rotary_pos_emb (new tensors, as transformers returns) against
+    transformers' own apply_rotary_pos_emb (q with H heads, k with H // 4: grouped-query
+    attention), and sinpe.presets.hf_rope against the model's rotary module (llama3)."""
+    from transformers import LlamaConfig
+    from transformers.models.llama import modeling_llama as ml
+    import sinpe.torch as st
+    from sinpe.presets import hf_rope
+    print("\n## apply_rotary_pos_emb (µs): sinpe.torch's (new tensors) against transformers' "
+          "function, q (B, H, L, hd), k (B, H/4, L, hd); hf_rope against LlamaRotaryEmbedding "
+          "(llama3 scaling) for (B, L) positions\n")
+    print("| B x H x L x hd | dtype | sinpe apply | HF apply | HF/sinpe | sinpe hf_rope | HF module | HF/sinpe |")
+    print("|---|---|---|---|---|---|---|---|")
+    for B, H, L, hd in shapes:
+        cfg = LlamaConfig(hidden_size=H * hd, num_attention_heads=H, num_key_value_heads=max(1, H // 4),
+                          head_dim=hd, max_position_embeddings=max(L, 16384),
+                          rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+                                           "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                           "original_max_position_embeddings": 8192})
+        rope = ml.LlamaRotaryEmbedding(cfg)
+        pos_ids = torch.arange(L)[None].expand(B, -1)
+        for dt in (torch.float32, torch.float16, torch.bfloat16):
+            q = torch.randn(B, H, L, hd).to(dt)
+            k = torch.randn(B, max(1, H // 4), L, hd).to(dt)
+            with torch.no_grad():
+                cos, sin = rope(q, pos_ids)
+                t = interleaved({"s": lambda: st.apply_rotary_pos_emb(q, k, cos, sin),
+                                 "h": lambda: ml.apply_rotary_pos_emb(q, k, cos, sin),
+                                 "sr": lambda: hf_rope(cfg, pos_ids, dtype=dt),
+                                 "hr": lambda: rope(q, pos_ids)}, repeats)
+            print(f"| {B} x {H} x {L} x {hd} | {str(dt).split('.')[1]} | {us(t['s'])} | "
+                  f"{us(t['h'])} | {t['h'] / t['s']:.2f} | {us(t['sr'])} | {us(t['hr'])} | "
+                  f"{t['hr'] / t['sr']:.2f} |")
+
+
 def numpy_view(t):
     if t.dtype == torch.bfloat16:
         import ml_dtypes
@@ -229,6 +266,7 @@ def main():
     add_rows(shapes, a.repeats)
     packed_rows(packed, a.repeats)
     rope_rows(ropes, a.repeats, a.compile)
+    hf_rows(ropes, a.repeats)
 
 
 if __name__ == "__main__":
