@@ -311,7 +311,8 @@ static int dlpack_view(call *c, PyObject *o, const char *what, sinpe_array *v)
     }
     int64_t size = sinpe_type_size(v->type), stride = size;
     v->readonly = (flags & DL_READ_ONLY) != 0;
-    v->data = (char *)t->data + t->byte_offset;
+    /* an empty tensor may be exported with no data (torch: NULL): no offset is applied to it */
+    v->data = t->data ? (char *)t->data + t->byte_offset : NULL;
     v->ndim = t->ndim;
     for (int i = t->ndim - 1; i >= 0; i--) {
         int64_t n = t->shape[i], s = t->strides ? t->strides[i] : stride;

@@ -153,3 +153,17 @@ def test_version_counter_moves():
     sinpe.add_pe(x)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.backward()
+
+
+def test_empty_tensors_exported_without_data():
+    """torch exports an empty tensor with a NULL data pointer; nothing is offset from it (UBSan:
+    'applying zero offset to null pointer', found by the fuzzer) and nothing is written."""
+    for shape in [(2, 0, 8), (0, 8), (0, 5, 8)]:
+        for dt in (torch.float32, torch.float16, torch.bfloat16):
+            t = torch.zeros(shape, dtype=dt)
+            assert sinpe.add_pe(t) is t and t.shape == shape
+            assert sinpe.add_pe(Exporter(np.zeros(shape, np.float32))) is not None
+    q = torch.zeros(1, 2, 0, 8)
+    assert sinpe.apply_rope(q) is q
+    out = torch.zeros(0, 8)
+    assert sinpe.positional_encoding(0, 8, out=out) is not None
