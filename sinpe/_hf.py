@@ -170,10 +170,23 @@ class _Cfg:
 
     def dim(self, or_none: bool = True) -> int:
         prf = self.num("partial_rotary_factor", self.p.get("partial_rotary_factor", 1.0))
-        return int(self.head(or_none) * prf)
+        head = self.head(or_none)
+        if not (math.isfinite(prf) and prf >= 0):
+            raise ValueError(f"config.partial_rotary_factor must be finite and >= 0, got {prf!r}")
+        if head * prf >= 2.0 ** 62:
+            raise OverflowError(f"config.partial_rotary_factor {prf!r} makes a rotary dim of "
+                                f"{head * prf:g}")
+        return int(head * prf)
 
 
 # ---- the init functions, in float32 steps --------------------------------------------------
+
+def _scalar(v: Any, key: str) -> Any:
+    """A number transformers multiplies with (a bool is 0 or 1 there, as in torch)."""
+    if not isinstance(v, (int, float, np.integer, np.floating, np.bool_)):
+        raise TypeError(f"config.rope_parameters[{key!r}] must be a number, got {v!r}")
+    return v
+
 
 def _pow(base: float, n: int, b: float, opts: Dict[str, Any]) -> np.ndarray:
     """``base ** (arange(0, 2n, 2).float() / b)`` (torch's float32 pow)."""
@@ -204,6 +217,8 @@ def _dynamic(c: _Cfg, opts: Dict[str, Any], seq_len: Optional[int]) -> Tuple[np.
     base, dim = _theta(c), c.dim(False)
     factor = c.num("factor")
     mpe = _int(c.max_position_embeddings, "config.max_position_embeddings", minimum=1)
+    theta = base
+    _pow(theta, 1, 2, opts)  # rope_theta itself: refused here, by name, when it is not usable
     if dim <= 2:
         raise ValueError(f"the dynamic rope divides by dim - 2: dim = {dim}")
     if seq_len is None:  # at init: Python floats
@@ -212,8 +227,17 @@ def _dynamic(c: _Cfg, opts: Dict[str, Any], seq_len: Optional[int]) -> Tuple[np.
         s = F32(factor) * F32(max(seq_len, mpe))
         s = s / F32(mpe)
         s = s - F32(factor - 1)
-        s = F32(math.pow(float(s), dim / (dim - 2)))  # pow_tensor_scalar: double pow, rounded
-        base = float(F32(base) * s)
+        try:
+            s = F32(math.pow(float(s), dim / (dim - 2)))  # pow_tensor_scalar: double pow, rounded
+        except (ValueError, OverflowError):
+            s = F32(math.nan)
+        with np.errstate(all="ignore"):
+            base = float(F32(base) * s)
+    if isinstance(base, complex) or not (math.isfinite(base) and base > 0 and
+                                         math.isfinite(F32(base))):
+        raise ValueError(f"config.rope_parameters['factor'] = {factor!r} makes the dynamic "
+                         f"rope's base (rope_theta {theta!r} rescaled) {base!r}, not a finite "
+                         "float32 > 0: transformers' tables would be NaN or inf there")
     return _recip(_pow(base, (dim + 1) // 2, dim, opts)), 1.0
 
 
@@ -225,8 +249,11 @@ def _yarn(c: _Cfg, opts: Dict[str, Any]) -> Tuple[np.ndarray, float]:
     p = c.p
     factor = p.get("factor")
     omp = c.num("original_max_position_embeddings")
+    if not (math.isfinite(omp) and omp > 0):
+        raise ValueError(f"config.rope_parameters['original_max_position_embeddings'] must be "
+                         f"finite and > 0 for rope_type 'yarn', got {omp!r}")
     if factor is None:
-        factor = c.max_position_embeddings / omp
+        factor = _int(c.max_position_embeddings, "config.max_position_embeddings") / omp
     factor = c.num("factor", factor)
     attention_factor, mscale, mscale_all_dim = (p.get("attention_factor"), p.get("mscale"),
                                                 p.get("mscale_all_dim"))
@@ -242,15 +269,23 @@ def _yarn(c: _Cfg, opts: Dict[str, Any]) -> Tuple[np.ndarray, float]:
                                      / get_mscale(factor, mscale_all_dim))
         else:
             attention_factor = get_mscale(factor)
-    beta_fast = p.get("beta_fast") or 32
-    beta_slow = p.get("beta_slow") or 1
+    attention_factor = float(_scalar(attention_factor, "attention_factor"))
+    beta_fast = _scalar(p.get("beta_fast") or 32, "beta_fast")
+    beta_slow = _scalar(p.get("beta_slow") or 1, "beta_slow")
+    _pow(base, 1, 2, opts)  # rope_theta itself: refused here, by name, when it is not usable
 
-    def corr_dim(num_rot: float) -> float:
-        return (dim * math.log(omp / (num_rot * 2 * math.pi))) / (2 * math.log(base))
+    def corr_dim(num_rot: float, key: str) -> float:
+        try:
+            v = (dim * math.log(omp / (num_rot * 2 * math.pi))) / (2 * math.log(base))
+            if c.top_truncate:
+                v = math.floor(v) if key == "beta_fast" else math.ceil(v)
+            return v
+        except (ValueError, ZeroDivisionError, OverflowError):
+            raise ValueError(f"config.rope_parameters[{key!r}] = {num_rot!r} (with rope_theta "
+                             f"{base!r}, original_max_position_embeddings {omp!r}): the yarn "
+                             "correction range is not a finite number") from None
 
-    low, high = corr_dim(beta_fast), corr_dim(beta_slow)
-    if c.top_truncate:
-        low, high = math.floor(low), math.ceil(high)
+    low, high = corr_dim(beta_fast, "beta_fast"), corr_dim(beta_slow, "beta_slow")
     low, high = max(low, 0), min(high, dim - 1)
     if low == high:
         high += 0.001
@@ -269,16 +304,24 @@ def _longrope(c: _Cfg, opts: Dict[str, Any], long: bool) -> Tuple[np.ndarray, fl
     p = c.p
     omp = c.num("original_max_position_embeddings")
     factor = p.get("factor")
+    if not (math.isfinite(omp) and omp > 1):
+        raise ValueError(f"config.rope_parameters['original_max_position_embeddings'] must be "
+                         f"finite and > 1 for rope_type 'longrope', got {omp!r}")
     if factor is None:
-        factor = c.max_position_embeddings / omp
+        factor = _int(c.max_position_embeddings, "config.max_position_embeddings") / omp
     factor = c.num("factor", factor)
     attention_factor = p.get("attention_factor")
+    if attention_factor is not None:
+        attention_factor = _scalar(attention_factor, "attention_factor")
     if attention_factor is None:
         attention_factor = 1.0 if factor <= 1.0 else \
             math.sqrt(1 + math.log(factor) / math.log(omp))
     key = "long_factor" if long else "short_factor"
     try:
-        ext = np.array(c.need(key), dtype=np.float64)
+        ext = c.need(key)
+        if isinstance(ext, (str, bytes)) or any(isinstance(v, (str, bytes)) for v in ext):
+            raise TypeError
+        ext = np.array(ext, dtype=np.float64)
     except (TypeError, ValueError):
         raise TypeError(f"config.rope_parameters[{key!r}] must be a list of numbers") from None
     n = (dim + 1) // 2
@@ -295,6 +338,10 @@ def _llama3(c: _Cfg, opts: Dict[str, Any]) -> Tuple[np.ndarray, float]:
     factor = c.num("factor")
     lff, hff = c.num("low_freq_factor"), c.num("high_freq_factor")
     old = c.num("original_max_position_embeddings")
+    for key, v in (("low_freq_factor", lff), ("high_freq_factor", hff)):
+        if v == 0:
+            raise ValueError(f"config.rope_parameters[{key!r}] must not be 0 (transformers "
+                             "divides original_max_position_embeddings by it)")
     low_wl, high_wl = old / lff, old / hff
     wavelen = _recip(inv) * F32(2 * math.pi)
     f_factor = F32(factor)
@@ -321,6 +368,8 @@ def _proportional(c: _Cfg, opts: Dict[str, Any]) -> Tuple[np.ndarray, float]:
 
 def _array(x: Any, name: str) -> np.ndarray:
     if type(x).__module__.startswith("torch"):
+        if getattr(getattr(x, "device", None), "type", None) == "meta":
+            raise ValueError(f"{name} is a meta tensor (it holds no data)")
         x = x.detach().cpu()
         if str(x.dtype) == "torch.bfloat16":
             import torch
@@ -333,11 +382,11 @@ def _array(x: Any, name: str) -> np.ndarray:
 
 
 def _positions(position_ids: Any) -> np.ndarray:
-    if isinstance(position_ids, (bool, np.bool_)) or np.ndim(position_ids) == 0 and \
-            not hasattr(position_ids, "shape"):
+    if isinstance(position_ids, (bool, np.bool_, int, np.integer)) or \
+            np.ndim(position_ids) == 0 and not hasattr(position_ids, "shape"):
         if isinstance(position_ids, (int, np.integer)) and not isinstance(position_ids, bool):
-            n = _int(position_ids, "position_ids")
-            return np.arange(n, dtype=np.int64)[None]
+            n = _int(position_ids, "position_ids")  # arange(n)[None], made once admitted
+            return np.broadcast_to(np.zeros((), np.int64), (1, n))
         raise TypeError(f"position_ids must be an integer array (batch, seq), got "
                         f"{position_ids!r}")
     a = _array(position_ids, "position_ids")
@@ -357,8 +406,15 @@ def _inv_given(inv_freq: Any, n: int) -> Tuple[np.ndarray, Any]:
     return np.ascontiguousarray(a.astype(F32)), a.dtype  # .to(dtype=torch.float)
 
 
-def _max_pos(pos: np.ndarray) -> int:
-    return int(np.max(pos)) if pos.size else -1
+def _seq_len(pos: np.ndarray) -> Any:
+    """The dynamic/longrope forwards' ``seq_len = torch.max(position_ids) + 1``, computed in
+    position_ids' own dtype as torch computes it (int32 wraps, float16 rounds, NaN stays NaN
+    and compares False), as a Python int or float; 0 for no positions."""
+    if not pos.size:
+        return 0
+    with np.errstate(all="ignore"):
+        top = np.add(np.max(pos), np.ones((), pos.dtype)).astype(pos.dtype)
+    return int(top) if pos.dtype.kind in "iu" else float(top)
 
 
 # ---- the forward --------------------------------------------------------------------------
@@ -405,7 +461,10 @@ def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any 
         + 1 = s > max_position_embeddings`` the module regrows: ``t = f32(factor) * f32(s)``,
         ``t / f32(mpe)``, ``- f32(factor - 1)``, ``f32(double(t) ** (dim / (dim - 2)))``,
         ``f32(base) * t`` (float32 0-d steps), then ``1.0 / t ** A`` (the history of later
-        calls is not modelled: this is the first call).
+        calls is not modelled: this is the first call).  s, here and for longrope, is
+        ``max(position_ids) + 1`` in position_ids' own dtype, as torch computes it (int32
+        wraps, float16 rounds, NaN compares False); a regrowth from floating positions
+        other than float32 raises NotImplementedError.
       yarn: Python floats for attention_factor (get_mscale), beta_fast/slow and
         find_correction_range (floor/ceil when truncate), ``P``; ``extra = 1.0 / P``,
         ``inter = 1.0 / (f32(factor) * P)``; ``ramp = clamp((arange(dim // 2) - f32(low)) /
@@ -443,7 +502,7 @@ def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any 
             raise ValueError(f"position_ids must have shape (batch, seq) or (3, batch, seq) "
                              f"for mrope, got {pos.shape}")
     # the first call's inv_freq and attention scaling
-    top = _max_pos(pos) + 1
+    lazy = isinstance(position_ids, (int, np.integer))  # arange(n)[None], not yet made
     given_dtype = None
     if rope_type == "default":
         inv, scaling = _default(c, opts)
@@ -451,21 +510,39 @@ def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any 
         inv, scaling = _linear(c, opts)
     elif rope_type == "dynamic":
         mpe = _int(c.max_position_embeddings, "config.max_position_embeddings", minimum=1)
-        inv, scaling = _dynamic(c, opts, top if top > mpe else None)
-        if top > mpe:
-            inv_freq = None  # the module registers a new float32 buffer
+        inv, scaling = _dynamic(c, opts, None)
     elif rope_type == "yarn":
         inv, scaling = _yarn(c, opts)
     elif rope_type == "longrope":
         omp = c.num("original_max_position_embeddings")
-        inv, scaling = _longrope(c, opts, top > omp)
+        inv, scaling = _longrope(c, opts, False)
     elif rope_type == "llama3":
         inv, scaling = _llama3(c, opts)
     else:
         inv, scaling = _proportional(c, opts)
+    # the result must be makeable before position_ids are read (or an arange is made)
+    _admit((2,) + pos.shape + (len(inv) if mt in HALF_WIDTH else 2 * len(inv),),
+           dict(opts, dtype=np.float32))
+    if lazy:
+        pos = np.arange(pos.shape[-1], dtype=np.int64)[None]
+        if mrope is not None:
+            pos = np.broadcast_to(pos[None], (3,) + pos.shape)
+    top = _seq_len(pos) if rope_type in ("dynamic", "longrope") else 0
+    if rope_type == "dynamic" and top > mpe:
+        if pos.dtype.kind not in "iu" and pos.dtype != np.float32:
+            raise NotImplementedError(f"position_ids of dtype {pos.dtype} past "
+                                      "max_position_embeddings: the dynamic rope's regrowth "
+                                      f"then runs in {pos.dtype}; pass integer position_ids")
+        if not math.isfinite(top):
+            raise ValueError(f"position_ids reach {top}: the dynamic rope's regrowth from an "
+                             "infinite seq_len has no finite base")
+        inv, scaling = _dynamic(c, opts, top)
+        inv_freq = None  # the module registers a new float32 buffer
+    elif rope_type == "longrope" and top > omp:
+        inv, scaling = _longrope(c, opts, True)
     if inv_freq is not None:
         given, given_dtype = _inv_given(inv_freq, len(inv))
-        if rope_type == "longrope" and top > c.num("original_max_position_embeddings"):
+        if rope_type == "longrope" and top > omp:
             inv = _round_to(inv, given_dtype) if given_dtype != np.float32 else inv
             inv = np.ascontiguousarray(np.asarray(inv).astype(F32))
         else:

@@ -154,12 +154,13 @@ def _rotate(x: torch.Tensor, cu_shape: Tuple[int, ...], cos: torch.Tensor, sin: 
     lay = _layout(x, cu_shape, cu_shape[-1])
     if lay is None:
         return False
+    if not x.numel():
+        return True  # nothing to rotate (an empty sequence): the clone is the result
     sd, ba = lay
     nd = x.dim()
     c = _tables(cos, cu_shape, nd, sd, ba)
     s = _tables(sin, cu_shape, nd, sd, ba)
-    if x.numel():
-        _sinpe.rope(_opts(None, None, None, None, None)["core"], x, c, s, sd, ba, pairs)
+    _sinpe.rope(_opts(None, None, None, None, None)["core"], x, c, s, sd, ba, pairs)
     return True
 
 

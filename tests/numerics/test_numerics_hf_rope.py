@@ -385,3 +385,51 @@ def test_tiny_llama_logits_with_hf_rope():
     model.model.rotary_emb = original
     assert got.dtype == want.dtype == torch.bfloat16
     assert torch.equal(got, want)
+
+
+# ---- more families, their own config classes and rotary modules ------------------------------
+
+FAMILIES = ["mistral", "qwen3", "gemma2", "granite", "starcoder2", "falcon", "deepseek_v3",
+            "exaone4", "nemotron", "helium", "smollm3", "ernie4_5", "olmo2", "cohere2", "glm4"]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_more_families(family):
+    """Each family's own config class (small sizes) and rotary module, rope types dynamic
+    (regrown), yarn and longrope (long factors), int32 per-batch positions, every dtype."""
+    import inspect
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    mod = importlib.import_module(f"transformers.models.{family}.modeling_{family}")
+    rot = next(c for n, c in vars(mod).items() if n.endswith("RotaryEmbedding")
+               and inspect.isclass(c) and c.__module__ == mod.__name__)
+    cfg = CONFIG_MAPPING[family](hidden_size=256, num_attention_heads=4, num_key_value_heads=2,
+                                 max_position_embeddings=2048)
+    prf = cfg.rope_parameters.get("partial_rotary_factor")
+    n = int((getattr(cfg, "head_dim", None) or 64) * (prf or 1.0)) // 2
+    rng = np.random.default_rng(9)
+    for rp in ({"rope_type": "dynamic", "rope_theta": 10000.0, "factor": 3.0},
+               {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 8.0,
+                "original_max_position_embeddings": 512},
+               {"rope_type": "longrope", "rope_theta": 10000.0,
+                "short_factor": list(1 + rng.random(n)), "long_factor": list(2 + rng.random(n)),
+                "original_max_position_embeddings": 512}):
+        if prf is not None:
+            rp["partial_rotary_factor"] = prf
+        cfg.rope_parameters = rp
+        pos = positions(64, 6000, seed=3).astype(np.int32)
+        for dtype in DTYPES:
+            check_module(cfg, rot, pos, dtype)
+        check_module(cfg, rot, positions(64, 400), "bfloat16", to_bf16=True)
+
+
+def test_apply_rotary_pos_emb_helium_is_glm_form():
+    """Helium's apply_rotary_pos_emb (GLM's interleaved form, whole head) is
+    apply_rotary_pos_emb_glm; transposed q/k views, GQA, bfloat16."""
+    from transformers.models.helium import modeling_helium as MH
+    g = torch.Generator().manual_seed(11)
+    q = torch.randn(2, 19, 8 * 64, generator=g).to(torch.bfloat16).view(2, 19, 8, 64)
+    k = torch.randn(2, 19, 2 * 64, generator=g).to(torch.bfloat16).view(2, 19, 2, 64)
+    cos, sin = _tables(2, 19, 64, torch.bfloat16, g)
+    q, k = q.transpose(1, 2), k.transpose(1, 2)
+    _same_pair(ST.apply_rotary_pos_emb_glm(q, k, cos, sin), MH.apply_rotary_pos_emb(q, k, cos, sin),
+               "helium")

@@ -1,0 +1,167 @@
+"""sinpe.presets.hf_rope and sinpe.torch.apply_rotary_pos_emb on hostile input: every refusal a
+TypeError/ValueError/OverflowError/MemoryError (or NotImplementedError where transformers'
+result cannot be reproduced) naming the parameter, raised before the positions are read or
+anything is allocated; and the edge cases where transformers returns a result (seq_len in
+position_ids' own dtype, NaN positions, empty sequences) bit for bit with it."""
+import time
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from conftest import TORCH_FREE
+
+if not TORCH_FREE:  # the torch-free passes deselect every test here (needs_torch)
+    import torch
+    import sinpe.torch as ST
+    from sinpe.presets import hf_rope
+
+pytestmark = [pytest.mark.needs_torch, pytest.mark.oracle_packages]
+
+
+def bits(a):
+    a = np.asarray(a)
+    return a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
+
+
+def to_np(t):
+    t = t.detach()
+    return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16) if t.dtype == torch.bfloat16 \
+        else t.numpy()
+
+
+def same(got, want, what):
+    want = to_np(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, what
+    assert np.array_equal(bits(got), bits(want)), f"{what}: bits differ"
+
+
+def llama(rp, mpe=4096):
+    from transformers import LlamaConfig
+    return LlamaConfig(hidden_size=256, num_attention_heads=4, max_position_embeddings=mpe,
+                       rope_parameters=rp)
+
+
+def hf_module(cfg, pos):
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+    return LlamaRotaryEmbedding(cfg)(torch.zeros(1), torch.as_tensor(pos))
+
+
+DYN = {"rope_type": "dynamic", "rope_theta": 10000.0, "factor": 2.0}
+LONG = {"rope_type": "longrope", "rope_theta": 10000.0, "short_factor": [1.5] * 32,
+        "long_factor": [3.0] * 32, "original_max_position_embeddings": 1024}
+
+
+@pytest.mark.parametrize("rp, mpe, pos", [
+    # seq_len = max + 1 wraps in int32 (no regrowth), rounds in float16 (2048 + 1 -> 2048)
+    (DYN, 4096, np.array([[0, 2**31 - 1]], np.int32)),
+    (DYN, 2048, np.array([[0, 2048]], np.float16)),
+    (LONG, 8192, np.array([[0, 2**31 - 1]], np.int32)),
+    # a fractional position past the boundary switches (1023.5 + 1 > 1024)
+    (LONG, 8192, np.array([[0, 1023.5]], np.float32)),
+    (DYN, 4096, np.array([[0, 4095.5]], np.float32)),
+    (DYN, 4096, np.array([[0, 5000.7]], np.float32)),
+    # NaN positions: transformers' tables hold NaN; the switches compare False
+    ({"rope_type": "default", "rope_theta": 1e4}, 4096, np.array([[np.nan, 1.0, np.inf]])),
+    (DYN, 4096, np.array([[0.0, np.nan]])),
+    (LONG, 8192, np.array([[0.0, np.nan]])),
+])
+def test_seq_len_in_position_ids_dtype(rp, mpe, pos):
+    cfg = llama(rp, mpe)
+    c, s = hf_module(cfg, pos)
+    mc, ms = hf_rope(cfg, pos)
+    same(mc, c, "cos")
+    same(ms, s, "sin")
+
+
+def test_float_positions_regrowth_refused():
+    with pytest.raises(NotImplementedError, match="position_ids"):
+        hf_rope(llama(DYN), np.array([[0.0, 5000.5]]))  # float64: the regrowth runs in float64
+    with pytest.raises(ValueError, match="position_ids"):
+        hf_rope(llama(DYN), np.array([[0.0, np.inf]], np.float32))
+
+
+def test_huge_positions_refused_before_reading_them():
+    cfg = llama({"rope_type": "dynamic", "rope_theta": 1e4, "factor": 2.0})
+    t0 = time.perf_counter()
+    for pos in (np.broadcast_to(np.int64(0), (2**20, 2**20)),  # max() would read 2^40 values
+                np.broadcast_to(np.int64(0), (1, 2**31)), 2**40, np.int64(2**40)):
+        with pytest.raises(MemoryError):
+            hf_rope(cfg, pos)
+    assert time.perf_counter() - t0 < 5
+
+
+def test_int_positions():
+    cfg = llama(DYN)
+    c, s = hf_module(cfg, torch.arange(5000)[None])
+    same(hf_rope(cfg, np.int64(5000))[0], c, "np.int64 n")
+    same(hf_rope(cfg, 5000)[1], s, "int n")
+
+
+def test_meta_tensors_named():
+    cfg = llama({"rope_type": "default", "rope_theta": 1e4})
+    with pytest.raises(ValueError, match="position_ids"):
+        hf_rope(cfg, torch.arange(4, device="meta")[None])
+    with pytest.raises(ValueError, match="inv_freq"):
+        hf_rope(cfg, np.arange(4)[None], inv_freq=torch.ones(32, device="meta"))
+
+
+H = {"hidden_size": 64, "num_attention_heads": 2, "max_position_embeddings": 4}
+POS = np.arange(8)[None]
+
+
+@pytest.mark.parametrize("params, exc, name", [
+    ({"rope_type": "linear", "factor": 2.0, "partial_rotary_factor": float("nan")}, ValueError,
+     "partial_rotary_factor"),
+    ({"rope_type": "linear", "factor": 2.0, "partial_rotary_factor": -0.5}, ValueError,
+     "partial_rotary_factor"),
+    ({"rope_type": "linear", "factor": 2.0, "partial_rotary_factor": 1e300}, OverflowError,
+     "partial_rotary_factor"),
+    ({"rope_type": "dynamic", "factor": float("nan")}, ValueError, "factor"),
+    ({"rope_type": "dynamic", "factor": -2.0}, ValueError, "factor"),
+    ({"rope_type": "dynamic", "factor": float("inf")}, ValueError, "factor"),
+    ({"rope_type": "yarn", "factor": 4.0, "beta_fast": float("nan"),
+      "original_max_position_embeddings": 4}, ValueError, "beta_fast"),
+    ({"rope_type": "yarn", "factor": 4.0, "beta_slow": -1.0,
+      "original_max_position_embeddings": 4}, ValueError, "beta_slow"),
+    ({"rope_type": "yarn", "factor": 4.0, "beta_fast": "2",
+      "original_max_position_embeddings": 4}, TypeError, "beta_fast"),
+    ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 0}, ValueError,
+     "original_max_position_embeddings"),
+    ({"rope_type": "yarn", "factor": 4.0, "attention_factor": "2",
+      "original_max_position_embeddings": 4}, TypeError, "attention_factor"),
+    ({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 0.0, "high_freq_factor": 4.0,
+      "original_max_position_embeddings": 8}, ValueError, "low_freq_factor"),
+    ({"rope_type": "longrope", "short_factor": [1.0] * 16, "long_factor": [1.0] * 16,
+      "original_max_position_embeddings": 0}, ValueError, "original_max_position_embeddings"),
+    ({"rope_type": "longrope", "short_factor": ["2"] * 16, "long_factor": [1.0] * 16,
+      "original_max_position_embeddings": 16}, TypeError, "short_factor"),
+])
+def test_bad_rope_parameters_named(params, exc, name):
+    with pytest.raises(exc, match=name):
+        hf_rope(dict(H, rope_parameters=dict(params, rope_theta=10000.0)), POS)
+
+
+def test_yarn_without_factor_or_max_position_embeddings():
+    with pytest.raises(TypeError, match="max_position_embeddings"):
+        hf_rope({"hidden_size": 64, "num_attention_heads": 2,
+                 "rope_parameters": {"rope_type": "yarn", "rope_theta": 1e4,
+                                     "original_max_position_embeddings": 4}}, POS)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_apply_rotary_pos_emb_empty_sequence(dtype):
+    from transformers.models.cohere import modeling_cohere as MC
+    from transformers.models.deepseek_v3 import modeling_deepseek_v3 as MD
+    from transformers.models.glm import modeling_glm as MG
+    from transformers.models.llama import modeling_llama as ML
+    dt = getattr(torch, dtype)
+    q, k = torch.zeros(2, 8, 0, 64, dtype=dt), torch.zeros(2, 2, 0, 64, dtype=dt)
+    cos = sin = torch.zeros(2, 0, 64, dtype=dt)
+    for mine, theirs in ((ST.apply_rotary_pos_emb, ML.apply_rotary_pos_emb),
+                         (ST.apply_rotary_pos_emb_glm, MG.apply_rotary_pos_emb),
+                         (ST.apply_rotary_pos_emb_cohere, MC.apply_rotary_pos_emb),
+                         (ST.apply_rotary_pos_emb_interleave,
+                          MD.apply_rotary_pos_emb_interleave)):
+        for a, b in zip(mine(q, k, cos, sin), theirs(q, k, cos, sin)):
+            assert a.shape == b.shape and a.dtype == b.dtype
