@@ -36,7 +36,7 @@ from ._api import positional_encoding
 
 __all__ = ["SinusoidalPositionalEncoding", "apply_rotary_pos_emb",
            "apply_rotary_pos_emb_interleave", "apply_rotary_pos_emb_glm",
-           "apply_rotary_pos_emb_cohere"]
+           "apply_rotary_pos_emb_cohere", "apply_rotary_pos_emb_olmo"]
 
 
 def _table(d_model: int, max_len: int, base: float) -> torch.Tensor:
@@ -223,6 +223,17 @@ def apply_rotary_pos_emb_interleave(q: torch.Tensor, k: torch.Tensor, cos: torch
         x1, x2 = x[..., 0::2], x[..., 1::2]
         return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=-1)
     return one(q), one(k)
+
+
+def apply_rotary_pos_emb_olmo(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
+                              sin: torch.Tensor, unsqueeze_dim: int = 1) -> "_Pair":
+    """transformers OLMo's ``apply_rotary_pos_emb`` (OLMo, OLMo 2, OLMo 3, FlexOlmo): its
+    rotary module returns float32 cos/sin whatever q's dtype, so the products are promoted
+    (q widened exactly), and the results are cast back: ``q_embed.to(q.dtype)``.  New tensors,
+    bit for bit at float32, float16 and bfloat16."""
+    dq, dk = torch.promote_types(q.dtype, cos.dtype), torch.promote_types(k.dtype, cos.dtype)
+    qe, ke = apply_rotary_pos_emb(q.to(dq), k.to(dk), cos, sin, unsqueeze_dim)
+    return qe.to(q.dtype), ke.to(k.dtype)
 
 
 def apply_rotary_pos_emb_glm(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,

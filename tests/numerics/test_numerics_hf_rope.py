@@ -433,3 +433,21 @@ def test_apply_rotary_pos_emb_helium_is_glm_form():
     q, k = q.transpose(1, 2), k.transpose(1, 2)
     _same_pair(ST.apply_rotary_pos_emb_glm(q, k, cos, sin), MH.apply_rotary_pos_emb(q, k, cos, sin),
                "helium")
+
+
+@pytest.mark.parametrize("family", ["olmo", "olmo2"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_apply_rotary_pos_emb_olmo(family, dtype):
+    """OLMo's form: float32 cos/sin (its module does not cast) promote bf16/f16 q, the results
+    are cast back to q's dtype; also cos in q's own dtype."""
+    hf = importlib.import_module(f"transformers.models.{family}.modeling_{family}").apply_rotary_pos_emb
+    g = torch.Generator().manual_seed(4)
+    qd = tdtype(dtype)
+    for cd in (torch.float32, qd):
+        q = torch.randn(2, 4, 33, 64, generator=g).to(qd)
+        k = torch.randn(2, 2, 33, 64, generator=g).to(qd)
+        cos, sin = (torch.randn(2, 33, 64, generator=g).to(cd) for _ in range(2))
+        for want, got in zip(hf(q, k, cos, sin), ST.apply_rotary_pos_emb_olmo(q, k, cos, sin)):
+            assert got.dtype == want.dtype == qd
+            assert torch.equal(got.view(torch.int16 if got.element_size() == 2 else torch.int32),
+                               want.view(torch.int16 if want.element_size() == 2 else torch.int32))
