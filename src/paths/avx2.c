@@ -22,6 +22,7 @@
  * `tools/exhaustive sin --kernel avx2` (and cos): the records below.
  */
 #include "paths/path.h"
+#include "paths/x86_order.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -175,22 +176,7 @@ TARGET static inline void avx2_f2b(void *p, __m256 v)
                                                     _mm256_extracti128_si256(r, 1)));
 }
 
-/* a + b and a * b with b as the first source operand, whose NaN x86 keeps when both are NaN,
- * as torch's vector loops do (the compiler may commute an intrinsic's operands: paths/body.h,
- * "Which NaN"). */
-TARGET static inline __m256 avx2_oadd(__m256 a, __m256 b)
-{
-    __m256 r;
-    __asm__("vaddps %1, %2, %0" : "=x"(r) : "x"(a), "x"(b));
-    return r;
-}
-
-TARGET static inline __m256 avx2_omul(__m256 a, __m256 b)
-{
-    __m256 r;
-    __asm__("vmulps %1, %2, %0" : "=x"(r) : "x"(a), "x"(b));
-    return r;
-}
+X86_ORDERED_OPS(avx2, __m256, "x")
 
 #define PATH_HALF 1
 #define PATH_OADD avx2_oadd

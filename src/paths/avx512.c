@@ -14,6 +14,7 @@
  * Needs AVX-512F only (the probe also checks that the OS saves ZMM state).
  */
 #include "paths/path.h"
+#include "paths/x86_order.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -161,22 +162,7 @@ TARGET static inline void avx512_f2b(void *p, __m512 v)
 }
 
 #define AVX512_RNE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-/* a + b and a * b with b as the first source operand, whose NaN x86 keeps when both are NaN,
- * as torch's vector loops do (the compiler may commute an intrinsic's operands: paths/body.h,
- * "Which NaN"). */
-TARGET static inline __m512 avx512_oadd(__m512 a, __m512 b)
-{
-    __m512 r;
-    __asm__("vaddps %1, %2, %0" : "=v"(r) : "v"(a), "v"(b));
-    return r;
-}
-
-TARGET static inline __m512 avx512_omul(__m512 a, __m512 b)
-{
-    __m512 r;
-    __asm__("vmulps %1, %2, %0" : "=v"(r) : "v"(a), "v"(b));
-    return r;
-}
+X86_ORDERED_OPS(avx512, __m512, "v")
 
 #define PATH_HALF 1
 #define PATH_OADD avx512_oadd
