@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 import numpy as np
 
 from . import _dtypes
+from . import _hf_more
 from .presets import COS, SIN, _admit, _freqs, _int, _opts, _round_to, _table
 
 __all__ = ["hf_rope"]
@@ -53,6 +54,10 @@ MROPE = {
 #: switches, learned scales, precomputed sincos tables).
 OTHER = frozenset({"llama4_text", "llama4", "deepseek_v2", "phimoe", "mistral_large4",
                    "codegen", "gptj", "ernie4_5_vl_moe_text", "hunyuan_vl"})
+#: the model types added by :mod:`sinpe._hf_more` (same forms, other model types).
+PARTIAL_DEFAULT = PARTIAL_DEFAULT | _hf_more.PARTIAL_MORE
+INTERLEAVED = INTERLEAVED | _hf_more.INTERLEAVED_MORE
+MROPE = {**MROPE, **_hf_more.MROPE_MORE}
 
 ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional")
 
@@ -84,7 +89,8 @@ class _Cfg:
     """The attributes transformers' init functions read, from a config or its to_dict()."""
 
     def __init__(self, config: Any, layer_type: Optional[str]):
-        config = _text_part(config)
+        # a heterogeneous config (Gemma 4): the layer type's view, as transformers' init reads it
+        config = self.raw = _hf_more.layer_config(_text_part(config), layer_type)
         get, has = _getters(config)
         self.model_type = str(get("model_type", "") or "")
         self.hidden_size: Any = get("hidden_size")
@@ -203,6 +209,9 @@ def _theta(c: _Cfg) -> float:
 
 
 def _default(c: _Cfg, opts: Dict[str, Any]) -> Tuple[np.ndarray, float]:
+    fallback = _hf_more.PARTIAL_FALLBACK.get(c.model_type)  # MiMo-V2-Flash: 0.334
+    if fallback is not None and c.p.get("partial_rotary_factor") is None:
+        c.p["partial_rotary_factor"] = fallback
     dim = c.dim() if c.model_type in PARTIAL_DEFAULT else c.head(True)
     return _recip(_pow(_theta(c), (dim + 1) // 2, dim, opts)), 1.0
 
@@ -447,7 +456,11 @@ def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any 
     position rows t, h, w then cat; GLM-4V the same then repeat_interleave; Qwen3-VL rows
     interleaved t, h, w) computed on the (3, batch, seq, dim/2) tensor as the module does.
     Families with other modules (Llama 4, DeepSeek-V2 complex tables, PhiMoE, GPT-J...)
-    raise NotImplementedError.
+    raise NotImplementedError.  More model types of the same forms, the per-layer view of a
+    heterogeneous config (Gemma 4: ``config.per_layer_config[layer_type]``, as the init
+    reads it) and the vision towers' axial 2D rope (rope_type "axial": position_ids (N, 2)
+    h, w coordinates, (batch, N, 2) for Gemma 4's; each family's layout) are in
+    :mod:`sinpe._hf_more`.
 
     inv_freq per rope_type (dim = int(head_dim * partial_rotary_factor); head_dim =
     ``config.head_dim or hidden_size // num_attention_heads``; ``A = arange(0, dim, 2)
@@ -488,6 +501,11 @@ def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any 
         raise NotImplementedError(f"model_type {mt!r}: its rotary module is not the "
                                   "cos/sin-of-cat(freqs) form hf_rope reproduces")
     rope_type = c.p["rope_type"]
+    if rope_type == "axial" or mt in _hf_more.AXIAL:  # a vision tower's 2D rope
+        return _hf_more.axial_rope(c, position_ids, inv_freq, opts, dtype, layer_type)
+    if mt in _hf_more.MROPE_REFUSED:
+        raise NotImplementedError(f"model_type {mt!r}: its multimodal rope ("
+                                  f"{_hf_more.MROPE_REFUSED[mt]}) is not one hf_rope knows")
     if not isinstance(rope_type, str) or rope_type not in ROPE_TYPES:
         raise ValueError(f"rope_type {rope_type!r} is not one of {ROPE_TYPES}")
     pos = _positions(position_ids)
