@@ -147,8 +147,9 @@ def _fast_ok(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Ten
 
 
 def _rotate(x: torch.Tensor, cu_shape: Tuple[int, ...], cos: torch.Tensor, sin: torch.Tensor,
-            pairs: bool) -> bool:
-    """Rotate x (a fresh tensor) in place; False when its layout does not fit the core."""
+            pairs: bool, memo: Optional[dict] = None) -> bool:
+    """Rotate x (a fresh tensor) in place; False when its layout does not fit the core.
+    memo: the tables already made in this call (q and k share them), by layout."""
     from . import _sinpe
     from .presets import _opts
     lay = _layout(x, cu_shape, cu_shape[-1])
@@ -158,8 +159,13 @@ def _rotate(x: torch.Tensor, cu_shape: Tuple[int, ...], cos: torch.Tensor, sin: 
         return True  # nothing to rotate (an empty sequence): the clone is the result
     sd, ba = lay
     nd = x.dim()
-    c = _tables(cos, cu_shape, nd, sd, ba)
-    s = _tables(sin, cu_shape, nd, sd, ba)
+    key = (nd, sd, ba)
+    if memo is not None and key in memo:
+        c, s = memo[key]
+    else:
+        c, s = _tables(cos, cu_shape, nd, sd, ba), _tables(sin, cu_shape, nd, sd, ba)
+        if memo is not None:
+            memo[key] = c, s
     _sinpe.rope(_opts(None, None, None, None, None)["core"], x, c, s, sd, ba, pairs)
     return True
 
@@ -179,8 +185,8 @@ def apply_rotary_pos_emb(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, si
     at float32, float16 and bfloat16."""
     cu = _unsqueezed(cos, unsqueeze_dim)
     if _fast_ok(q, k, cos, sin, True):
-        qe, ke = q.clone(), k.clone()
-        if _rotate(qe, cu, cos, sin, False) and _rotate(ke, cu, cos, sin, False):
+        qe, ke, memo = q.clone(), k.clone(), {}
+        if _rotate(qe, cu, cos, sin, False, memo) and _rotate(ke, cu, cos, sin, False, memo):
             return qe, ke
     c, s = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
     r = c.shape[-1]

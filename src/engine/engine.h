@@ -35,6 +35,13 @@
  * calling thread (starting a thread costs about as much as 20000 values). */
 #define SINPE_MIN_THREAD_WORK 65536
 #define SINPE_STORE_SHARE 8
+/* Adding kept rows (memory speed, no computing) costs about 1/24 of a computed value: a
+ * second thread pays from about 1.6 million values (6 MiB of float32 x) on; below that the
+ * start-up costs more than it saves (Zen 5, 2 threads: 64 x 64 x 256 took 113 us against 85
+ * on one thread, 1 x 2048 x 1024 227 against 189; 64 x 128 x 768 698 against 879). */
+#define SINPE_KEPT_SHARE 24
+/* A value rotated by apply_rope, likewise (engine/rope.c). */
+#define SINPE_ROPE_SHARE 32
 /* Rows per position-copy item; arguments per backend call; vectors per rope item. */
 #define SINPE_POS_BLOCK 16384
 #define SINPE_BLOCK 2048

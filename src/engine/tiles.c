@@ -395,8 +395,10 @@ static int64_t tile_items(const sinpe_plan *p)
 static int64_t tile_work(const sinpe_plan *p)
 {
     int64_t per = p->tile_rows * (p->rowlen > p->tile_pairs ? p->rowlen : p->tile_pairs);
-    if (p->j.kept.data && p->j.pos.mode == SINPE_POS_OFFSET) /* stores only */
-        return per * p->tile_batch / SINPE_STORE_SHARE > 0 ? per * p->tile_batch / SINPE_STORE_SHARE : 1;
+    /* stores only: rows by offset, or by positions when every kept row is there already */
+    if (p->j.kept.data && (p->j.pos.mode == SINPE_POS_OFFSET
+                           || p->j.kept.fill_first >= p->j.kept.fill_end))
+        return per * p->tile_batch / SINPE_KEPT_SHARE > 0 ? per * p->tile_batch / SINPE_KEPT_SHARE : 1;
     if (p->direct)
         return per > 0 ? per : 1;
     int64_t w = per / p->batch_blocks + per * p->tile_batch / SINPE_STORE_SHARE;
