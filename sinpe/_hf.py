@@ -250,20 +250,26 @@ def _dynamic(c: _Cfg, opts: Dict[str, Any], seq_len: Optional[int]) -> Tuple[np.
     return _recip(_pow(base, (dim + 1) // 2, dim, opts)), 1.0
 
 
+def _omp_factor(c: _Cfg, rope_type: str, above: float) -> Tuple[float, float]:
+    """original_max_position_embeddings (checked: finite, > above) and factor (default:
+    max_position_embeddings / original_max_position_embeddings), as yarn and longrope read them."""
+    omp = c.num("original_max_position_embeddings")
+    if not (math.isfinite(omp) and omp > above):
+        raise ValueError(f"config.rope_parameters['original_max_position_embeddings'] must be "
+                         f"finite and > {above} for rope_type {rope_type!r}, got {omp!r}")
+    factor = c.p.get("factor")
+    if factor is None:
+        factor = _int(c.max_position_embeddings, "config.max_position_embeddings") / omp
+    return omp, c.num("factor", factor)
+
+
 def _yarn(c: _Cfg, opts: Dict[str, Any]) -> Tuple[np.ndarray, float]:
     base, dim = _theta(c), c.dim(False)
     if dim % 2:
         raise ValueError(f"the yarn rope needs an even rotary dim (torch broadcasting fails), "
                          f"got {dim}")
     p = c.p
-    factor = p.get("factor")
-    omp = c.num("original_max_position_embeddings")
-    if not (math.isfinite(omp) and omp > 0):
-        raise ValueError(f"config.rope_parameters['original_max_position_embeddings'] must be "
-                         f"finite and > 0 for rope_type 'yarn', got {omp!r}")
-    if factor is None:
-        factor = _int(c.max_position_embeddings, "config.max_position_embeddings") / omp
-    factor = c.num("factor", factor)
+    omp, factor = _omp_factor(c, "yarn", 0)
     attention_factor, mscale, mscale_all_dim = (p.get("attention_factor"), p.get("mscale"),
                                                 p.get("mscale_all_dim"))
 
@@ -311,14 +317,7 @@ def _yarn(c: _Cfg, opts: Dict[str, Any]) -> Tuple[np.ndarray, float]:
 def _longrope(c: _Cfg, opts: Dict[str, Any], long: bool) -> Tuple[np.ndarray, float]:
     base, dim = _theta(c), c.dim(False)
     p = c.p
-    omp = c.num("original_max_position_embeddings")
-    factor = p.get("factor")
-    if not (math.isfinite(omp) and omp > 1):
-        raise ValueError(f"config.rope_parameters['original_max_position_embeddings'] must be "
-                         f"finite and > 1 for rope_type 'longrope', got {omp!r}")
-    if factor is None:
-        factor = _int(c.max_position_embeddings, "config.max_position_embeddings") / omp
-    factor = c.num("factor", factor)
+    omp, factor = _omp_factor(c, "longrope", 1)
     attention_factor = p.get("attention_factor")
     if attention_factor is not None:
         attention_factor = _scalar(attention_factor, "attention_factor")

@@ -8,14 +8,11 @@ under their sub-configs' model types, and heterogeneous per-layer configs (Gemma
 also as ``to_dict()`` dicts.  The module is the oracle: tools/hf_rope_coverage.py's harness,
 run in-process on these families, and direct module calls for the rest."""
 import copy
-import importlib.util
-import os
 
-import ml_dtypes
 import numpy as np
 import pytest
 
-from conftest import ROOT, TORCH_FREE
+from conftest import TORCH_FREE
 
 if not TORCH_FREE:  # the torch-free passes deselect every test here (needs_torch)
     import torch
@@ -26,15 +23,7 @@ pytestmark = [pytest.mark.needs_torch, pytest.mark.oracle_packages]
 DTYPES = ["float32", "float16", "bfloat16"]
 
 
-def _harness():
-    path = os.path.join(ROOT, "tools", "hf_rope_coverage.py")
-    spec = importlib.util.spec_from_file_location("hf_rope_coverage_more", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-H = _harness()
+from test_numerics_hf_coverage import H  # noqa: E402  (the coverage harness, loaded once)
 
 #: (family, rotary class): one per form added, run by the coverage harness (its configs,
 #: positions, dtypes and both position sets) for the native and default columns (and every
@@ -94,16 +83,7 @@ def test_family_bit_for_bit(rows, family, cls):
 
 # ---- direct module calls ---------------------------------------------------------------------
 
-def to_np(t):
-    t = t.detach()
-    if t.dtype == torch.bfloat16:
-        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
-    return t.numpy()
-
-
-def bits(a):
-    a = np.ascontiguousarray(a)
-    return a.view({2: np.uint16, 4: np.uint32}[a.dtype.itemsize])
+from test_numerics_hf_rope import bits, to_np  # noqa: E402  (the same conversions)
 
 
 def same(got, want):

@@ -37,7 +37,7 @@ def to_np(t):
 
 
 def bits(a):
-    a = np.asarray(a)
+    a = np.ascontiguousarray(a)
     return a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
 
 
