@@ -33,9 +33,15 @@ PARTIAL_DEFAULT = frozenset({
     "laguna", "mellum", "minimax_m2", "minimax_m3_vl", "moonshine", "moonshine_streaming",
     "nemotron", "neomme", "persimmon", "phi", "phi3", "phi4_multimodal", "qwen3_5_moe_text",
     "qwen3_5_text", "qwen3_next", "qwen4_exp_text", "recurrent_gemma", "solar_open",
-    "stablelm", "step3p7", "zaya"})
+    "stablelm", "step3p7", "zaya",
+    # sub-configs of their own model type
+    "glmasr_encoder", "nemotron3_5_transcribe_asr_audio", "mimo_v2_flash"})
+#: the default init's fallback when rope_parameters has no partial_rotary_factor.
+PARTIAL_FALLBACK = {"mimo_v2_flash": 0.334}
 #: ``emb = repeat_interleave(freqs, 2)`` instead of ``cat(freqs, freqs)`` (Cohere's pairs).
-INTERLEAVED = frozenset({"cohere", "cohere2", "cohere2_moe", "blt"})
+INTERLEAVED = frozenset({"cohere", "cohere2", "cohere2_moe", "blt",
+                         "blt_local_encoder", "blt_local_decoder", "blt_global_transformer",
+                         "blt_patcher"})
 #: ``emb = freqs`` (no duplication: the tables are head_dim / 2 wide).
 HALF_WIDTH = frozenset({"gpt_oss", "openai_privacy_filter", "deepseek_v4"})
 #: modules that return float32 whatever x's dtype (no ``.to(x.dtype)``).
@@ -49,15 +55,33 @@ MROPE = {
     "qwen2_5_vl": ("chunks", "cat", [16, 24, 24]),
     "glm4v_text": ("chunks", "interleave", [8, 12, 12]),
     "qwen3_vl_text": ("thw", "cat", [24, 20, 20]),
+    # Qwen3-VL: T everywhere, H at 1::3 and W at 2::3 up to 3 * section, then cat
+    "qwen3_vl_moe_text": ("thw", "cat", [24, 20, 20]),
+    "qwen3_omni_moe_text": ("thw", "cat", [24, 20, 20]),
+    "cosmos3_edge_text": ("thw", "cat", [24, 20, 20]),
+    "hy_v4_vl_text": ("thw", "cat", [24, 20, 20]),
+    "cohere_compass_text": ("thw", "cat", [24, 20, 20]),  # per layer type
+    "qwen3_5_text": ("thw", "cat", [11, 11, 10]),
+    "qwen3_5_moe_text": ("thw", "cat", [11, 11, 10]),
+    "qwen4_exp_text": ("thw", "cat", [11, 11, 10]),
+    # Qwen2-VL: chunks m[i % 3] of split(mrope_section), then cat
+    "paddleocr_vl_text": ("chunks", "cat", [16, 24, 24]),
+    "qwen2_5_omni_text": ("chunks", "cat", [16, 24, 24]),
+    "qwen2_5_omni_thinker": ("chunks", "cat", [16, 24, 24]),
+    "glm4v_moe_text": ("chunks", "cat", [8, 12, 12]),
+    "glm_image_text": ("chunks", "cat", [8, 12, 12]),
+    # GLM-4V text: chunks, then repeat_interleave(2)
+    "glm_ocr_text": ("chunks", "interleave", [8, 12, 12]),
+}
+#: model types whose rotary is multimodal in a form hf_rope does not reproduce (refused even
+#: when the config has no mrope_section: the module recomposes with an in-code default).
+MROPE_REFUSED = {
+    "neomme": "two axes (row, column) stacked pairwise per layer type",
 }
 #: families whose rotary module is something else (complex polar tables, per-call mscale
 #: switches, learned scales, precomputed sincos tables).
 OTHER = frozenset({"llama4_text", "llama4", "deepseek_v2", "phimoe", "mistral_large4",
                    "codegen", "gptj", "ernie4_5_vl_moe_text", "hunyuan_vl"})
-#: the model types added by :mod:`sinpe._hf_more` (same forms, other model types).
-PARTIAL_DEFAULT = PARTIAL_DEFAULT | _hf_more.PARTIAL_MORE
-INTERLEAVED = INTERLEAVED | _hf_more.INTERLEAVED_MORE
-MROPE = {**MROPE, **_hf_more.MROPE_MORE}
 
 ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional")
 
@@ -209,7 +233,7 @@ def _theta(c: _Cfg) -> float:
 
 
 def _default(c: _Cfg, opts: Dict[str, Any]) -> Tuple[np.ndarray, float]:
-    fallback = _hf_more.PARTIAL_FALLBACK.get(c.model_type)  # MiMo-V2-Flash: 0.334
+    fallback = PARTIAL_FALLBACK.get(c.model_type)  # MiMo-V2-Flash: 0.334
     if fallback is not None and c.p.get("partial_rotary_factor") is None:
         c.p["partial_rotary_factor"] = fallback
     dim = c.dim() if c.model_type in PARTIAL_DEFAULT else c.head(True)
@@ -502,9 +526,9 @@ def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any 
     rope_type = c.p["rope_type"]
     if rope_type == "axial" or mt in _hf_more.AXIAL:  # a vision tower's 2D rope
         return _hf_more.axial_rope(c, position_ids, inv_freq, opts, dtype, layer_type)
-    if mt in _hf_more.MROPE_REFUSED:
+    if mt in MROPE_REFUSED:
         raise NotImplementedError(f"model_type {mt!r}: its multimodal rope ("
-                                  f"{_hf_more.MROPE_REFUSED[mt]}) is not one hf_rope knows")
+                                  f"{MROPE_REFUSED[mt]}) is not one hf_rope knows")
     if not isinstance(rope_type, str) or rope_type not in ROPE_TYPES:
         raise ValueError(f"rope_type {rope_type!r} is not one of {ROPE_TYPES}")
     pos = _positions(position_ids)

@@ -16,44 +16,6 @@ from .presets import COS, SIN, _admit, _int, _round_to, _table
 
 F32 = np.float32
 
-#: multimodal rope of more model types: (recomposition, expanded half, the module's in-code
-#: default ``rope_parameters.get("mrope_section", default)``), as in :data:`sinpe._hf.MROPE`.
-MROPE_MORE = {
-    # Qwen3-VL: T everywhere, H at 1::3 and W at 2::3 up to 3 * section, then cat
-    "qwen3_vl_moe_text": ("thw", "cat", [24, 20, 20]),
-    "qwen3_omni_moe_text": ("thw", "cat", [24, 20, 20]),
-    "cosmos3_edge_text": ("thw", "cat", [24, 20, 20]),
-    "hy_v4_vl_text": ("thw", "cat", [24, 20, 20]),
-    "cohere_compass_text": ("thw", "cat", [24, 20, 20]),  # per layer type
-    "qwen3_5_text": ("thw", "cat", [11, 11, 10]),
-    "qwen3_5_moe_text": ("thw", "cat", [11, 11, 10]),
-    "qwen4_exp_text": ("thw", "cat", [11, 11, 10]),
-    # Qwen2-VL: chunks m[i % 3] of split(mrope_section), then cat
-    "paddleocr_vl_text": ("chunks", "cat", [16, 24, 24]),
-    "qwen2_5_omni_text": ("chunks", "cat", [16, 24, 24]),
-    "qwen2_5_omni_thinker": ("chunks", "cat", [16, 24, 24]),
-    "glm4v_moe_text": ("chunks", "cat", [8, 12, 12]),
-    "glm_image_text": ("chunks", "cat", [8, 12, 12]),
-    # GLM-4V text: chunks, then repeat_interleave(2)
-    "glm_ocr_text": ("chunks", "interleave", [8, 12, 12]),
-}
-
-#: model types whose rotary is multimodal in a form hf_rope does not reproduce (refused even
-#: when the config has no mrope_section: the module recomposes with an in-code default).
-MROPE_REFUSED = {
-    "neomme": "two axes (row, column) stacked pairwise per layer type",
-}
-
-#: more model types whose own default init honours partial_rotary_factor.
-PARTIAL_MORE = frozenset({"glmasr_encoder", "nemotron3_5_transcribe_asr_audio",
-                          "mimo_v2_flash"})
-#: the default init's fallback when rope_parameters has no partial_rotary_factor.
-PARTIAL_FALLBACK = {"mimo_v2_flash": 0.334}
-#: more model types with ``repeat_interleave(freqs, 2)`` (BLT's sub-configs).
-INTERLEAVED_MORE = frozenset({"blt_local_encoder", "blt_local_decoder",
-                              "blt_global_transformer", "blt_patcher"})
-
-
 # ---- heterogeneous (per-layer) configs ------------------------------------------------------
 
 #: the config attributes transformers' init functions read (a layer type whose layers
