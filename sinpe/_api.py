@@ -114,10 +114,7 @@ def add_pe(x: X, /, base: SupportsFloat = 10000.0, *, offset: SupportsIndex = 0,
     table_rows, grow = (5000, True) if max_len is None else (max_len, False)
     core = _opts(backend, threads, torch_threads)
     lease = _cache.add_rows(core, x, base, offset, positions, table_rows, grow)
-    if lease is None or type(lease) is tuple:  # a hit (or no cache): the core call alone
-        _sinpe.add(core, x, base, offset, positions, table_rows, grow, lease)
-    else:
-        _leased(lease, _sinpe.add, core, x, base, offset, positions, table_rows, grow)
+    _leased(lease, _sinpe.add, core, x, base, offset, positions, table_rows, grow)
     if type(x).__module__ == "torch":  # written outside autograd: its version counter moves
         _bump_version(x)
     return x
