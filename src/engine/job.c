@@ -294,7 +294,7 @@ static int check_offset(const sinpe_job *j, int64_t len, int64_t d)
     if (j->table_rows < 0 || (!j->table_grow && j->table_rows != 0
                               && j->table_rows - len < j->offset))
         return SINPE_E_TABLE;
-    if (j->table_rows > INT64_MAX / d)
+    if (d > 0 && j->table_rows > INT64_MAX / d) /* d = 0: an empty table, no size to pass */
         return SINPE_E_SIZE;
     return SINPE_OK;
 }
