@@ -243,8 +243,8 @@ def add_rows(core: tuple, x: Any, base: Any, offset: Any, positions: Any, table_
     """The lease of add_pe(x, ...): rows offset .. offset + L - 1 by offset; by positions
     (backends whose results do not couple), the rows up to the largest integer position."""
     shape = getattr(x, "shape", None)
-    if not isinstance(shape, tuple) or len(shape) < 2:
-        return None
+    if not isinstance(shape, tuple) or len(shape) < 2 or 0 in shape:
+        return None  # an empty x computes nothing: no rows to keep
     L, d = shape[-2], shape[-1]
     if positions is None:
         off, T = _plain_int(offset), _plain_int(table_rows)

@@ -555,10 +555,11 @@ static int tile_scratch(const sinpe_plan *p)
 }
 
 /* The scratch in floats: divisors and their column blocks' ranges, per-slot rows and
- * positions, copied positions. */
+ * positions, copied positions.  A job with no tiles may still fill the cache's rows (an x
+ * with an empty leading axis): the fill stage needs the divisors and a slot too. */
 int64_t sinpe_table_scratch_floats(const sinpe_plan *p)
 {
-    if (p->tiles == 0 || p->nslots == 0)
+    if ((p->tiles == 0 && fill_items(p) == 0) || p->nslots == 0)
         return 0;
     int64_t per_slot = p->tile_rows * p->ncomp
                        + (tile_scratch(p) ? p->tile_rows * p->rowlen + SINPE_ALIGN_FLOATS : 0)

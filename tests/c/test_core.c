@@ -543,6 +543,24 @@ static void kept_rows(const float *t)
         for (int i = 0; i < 8 * D; i++)
             ok &= x[b * 8 * D + i] == 1.0f + t[10 * D + i];
     CHECK(ok);
+    /* an add to no blocks (an empty leading axis) still fills the kept rows it was given:
+     * the fill stage has its divisors and slot though the job has no tiles */
+    int64_t none[3] = { 0, 8, D };
+    memset(kept, 0xff, sizeof kept);
+    sinpe_job_init(&j, x, 3, none, 10000.0);
+    j.kind = SINPE_JOB_ADD;
+    j.offset = 4;
+    j.kept = (sinpe_kept){ kept, 4, 40, D, 4, 12 };
+    CHECK(sinpe_run(&j, &o) == SINPE_OK);
+    CHECK(same_bits(kept, t + 4 * D, 8 * D * sizeof(float)));
+    sinpe_job_init(&j, x, 3, xs, 10000.0); /* the rest as before: positions 4 .. 20 */
+    j.kind = SINPE_JOB_ADD;
+    j.offset = 12;
+    j.kept = (sinpe_kept){ kept, 4, 40, D, 12, 20 };
+    for (int i = 0; i < 2 * 8 * D; i++)
+        x[i] = 0.0f;
+    CHECK(sinpe_run(&j, &o) == SINPE_OK);
+    CHECK(same_bits(kept, t + 4 * D, 16 * D * sizeof(float)));
     /* by positions: kept rows read for integers inside, computed for the others */
     float pos[8] = { 5, 7, 19, 2.5f, 30, 4, 6, 8 };
     sinpe_job_init(&j, u, 2, shape, 10000.0);
