@@ -344,6 +344,19 @@ def test_preset_messages_and_empty_inputs():
                      (P.timm_2d((0, 3), 8), (0, 8)), (P.llama_rope(8, 0)[0], (0, 8)),
                      (P.whisper(0, 8), (0, 8)), (P.tatp22_2d(4, (1, 2, 2, 0)), (1, 2, 2, 0))):
         assert r.shape == shape
+    # zero-width tables (no columns) on every backend: the size check once divided by d = 0
+    # (UBSan in CI's fuzz run, tools/fuzz/corpus/table_zero_width_division.bin)
+    for be in [b for b, ok in sinpe.backends().items() if ok]:
+        for r, shape in ((P.tatp22_1d(9, (8, 9, 0), backend=be, dtype="float"), (8, 9, 0)),
+                         (P.tatp22_3d(4, (1, 2, 2, 2, 0), backend=be), (1, 2, 2, 2, 0)),
+                         (P.tatp22_1d(4, (3, 2**40, 0), backend=be)[:, :2], (3, 2, 0))):
+            assert r.shape == shape, (be, r.shape)
+        with pytest.raises(ValueError, match="hidden_size must be >= 1, got 0"):
+            P.keras_hub((2, 3, 0), backend=be)
+        with pytest.raises(ValueError, match="d_model must be an even integer >= 2, got 0"):
+            sinpe.positional_encoding(5, 0, backend=be)
+        with pytest.raises(ValueError, match=r"got 0 \(x.shape\[-1\]\)"):
+            sinpe.add_pe(np.zeros((2, 3, 0), np.float32), backend=be)
     x = np.zeros((1, 2, 4, 8), np.float32)
     for bad in (1.0, "1", None, True):
         with pytest.raises(TypeError, match="seq_dim must be an integer"):
