@@ -204,6 +204,8 @@ def test_empty_inputs_are_fine():
     assert sinpe.add_pe(x) is x
     x = np.zeros((0, 8), np.float32)
     assert sinpe.add_pe(x, offset=5) is x
+    for shape in ((3, 0), (0, 3, 0), (0,)):  # empty arrays' strides are NumPy's own (0, 0)
+        assert sinpe.elementwise("sin", np.zeros(shape, np.float32)).shape == shape
 
 
 # ---- dtype spellings and refusals -----------------------------------------------------
