@@ -184,6 +184,9 @@ def lease(core: tuple, d: Any, base: Any, lo: int, hi: int, tensor_rows: int) ->
     budget = _STATS["budget"]
     if budget <= 0 or hi <= lo or type(d) is not int or d < 2 or d % 2:
         return None
+    if max(hi, tensor_rows) * d > 1 << 62:
+        return None  # rows that far from row 0 are never kept (the core refuses to fill rows
+        # whose elements from row 0 pass int64; such rows are their own tensor there)
     key = _key(core, d, base, tensor_rows)
     if key is None:
         return None

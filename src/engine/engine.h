@@ -111,6 +111,7 @@ struct sinpe_plan {
 
 /* job.c */
 int sinpe_job_rows(const sinpe_job *j, int64_t *rows);
+int64_t sinpe_job_torch_rows(const sinpe_job *j, int64_t rows, int64_t pairs);
 int sinpe_ncomp(const sinpe_job *j);
 int sinpe_positions_alias(const sinpe_job *j);
 int sinpe_broadcast_positions(const sinpe_job *j, int64_t *strides);

@@ -228,6 +228,18 @@ int sinpe_job_rows(const sinpe_job *j, int64_t *rows)
     return SINPE_OK;
 }
 
+/* By offset, the rows of the table torch evaluates in one call (table_rows, or offset + rows
+ * when not given); -1 when its elements, rows * pairs, would pass int64: such rows are their
+ * own tensor (plan: torch_tensor).  Not by offset, or with own_tensor, the rows themselves. */
+int64_t sinpe_job_torch_rows(const sinpe_job *j, int64_t rows, int64_t pairs)
+{
+    if (j->pos.mode != SINPE_POS_OFFSET || j->own_tensor)
+        return rows;
+    int64_t whole = j->table_rows ? j->table_rows
+                    : j->offset <= INT64_MAX - rows ? j->offset + rows : -1;
+    return whole >= 0 && whole <= INT64_MAX / (pairs > 0 ? pairs : 1) ? whole : -1;
+}
+
 /* Strides (bytes) of the positions broadcast to the destination's row axes; -1 when their
  * shapes do not broadcast to exactly those axes. */
 int sinpe_broadcast_positions(const sinpe_job *j, int64_t *strides)
@@ -393,9 +405,17 @@ static int check_kept(const sinpe_job *j, const sinpe_backend_ops *be)
         return SINPE_E_KEPT;
     if (j->pos.mode == SINPE_POS_ARRAY && !be->independent)
         return SINPE_E_KEPT;
+    /* the fill computes positions fill_first .. fill_end - 1 as rows of torch's tensor from
+     * row 0: their elements must index in int64, and rows past that (their own tensor) are
+     * not a cache's */
+    int64_t pairs = d / 2 > 0 ? d / 2 : 1;
+    if (k->fill_end > INT64_MAX / pairs)
+        return SINPE_E_KEPT;
     if (j->pos.mode == SINPE_POS_OFFSET) {
         sinpe_job_rows(j, &len);
         if (len > 0 && (j->offset < k->first || j->offset - k->first > k->rows - len))
+            return SINPE_E_KEPT;
+        if (sinpe_job_torch_rows(j, len, pairs) < 0)
             return SINPE_E_KEPT;
     }
     int64_t lo, hi;

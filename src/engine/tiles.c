@@ -479,14 +479,10 @@ static void rows_by_offset(sinpe_plan *p)
 static void torch_tensor(sinpe_plan *p)
 {
     sinpe_job *j = &p->j;
-    int64_t trows = p->rows;
-    if (j->pos.mode == SINPE_POS_OFFSET && !j->own_tensor) {
-        int64_t whole = j->table_rows ? j->table_rows
-                        : j->offset <= INT64_MAX - p->rows ? j->offset + p->rows : -1;
-        if (whole >= 0 && whole <= INT64_MAX / (p->pairs > 0 ? p->pairs : 1))
-            trows = whole;
-        else
-            j->own_tensor = 1;
+    int64_t trows = sinpe_job_torch_rows(j, p->rows, p->pairs);
+    if (trows < 0) {
+        j->own_tensor = 1;
+        trows = p->rows;
     }
     if (j->preset)
         trows += j->preset->trow_shift; /* 0, or -1 by positions: never past the rows */

@@ -519,7 +519,7 @@ static void job_kinds(void)
 static void kept_rows(const float *t)
 {
     static float kept[64 * D], u[L * D], x[2 * 8 * D];
-    sinpe_opts o = opts_of("builtin", sinpe_path_best(), 2);
+    sinpe_opts o = opts_of("builtin", sinpe_path_best(), 2), sl = opts_of("sleef", 0, 2);
     sinpe_job j;
     int64_t shape[2] = { 8, D }, xs[3] = { 2, 8, D };
     /* fill positions 4 .. 20 of a block from position 4, then a table of rows 6 .. 13 */
@@ -584,10 +584,19 @@ static void kept_rows(const float *t)
     j.kept = (sinpe_kept){ kept, 4, 40, D, 4, 4 };
     j.own_tensor = 1;
     CHECK(sinpe_run(&j, &o) == SINPE_E_KEPT);
+    /* rows so far out that torch's tensor from row 0 would pass int64 (their own tensor):
+     * the fill indexed them from row 0 and overflowed (UBSan, a hostile probe) */
+    int64_t far = INT64_MAX / (D / 2) - 4;
+    sinpe_job_init(&j, u, 2, shape, 10000.0);
+    j.offset = far;
+    j.kept = (sinpe_kept){ kept, far, 40, D, far, far + 8 };
+    CHECK(sinpe_run(&j, &o) == SINPE_E_KEPT);
+    j.kept = (sinpe_kept){ kept, far, 40, D, far, far };
+    CHECK(sinpe_run(&j, &o) == SINPE_E_KEPT);
+    CHECK(sinpe_run(&j, &sl) == SINPE_E_KEPT);
     sinpe_job_init(&j, u, 2, shape, 10000.0);
     use_positions(&j, pos, SINPE_F32, 8, 4);
     j.kept = (sinpe_kept){ kept, 4, 16, D, 4, 4 };
-    sinpe_opts sl = opts_of("sleef", 0, 2);
     CHECK(sinpe_run(&j, &sl) == SINPE_E_KEPT);
     sinpe_job_init(&j, kept + 4 * D, 2, shape, 10000.0);
     j.offset = 4;

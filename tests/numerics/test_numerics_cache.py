@@ -128,6 +128,26 @@ def test_empty_batch_computes_nothing_and_keeps_nothing(backend, shape):
     assert same(x, want)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("offset,d", [(2**61 - 2, 8), (2**62 - 1, 4), (2**62, 4), (2**60, 6)])
+def test_rows_far_out_bits_do_not_depend_on_the_cache(backend, offset, d):
+    """Rows whose elements from row 0 pass int64 (torch's tensor would be the rows
+    themselves): the cache once leased them and the core's fill indexed them from row 0, a
+    signed overflow (UBSan; SLEEF's lane grouping too).  Such rows are not kept."""
+    sinpe.set_cache_size(0)
+    want = sinpe.positional_encoding(3, d, offset=offset, backend=backend)
+    x0 = RNG.standard_normal((2, 3, d)).astype(np.float32)
+    want_x = x0.copy()
+    sinpe.add_pe(want_x, offset=offset, backend=backend)
+    sinpe.set_cache_size(64 << 20)
+    sinpe.clear_cache()
+    for _ in range(2):
+        assert same(sinpe.positional_encoding(3, d, offset=offset, backend=backend), want)
+        x = x0.copy()
+        sinpe.add_pe(x, offset=offset, backend=backend)
+        assert same(x, want_x)
+
+
 def test_apply_rope_tables_kept():
     q0 = RNG.standard_normal((2, 4, 33, 64)).astype(np.float32)
     pos = np.arange(33)[None].repeat(2, 0)
