@@ -261,11 +261,36 @@ static int dlpack_type(const dl_dtype *d, sinpe_type *t)
     return 0;
 }
 
+/* 1 when o says its values are its memory's negated (torch's neg bit: torch._neg_view,
+ * complex .conj().imag): torch exports such a view's memory as it is, so a write or a read
+ * through the export would see the values' negatives.  0 when not, -1 with an error set. */
+static int negated_view(PyObject *o, const char *what)
+{
+    PyObject *r = PyObject_HasAttrString(o, "is_neg") ? PyObject_CallMethod(o, "is_neg", NULL)
+                                                      : NULL;
+    if (!r) {
+        PyErr_Clear(); /* an exporter without the method, or one whose method fails: no bit */
+        return 0;
+    }
+    int neg = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    if (neg < 0)
+        PyErr_Clear();
+    if (neg <= 0)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "%s is a negative view (torch's neg bit, as .conj().imag "
+                 "makes): its memory holds the values negated (%s.resolve_neg() is a copy that "
+                 "holds them)", what, what);
+    return -1;
+}
+
 /* A DLPack exporter's tensor as the core sees it, in place: CPU memory only, the element
  * types the core writes; a read-only export or a copy the producer made is refused (a write
  * into it would not reach the tensor). */
 static int dlpack_view(call *c, PyObject *o, const char *what, sinpe_array *v)
 {
+    if (negated_view(o, what) < 0)
+        return -1;
     PyObject *cap = own(c, dlpack_capsule(o, what));
     if (!cap)
         return -1;

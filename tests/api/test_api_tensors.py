@@ -167,3 +167,23 @@ def test_empty_tensors_exported_without_data():
     assert sinpe.apply_rope(q) is q
     out = torch.zeros(0, 8)
     assert sinpe.positional_encoding(0, 8, out=out) is not None
+
+
+def test_negative_views_refused_untouched():
+    """A tensor with torch's neg bit (torch._neg_view, complex .conj().imag) exports its memory,
+    which holds the values negated: add_pe wrote -pe into such an x and out= held -pe (a hostile
+    probe).  Refused, naming the argument, with the memory untouched, at every entry point."""
+    from sinpe import presets as P
+    calls = {"x": [lambda t: sinpe.add_pe(t), lambda t: sinpe.apply_rope(t.view(1, 1, 3, 8)),
+                   lambda t: sinpe.add_pe(t.view(1, 3, 8), offset=4)],
+             "out": [lambda t: sinpe.positional_encoding(3, 8, out=t),
+                     lambda t: P.fairseq(3, 8, out=t)]}
+    for what, fs in calls.items():
+        for f in fs:
+            for make in (lambda: torch._neg_view(torch.ones(3, 8)),
+                         lambda: (torch.ones(3, 8, dtype=torch.complex64) * 1j).conj().imag):
+                t = make()
+                assert t.is_neg()
+                with pytest.raises(ValueError, match=f"{what} is a negative view"):
+                    f(t)
+                assert torch.equal(t.resolve_neg(), -torch.ones(3, 8))  # values as they were
