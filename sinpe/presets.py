@@ -624,6 +624,8 @@ def tatp22_1d(channels: int, tensor: Any, *, dtype: Any = None, out: Any = None,
     opts = _opts(dtype if dtype is not None else tdt, out, backend, threads, torch_threads)
     width = min(c, ch)  # the library's zeros beyond its channels are cut by [:orig_ch] first
     dst = _result((B, X, width), opts)
+    if dst.size == 0:  # nothing to fill: the axis is not computed (it may be long)
+        return dst if out is None else out
     inv = _rope_inv_freq(c, 10000.0, opts)
     dst[...] = _tatp_axis(X, width, inv, dict(opts, dtype=dst.dtype))  # the same dtype: copies
     return dst if out is None else out
@@ -642,13 +644,14 @@ def tatp22_2d(channels: int, tensor: Any, *, dtype: Any = None, out: Any = None,
     opts = _opts(dtype if dtype is not None else tdt, out, backend, threads, torch_threads)
     width = min(ch, 2 * c)
     dst = _result((B, X, Y, width), opts)
+    if dst.size == 0:  # nothing to fill: no axis is computed (one may be long)
+        return dst if out is None else out
     inv = _rope_inv_freq(c, 10000.0, opts)
     one = dict(opts, dtype=dst.dtype)
-    ex, ey = _tatp_axis(X, c, inv, one), _tatp_axis(Y, c, inv, one)
     nx = min(c, width)
-    dst[..., :nx] = ex[None, :, None, :nx]
+    dst[..., :nx] = _tatp_axis(X, c, inv, one)[None, :, None, :nx]
     if width > c:
-        dst[..., c:width] = ey[None, None, :, :width - c]
+        dst[..., c:width] = _tatp_axis(Y, c, inv, one)[None, None, :, :width - c]
     return dst if out is None else out
 
 
@@ -666,12 +669,14 @@ def tatp22_3d(channels: int, tensor: Any, *, dtype: Any = None, out: Any = None,
     opts = _opts(dtype if dtype is not None else tdt, out, backend, threads, torch_threads)
     width = min(ch, 3 * c)
     dst = _result((B, X, Y, Z, width), opts)
+    if dst.size == 0:  # nothing to fill: no axis is computed (one may be long)
+        return dst if out is None else out
     inv = _rope_inv_freq(c, 10000.0, opts)
     one = dict(opts, dtype=dst.dtype)
     for k, (n, index) in enumerate([(X, np.s_[None, :, None, None]), (Y, np.s_[None, None, :, None]),
                                     (Z, np.s_[None, None, None, :])]):
         lo, hi = k * c, min(width, (k + 1) * c)
-        if hi > lo and n:
+        if hi > lo:
             dst[..., lo:hi] = _tatp_axis(n, c, inv, one)[index + (slice(0, hi - lo),)]
     return dst if out is None else out
 

@@ -349,7 +349,11 @@ def test_preset_messages_and_empty_inputs():
     for be in [b for b, ok in sinpe.backends().items() if ok]:
         for r, shape in ((P.tatp22_1d(9, (8, 9, 0), backend=be, dtype="float"), (8, 9, 0)),
                          (P.tatp22_3d(4, (1, 2, 2, 2, 0), backend=be), (1, 2, 2, 2, 0)),
-                         (P.tatp22_1d(4, (3, 2**40, 0), backend=be)[:, :2], (3, 2, 0))):
+                         (P.tatp22_1d(4, (3, 2**40, 0), backend=be)[:, :2], (3, 2, 0)),
+                         # an empty result computes no axis, however long (they took 16 GiB)
+                         (P.tatp22_1d(4, (0, 2**40, 4), backend=be), (0, 2**40, 4)),
+                         (P.tatp22_2d(4, (1, 2**31, 0, 4), backend=be), (1, 2**31, 0, 4)),
+                         (P.tatp22_3d(4, (1, 2**31, 0, 1, 4), backend=be), (1, 2**31, 0, 1, 4))):
             assert r.shape == shape, (be, r.shape)
         with pytest.raises(ValueError, match="hidden_size must be >= 1, got 0"):
             P.keras_hub((2, 3, 0), backend=be)
