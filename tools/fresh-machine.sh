@@ -40,7 +40,7 @@ test=$(awk '/<!-- test -->/{getline; getline; print; exit}' README.md)
 [ -n "$main" ] && [ -n "$test" ] || { echo "fresh-machine: README has no commands" >&2; exit 1; }
 
 rx() {  # bytes received by every interface but loopback
-    awk -F'[: ]+' 'NR > 2 && $2 != "lo" { s += $3 } END { print s + 0 }' /proc/net/dev
+    awk -F'[: ]+' 'NR > 2 && $2 != "lo" { s += $3 } END { printf "%.0f\n", s }' /proc/net/dev
 }
 
 python3 -m venv "$work/venv"
