@@ -355,6 +355,15 @@ def test_preset_messages_and_empty_inputs():
                          (P.tatp22_2d(4, (1, 2**31, 0, 4), backend=be), (1, 2**31, 0, 4)),
                          (P.tatp22_3d(4, (1, 2**31, 0, 1, 4), backend=be), (1, 2**31, 0, 1, 4))):
             assert r.shape == shape, (be, r.shape)
+        # apply_rope on an empty x computes no table however long its seq (it built 256 MiB
+        # for (0, 1, 2**23, 8) and refused (0, 1, 2**40, 8) for memory); x's checks still run
+        for shape in ((0, 1, 2**40, 8), (2, 0, 2**40, 8), (2, 3, 0, 8)):
+            e = np.zeros(shape, np.float32)
+            assert sinpe.apply_rope(e, backend=be) is e
+        with pytest.raises(TypeError, match="x must have dtype"):
+            sinpe.apply_rope(np.zeros((0, 1, 5, 8), np.int32), backend=be)
+        with pytest.raises(ValueError, match="base must be finite"):
+            sinpe.apply_rope(np.zeros((0, 1, 5, 8), np.float32), base=0, backend=be)
         with pytest.raises(ValueError, match="hidden_size must be >= 1, got 0"):
             P.keras_hub((2, 3, 0), backend=be)
         with pytest.raises(ValueError, match="d_model must be an even integer >= 2, got 0"):
