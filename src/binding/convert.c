@@ -268,14 +268,15 @@ static int negated_view(PyObject *o, const char *what)
 {
     PyObject *r = PyObject_HasAttrString(o, "is_neg") ? PyObject_CallMethod(o, "is_neg", NULL)
                                                       : NULL;
-    if (!r) {
-        PyErr_Clear(); /* an exporter without the method, or one whose method fails: no bit */
-        return 0;
-    }
-    int neg = PyObject_IsTrue(r);
-    Py_DECREF(r);
-    if (neg < 0)
+    int neg = r ? PyObject_IsTrue(r) : -1;
+    Py_XDECREF(r);
+    if (neg < 0 && PyErr_Occurred()) {
+        /* an exporter whose method fails has no such bit; KeyboardInterrupt, MemoryError and
+         * the like are the caller's */
+        if (!PyErr_ExceptionMatches(PyExc_Exception))
+            return -1;
         PyErr_Clear();
+    }
     if (neg <= 0)
         return 0;
     PyErr_Format(PyExc_ValueError, "%s is a negative view (torch's neg bit, as .conj().imag "
