@@ -54,25 +54,10 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
         c, s_ = _given_tables(cos, sin, shape, sd, layout, positions, offset, rot_dim)
     else:
         c, s_ = _rope_tables(opts, shape, sd, seq, d, positions, base, layout, offset, rot_dim)
-    if c is None:  # an empty x: no table is computed (its seq may be long); x's own checks
-        # still run, on its view of no positions (the tables' seq axis is then 0)
-        c = s_ = np.zeros((1, 0, d), np.float32)
-        _sinpe.rope(opts["core"], _no_rows(x, sd), c, s_, sd, -1, layout == "pairs")
-        return x
     _sinpe.rope(opts["core"], x, c, s_, sd, 0 if c.shape[0] > 1 else -1, layout == "pairs")
     if type(x).__module__ == "torch":
         _bump_version(x)
     return x
-
-
-def _no_rows(x: Any, sd: int) -> Any:
-    """x's view of no positions along axis sd (NumPy and torch slicing; other buffers
-    through NumPy's view of them)."""
-    index = (slice(None),) * sd + (slice(0, 0),)
-    try:
-        return x[index]
-    except (TypeError, IndexError, NotImplementedError, ValueError):
-        return np.asarray(x)[index]
 
 
 def _shape_of(x: Any) -> Tuple[int, ...]:
@@ -105,8 +90,9 @@ def _rope_tables(opts: dict, shape: Tuple[int, ...], sd: int, seq: int, d: int, 
                              f"({shape[0]}, {seq}) for x of shape {shape}, got "
                              f"{np.shape(positions)}")
         tables = pos.shape[0]
-    if 0 in shape:
-        return None, None  # nothing to rotate
+    if 0 in shape:  # nothing to rotate: tables of no rows (the core takes them for an empty
+        none = np.zeros((1, 0, rot), np.float32)  # x), none computed however long seq is
+        return none, none
     key = _cache.rope_key(opts["core"], rot, theta, layout, seq, off, pos)
     kept = _cache.memo_get(key)
     if kept is not None:

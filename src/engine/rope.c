@@ -12,10 +12,12 @@
 
 #include "engine/layout.h"
 
-/* A rope table: float32, C order, of shape (tables, seq, rot). */
-static int table_ok(const sinpe_array *t, int64_t seq)
+/* A rope table: float32, C order, of shape (tables, seq, rot); for an x with no elements
+ * (nothing is rotated) also of no rows, (tables, 0, rot). */
+static int table_ok(const sinpe_array *t, int64_t seq, int64_t n)
 {
-    if (t->type != SINPE_F32 || t->ndim != 3 || t->shape[1] != seq || t->shape[0] < 1)
+    if (t->type != SINPE_F32 || t->ndim != 3 || t->shape[0] < 1
+        || (t->shape[1] != seq && !(n == 0 && t->shape[1] == 0)))
         return 0;
     if (t->shape[1] == 0 || t->shape[2] == 0) /* empty: nothing is read */
         return 1;
@@ -31,8 +33,11 @@ int sinpe_rope_check(const sinpe_job *j)
         return SINPE_E_DIMS;
     if (sa < 0 || sa >= nd - 1 || ba < -1 || ba >= nd - 1 || ba == sa)
         return SINPE_E_AXIS;
+    int64_t n = 1;
+    for (int k = 0; k < nd; k++)
+        n = x->shape[k] == 0 ? 0 : n * x->shape[k];
     const sinpe_array *c = &j->rope.cos, *s = &j->rope.sin;
-    if (!table_ok(c, x->shape[sa]) || !table_ok(s, x->shape[sa])
+    if (!table_ok(c, x->shape[sa], n) || !table_ok(s, x->shape[sa], n)
         || memcmp(c->shape, s->shape, sizeof c->shape[0] * 3))
         return SINPE_E_TABLES;
     int64_t rot = c->shape[2], tables = c->shape[0];
@@ -40,9 +45,6 @@ int sinpe_rope_check(const sinpe_job *j)
         return SINPE_E_ROT;
     if (tables > 1 && (ba < 0 || x->shape[ba] != tables))
         return SINPE_E_TABLES;
-    int64_t n = 1;
-    for (int k = 0; k < nd; k++)
-        n = x->shape[k] == 0 ? 0 : n * x->shape[k];
     if (n > 0 && (!c->data || !s->data))
         return SINPE_E_NULL;
     return SINPE_OK;

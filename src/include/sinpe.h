@@ -279,7 +279,7 @@ typedef struct {
     const sinpe_preset *preset;
     sinpe_kept kept;
     struct {
-        sinpe_array cos, sin; /* float32, C order, (tables, seq, rot) */
+        sinpe_array cos, sin; /* float32, C order, (tables, seq, rot); (tables, 0, rot) for an empty x */
         int seq_axis, batch_axis, pairs;
     } rope;
     sinpe_func func;
