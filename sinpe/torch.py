@@ -290,3 +290,14 @@ def apply_rotary_pos_emb_cohere(q: torch.Tensor, k: torch.Tensor, cos: torch.Ten
     qe = (qf * c) + (_pairs_rotate_half(qf) * s)
     ke = (kf * c) + (_pairs_rotate_half(kf) * s)
     return qe.to(dtype=dtype), ke.to(dtype=dtype)
+
+
+# ---- sinpe.torch.patch and the tensor-out hf_rope (sinpe/_torch_patch.py) ---------------------
+
+from ._torch_patch import (patch, unpatch, patched, hf_rope,  # noqa: E402
+                           apply_rotary_pos_emb_half, apply_rotary_pos_emb_float32,
+                           apply_rotary_pos_emb_glm_float32, apply_rotary_pos_emb_single)
+
+__all__ += ["patch", "unpatch", "patched", "hf_rope", "apply_rotary_pos_emb_half",
+            "apply_rotary_pos_emb_float32", "apply_rotary_pos_emb_glm_float32",
+            "apply_rotary_pos_emb_single"]
