@@ -17,6 +17,10 @@ gives a float64 buffer and a float64 forward) and on its default device (under
 ``with torch.device('meta')`` it is a meta tensor with no data; on other
 devices the CPU table is copied there).
 
+``batch_first=False`` holds the PyTorch nn.Transformer tutorial's seq-first buffer instead, of
+shape (max_len, 1, d_model), and adds along axis 0 (``x + pe[:x.size(0)]``): the tutorial's
+state_dict loads.
+
 Also transformers' ``apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1)`` (with GPT-NeoX's
 partial form) and its variants ``apply_rotary_pos_emb_interleave`` (DeepSeek-V3),
 ``apply_rotary_pos_emb_glm`` and ``apply_rotary_pos_emb_cohere``: new tensors, bit for bit
@@ -65,13 +69,22 @@ class SinusoidalPositionalEncoding(nn.Module):
     """Sinusoidal positional encoding, with the table filled by sinpe."""
 
     def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.1,
-                 base: float = 10000.0) -> None:
+                 base: float = 10000.0, batch_first: bool = True) -> None:
         super().__init__()
+        if not isinstance(batch_first, bool):
+            raise TypeError(f"batch_first must be a bool, got {type(batch_first).__name__}")
+        self.batch_first = batch_first
         self.dropout = nn.Dropout(p=dropout)
-        self.register_buffer("pe", _table(d_model, max_len, base))
+        pe = _table(d_model, max_len, base)
+        if not batch_first:  # the PyTorch tutorial's seq-first buffer: (max_len, 1, d_model)
+            pe = pe.view(max_len, 1, d_model)
+        self.register_buffer("pe", pe)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.pe[:, :x.size(1)]
+        if self.batch_first:
+            x = x + self.pe[:, :x.size(1)]
+        else:  # x: (seq, batch, d_model), positions along axis 0
+            x = x + self.pe[:x.size(0)]
         return self.dropout(x)
 
 
