@@ -34,7 +34,10 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
        rotary models and rotary-embedding-torch with a smaller dim do.
     cos, sin: instead of base/positions, the tables a transformers rotary module returned
        (shape (seq, rot) or (batch, seq, rot), any float dtype; rot <= head_dim: the first
-       rot columns rotate, GPT-NeoX's partial form), for layout 'half'.
+       rot columns rotate, GPT-NeoX's partial form), for layout 'half'; for layout 'pairs',
+       rotary-embedding-torch's tables ``freqs.cos()``, ``freqs.sin()`` of its repeated-pair
+       angles (``RotaryEmbedding(dim)(t)``, or :func:`sinpe.presets.rotary_embedding_torch`):
+       ``x * cos + rotate_half(x) * sin`` on the first rot columns, in float32, rounded once.
     base: theta (rope_theta). backend, threads, torch_threads: as for the tables.  The cos/sin
        rows are kept in the cache for the next call (sinpe.set_cache_size).
     """
@@ -120,8 +123,8 @@ def _given_tables(cos: Any, sin: Any, shape: Tuple[int, ...], sd: int, layout: s
     core's float32 tables (tables, seq, rot): widening is exact."""
     if cos is None or sin is None:
         raise TypeError("apply_rope() needs both cos and sin, or neither")
-    if layout != "half" or positions is not None or offset != 0 or rot_dim is not None:
-        raise ValueError("cos/sin exclude positions, offset, rot_dim and layout='pairs'")
+    if positions is not None or offset != 0 or rot_dim is not None:
+        raise ValueError("cos/sin exclude positions, offset and rot_dim")
     c, s_ = _float32(cos, "cos"), _float32(sin, "sin")
     if c.shape != s_.shape or c.ndim not in (2, 3):
         raise ValueError(f"cos and sin must have one shape, (seq, rot) or (batch, seq, rot), got "

@@ -575,9 +575,11 @@ def rotary_embedding_torch(dim: int, seq_len: Optional[int] = None, *, t: Any = 
                            torch_threads: Optional[int] = None) -> np.ndarray:
     """rotary-embedding-torch ``RotaryEmbedding(dim, ...)(t)``: the angles
     ``t[:, None] * freqs``, each repeated for a pair of columns ``[a0, a0, a1, a1, ...]``
-    (its apply_rotary_emb takes their cos and sin: :func:`sinpe.apply_rope` with
-    layout='pairs'). t: positions (float32 values); default
-    ``(arange(seq_len) + offset) / interpolate_factor`` in float32 (its get_seq_pos).
+    (its apply_rotary_emb takes their cos and sin, as torch computes them:
+    ``sinpe.apply_rope(x, layout='pairs', cos=torch.from_numpy(angles).cos(),
+    sin=torch.from_numpy(angles).sin())``, or the tables of its ``freqs``).
+    t: positions (float32 values); default ``(arange(seq_len) + offset) /
+    interpolate_factor`` in float32 (its get_seq_pos).
     Shape (len(t), 2 * len(freqs))."""
     opts = _opts(dtype, out, backend, threads, torch_threads)
     freqs = rotary_embedding_torch_freqs(dim, theta, theta_rescale_factor, freqs_for, num_freqs,
