@@ -120,11 +120,82 @@ def _fields(cfg_cls: Any) -> set:
     return names
 
 
+def _small_kwargs(cfg_cls: Any, depth: int = 0) -> Dict[str, Any]:
+    """The small sizes for cfg_cls, and (as dicts) for its sub-configs: a multimodal model's
+    vision or audio tower is built, though only input ids are fed."""
+    fields = _fields(cfg_cls)
+    amap = getattr(cfg_cls, "attribute_map", {}) or {}
+    kw: Dict[str, Any] = {}
+    for k, v in SMALL.items():
+        name = k if k in fields else amap.get(k)
+        if name in fields:
+            kw[name] = v
+    if "qk_rope_head_dim" in fields and "head_dim" in kw:  # MLA: the rotary's dim
+        kw["head_dim"] = SMALL["qk_rope_head_dim"]
+    if "qk_rope_head_dim" in fields and "num_key_value_heads" in kw:
+        kw["num_key_value_heads"] = SMALL["num_attention_heads"]
+    if depth < 2:
+        for key, sub in (getattr(cfg_cls, "sub_configs", None) or {}).items():
+            if isinstance(sub, type) and key in fields:
+                sk = _small_kwargs(sub, depth + 1)
+                for k in ("pad_token_id", "bos_token_id", "eos_token_id"):
+                    sk.pop(k, None)
+                kw[key] = sk
+    return kw
+
+
+_ROPE_TOOL: Any = None
+
+
+def _fit_mrope(cfg: Any) -> None:
+    """A multimodal rope's mrope_section rescaled to the small rotary dim (it must sum to
+    rot_dim / 2), in the config and its text config."""
+    global _ROPE_TOOL
+    if _ROPE_TOOL is None:
+        _ROPE_TOOL = _rope_tool()
+    seen = set()
+    for c in (cfg, cfg.get_text_config() if hasattr(cfg, "get_text_config") else None):
+        if c is None or id(c) in seen:
+            continue
+        seen.add(id(c))
+        rp = getattr(c, "rope_parameters", None)
+        if not isinstance(rp, dict):
+            continue
+        dicts = [(None, rp)] if "rope_type" in rp or "mrope_section" in rp else \
+            [(k, v) for k, v in rp.items() if isinstance(v, dict)]
+        for lt, d in dicts:
+            sec = d.get("mrope_section")
+            if not sec and _mentions_mrope(c):  # the module's in-code default is too wide
+                sec = [2, 3, 3]
+            if sec:
+                half = _ROPE_TOOL.rotary_dim(c, lt) // 2
+                d["mrope_section"] = _ROPE_TOOL.mrope_sections(half, list(sec))
+
+
+def _mentions_mrope(cfg: Any) -> bool:
+    import importlib
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+    mod = model_type_to_module_name(getattr(cfg, "model_type", "") or "")
+    try:
+        m = importlib.import_module(f"transformers.models.{mod}.modeling_{mod}")
+        return "mrope_section" in inspect.getsource(m)
+    except Exception:
+        return False
+
+
 def tiny_config(mt: str, small: bool = True) -> Any:
     from transformers import AutoConfig
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
     cfg_cls = CONFIG_MAPPING[mt]
     fields = _fields(cfg_cls)
+    try:
+        cfg = AutoConfig.for_model(mt, **_small_kwargs(cfg_cls))
+        if small:
+            cfg._attn_implementation = "eager"
+            _fit_mrope(cfg)
+            return cfg
+    except Exception:
+        pass
     amap = getattr(cfg_cls, "attribute_map", {}) or {}
     kw = {}
     for k, v in SMALL.items():
