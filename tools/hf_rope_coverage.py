@@ -54,7 +54,21 @@ import warnings
 
 import numpy as np
 
-ROPE_TYPES = ["default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional"]
+
+
+def _rope_types():
+    """hf_rope's rope types: the keys of its init table (sinpe._hf.ROPE_INIT_FUNCTIONS, which
+    mirrors transformers' ROPE_INIT_FUNCTIONS plus "default"); without sinpe (the --stub
+    development mode), transformers' own keys after "default"."""
+    try:
+        from sinpe._hf import ROPE_INIT_FUNCTIONS
+    except ImportError:
+        from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+        return ["default"] + [k for k in ROPE_INIT_FUNCTIONS if k != "default"]
+    return list(ROPE_INIT_FUNCTIONS)
+
+
+ROPE_TYPES = _rope_types()
 #: The columns: "native" is the config class's own rope_parameters, unchanged (a family
 #: whose default is yarn, proportional, mrope-interleaved, ... is tested as shipped).
 COLUMNS = ["native"] + ROPE_TYPES

@@ -209,7 +209,7 @@ def _yarn(c: Cfg, opts: Dict[str, Any], seq_len: Any = None) -> Tuple[np.ndarray
     return inv.astype(F32), attention_factor
 
 
-def _factors(c: Cfg, key: str) -> np.ndarray:
+def _factors(c: Cfg, key: str, n: int) -> np.ndarray:
     """longrope's short_factor or long_factor: a list of numbers (``torch.tensor(list)``
     raises TypeError on anything else, None included)."""
     ext = c.need(key)
@@ -222,10 +222,14 @@ def _factors(c: Cfg, key: str) -> np.ndarray:
             raise TypeError(f"config.rope_parameters[{key!r}] must be a list of numbers, got "
                             f"{_short(v)} at index {i} (transformers raises TypeError)")
     try:
-        return np.array(vals, dtype=np.float64)
+        ext = np.array(vals, dtype=np.float64)
     except OverflowError:
         raise OverflowError(f"config.rope_parameters[{key!r}] holds a number that does not fit "
                             "in a float") from None
+    if ext.ndim != 1 or len(ext) not in (1, n):
+        raise ValueError(f"config.rope_parameters[{key!r}] must have {n} entries (dim / 2), "
+                         f"got shape {ext.shape}")
+    return ext
 
 
 def _longrope(c: Cfg, opts: Dict[str, Any], seq_len: Any = None) -> Tuple[np.ndarray, float]:
@@ -237,12 +241,10 @@ def _longrope(c: Cfg, opts: Dict[str, Any], seq_len: Any = None) -> Tuple[np.nda
     if attention_factor is None:
         attention_factor = 1.0 if factor <= 1.0 else \
             math.sqrt(1 + math.log(factor) / math.log(omp))
-    key = "long_factor" if seq_len and seq_len > omp else "short_factor"
-    ext = _factors(c, key)
     n = (dim + 1) // 2
-    if ext.ndim != 1 or len(ext) not in (1, n):
-        raise ValueError(f"config.rope_parameters[{key!r}] must have {n} entries (dim / 2), "
-                         f"got shape {ext.shape}")
+    # the first forward makes both (transformers' longrope_frequency_update), then picks one
+    short, long = (_factors(c, key, n) for key in ("short_factor", "long_factor"))
+    ext = long if seq_len and seq_len > omp else short
     with np.errstate(over="ignore"):
         ext = ext.astype(F32)
     return recip(ext * pow_(base, n, dim, opts)), float(attention_factor)
