@@ -12,7 +12,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from .. import _dtypes
-from ..presets import COS, SIN, _int, _round_to, _table
+from ..presets import COS, SIN, _int, _table
 from .inits import inv_freq as _inv_freq, theta as _theta
 
 F32 = np.float32
@@ -206,7 +206,8 @@ def _tables(pos: np.ndarray, inv: np.ndarray, layout: str, opts: Dict[str, Any],
     a, f = _columns(layout, n, pos.shape[-1])
     shape = ((1,) if layout == "sam" else ()) + pos.shape[:-1] + (len(a),)
     k = 4 * np.arange(n, dtype=np.int64)
-    t = _table(pos, inv, np.concatenate([k + COS, k + SIN]), dict(opts, dtype=dtype),
+    col: Any = np.concatenate([k + COS, k + SIN])
+    t = _table(pos, inv, col, dict(opts, dtype=dtype),
                names=("out", "position_ids", "head_dim"))
     t = t.reshape(pos.shape + (2 * n,))
     # column c from axis a[c], frequency f[c]; cos first, then sin

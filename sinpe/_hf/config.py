@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
@@ -68,7 +68,7 @@ def layer_config(config: Any, layer_type: Optional[str]) -> Any:
 def _getters(config: Any) -> Tuple[Callable[..., Any], Callable[[str], bool]]:
     """get(key, default) and has(key) of a config object or a Mapping."""
     if isinstance(config, Mapping):
-        d: Dict[str, Any] = config
+        d: Mapping[str, Any] = config
         return (lambda k, dflt=None: d.get(k, dflt)), (lambda k: k in d)
     if not hasattr(config, "__dict__") or isinstance(config, type):
         raise TypeError(f"config must be a transformers config or a Mapping (its to_dict() "

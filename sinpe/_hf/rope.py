@@ -240,7 +240,7 @@ def _cos_sin_table(pos: Optional[np.ndarray], shape: Tuple[int, ...], freq: np.n
     (scaled by attention_scaling in float32, then rounded to dtype)."""
     width = len(freq)
     k = 4 * np.arange(width, dtype=np.int64)
-    col = np.concatenate([k + COS, k + SIN])
+    col: Any = np.concatenate([k + COS, k + SIN])
     job = dict(opts, dtype=dtype if scaling == 1.0 else None)
     freq = np.ascontiguousarray(freq, F32)
     if pos is not None:
