@@ -104,7 +104,8 @@ class Cfg:
         if rp is None:
             rp = get("rope_scaling")
         if rp is not None and not isinstance(rp, Mapping):
-            raise TypeError(f"config.rope_parameters must be a dict (a Mapping), got {type(rp).__name__}")
+            raise TypeError(f"config.rope_parameters must be a dict (a Mapping), got "
+                            f"{type(rp).__name__}")
         rp = dict(rp or {})
         labels = get("_rope_type_labels") or get("layer_types") or ()
         nested = [k for k in rp if k in labels]

@@ -152,7 +152,8 @@ def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any 
     its FIRST ``forward(x, position_ids)`` call, bit for bit, as NumPy arrays of shape
     ``position_ids.shape + (width,)`` (width: head_dim, or the rotary dim with partial
     rotary) in dtype (x.dtype in the library: float32 default, float16, bfloat16 as an
-    ml_dtypes array).  config: a transformers config (or its ``to_dict()``); a composite
+    ml_dtypes array; cos and sin are two views of one array, made by one table job).
+    config: a transformers config (or its ``to_dict()``, or any Mapping); a composite
     config (Qwen2-VL) is read through its text_config.  position_ids: (batch, seq) integers
     (a NumPy array or torch tensor), for mrope also (3, batch, seq); an int n means
     ``arange(n)[None]``.  inv_freq: the module's own buffer instead of the config's (any float

@@ -1,12 +1,12 @@
-"""sinpe.presets.hf_rope on the families sinpe._hf_more adds, against the installed
-transformers' own rotary modules, bit for bit (bit patterns, never a tolerance): the vision
-towers' axial 2D rope (every layout: Qwen-VL-style h, w, h, w; SAM's interleaved pairs with a
-leading axis; Gemma 4's h, h, w, w on (batch, N, 2) positions; Inkling 2; Kimi-K2.5; Step3p7;
-MiniMax-M3-VL; Pixtral), multimodal rope under more model types (the in-code default
+"""sinpe.presets.hf_rope on the families sinpe._hf.axial and sinpe._hf.families add, against the
+installed transformers' own rotary modules, bit for bit (bit patterns, never a tolerance): the
+vision towers' axial 2D rope (every layout: Qwen-VL-style h, w, h, w; SAM's interleaved pairs
+with a leading axis; Gemma 4's h, h, w, w on (batch, N, 2) positions; Inkling 2; Kimi-K2.5;
+Step3p7; MiniMax-M3-VL; Pixtral), multimodal rope under more model types (the in-code default
 mrope_section applied when the config has none), the partial-factor and interleaved families
-under their sub-configs' model types, and heterogeneous per-layer configs (Gemma 4 text),
-also as ``to_dict()`` dicts.  The module is the oracle: tools/hf_rope_coverage.py's harness,
-run in-process on these families, and direct module calls for the rest."""
+under their sub-configs' model types, and heterogeneous per-layer configs (Gemma 4 text), also
+as ``to_dict()`` dicts. The module is the oracle: tools/hf_rope_coverage.py's harness, run
+in-process on these families, and direct module calls for the rest."""
 import copy
 
 import numpy as np
