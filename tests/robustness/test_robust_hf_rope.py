@@ -330,6 +330,44 @@ def test_at_most_two_calls_into_the_core(monkeypatch, case, dtype):
 
 def test_call_count_is_seen(monkeypatch):
     """The counter sees calls (a wrapper that saw none would pass the test above)."""
+    hf_rope(llama({"rope_type": "default", "rope_theta": 1e4}), POS)  # warm
     calls = _count_core_calls(monkeypatch)
     hf_rope(llama({"rope_type": "default", "rope_theta": 1e4}), POS)
     assert calls == ["freqs", "table"]
+
+
+def _qwen2_vl():
+    from transformers import Qwen2VLTextConfig
+    return Qwen2VLTextConfig(hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                             rope_parameters={"rope_type": "default", "rope_theta": 1e4,
+                                              "mrope_section": [2, 3, 3]})
+
+
+@pytest.mark.parametrize("positions", ["int", "2d", "3d"])
+def test_mrope_two_calls_and_transformers_bits(monkeypatch, positions):
+    """Multimodal rope: an int n (arange(n) in each of the t, h, w rows, a grid the core
+    walks: no array made), (batch, seq) and (3, batch, seq) positions, each in two calls."""
+    from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLRotaryEmbedding
+    cfg = _qwen2_vl()
+    thw = np.stack([np.arange(7), np.arange(7) // 2, np.arange(7) % 3])[:, None]
+    arg = {"int": 7, "2d": np.arange(7)[None], "3d": thw}[positions]
+    want_pos = thw if positions == "3d" else np.broadcast_to(np.arange(7), (3, 1, 7))
+    c, s = Qwen2VLRotaryEmbedding(cfg)(torch.zeros(1, dtype=torch.bfloat16),
+                                       torch.as_tensor(np.ascontiguousarray(want_pos)))
+    hf_rope(cfg, arg, dtype="bfloat16")  # warm: the backend policy resolves once per process
+    calls = _count_core_calls(monkeypatch)
+    mc, ms = hf_rope(cfg, arg, dtype="bfloat16")
+    assert calls == ["freqs", "table"]
+    same(mc, c, "cos")
+    same(ms, s, "sin")
+
+
+def test_axial_two_calls(monkeypatch):
+    from transformers import Qwen2VLConfig
+    vision = Qwen2VLConfig().vision_config
+    hw = np.stack([np.arange(6) // 3, np.arange(6) % 3], axis=-1)
+    want = hf_rope(vision, hw, dtype="bfloat16")
+    calls = _count_core_calls(monkeypatch)
+    got = hf_rope(vision, hw, dtype="bfloat16")
+    assert calls == ["freqs", "table"]
+    assert all(np.array_equal(bits(g), bits(w)) for g, w in zip(got, want, strict=True))
