@@ -134,7 +134,12 @@ def _dynamic(c: Cfg, opts: Dict[str, Any], seq_len: Any = None) -> Tuple[np.ndar
             s = F32(math.nan)
         with np.errstate(all="ignore"):
             base = float(f32(base) * s)
-    if isinstance(base, complex) or not (base > 0 and f32(base) > 0):
+    if isinstance(base, complex):  # (factor * mpe / mpe) - (factor - 1) < 0 by rounding
+        raise NotImplementedError(f"config.rope_parameters['factor'] = {factor!r} makes the "
+                                  "dynamic rope's base complex at init (a negative number to a "
+                                  "fractional power): transformers then keeps the real part of "
+                                  "a complex inv_freq, which hf_rope does not reproduce")
+    if not (base > 0 and f32(base) > 0):
         raise ValueError(f"config.rope_parameters['factor'] = {factor!r} makes the dynamic "
                          f"rope's base (rope_theta rescaled) {base!r}, not > 0 in float32: "
                          "transformers' inv_freq would be NaN or inf and its tables NaN")

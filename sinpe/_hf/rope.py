@@ -119,8 +119,6 @@ def _first_inv(c: Cfg, rope_type: str, opts: Dict[str, Any], pos: Optional[np.nd
     """The inv_freq and attention scaling of the module's first forward: its init's, or the
     regrown ones (the same init function, called with seq_len), or the given buffer."""
     seq = _regrowth(c, rope_type, pos, shape)
-    if rope_type == "dynamic" and seq is not None:
-        _dynamic_init_runs(c)
     inv, scaling = ROPE_INIT_FUNCTIONS[rope_type](c, opts, seq)
     if given is None or (rope_type == "dynamic" and seq is not None):
         return inv, scaling  # a regrown dynamic rope registers a new float32 buffer
@@ -129,16 +127,6 @@ def _first_inv(c: Cfg, rope_type: str, opts: Dict[str, Any], pos: Optional[np.nd
         # the long factors copy_ into the given buffer, rounded to its dtype
         return np.asarray(_round_to(inv, given_dtype)).astype(F32), scaling
     return mine, scaling
-
-
-def _dynamic_init_runs(c: Cfg) -> None:
-    """The init that a regrown dynamic rope ran first (its inv_freq then replaced) fails
-    only where its Python float base is complex."""
-    factor = c.num("factor")
-    dim = c.dim(False)
-    if dim != 2 and factor - (factor - 1) < 0 and (dim / (dim - 2)) % 1:
-        raise ValueError(f"config.rope_parameters['factor'] = {factor!r} makes the dynamic "
-                         "rope's init base complex (transformers fails there)")
 
 
 def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any = None,

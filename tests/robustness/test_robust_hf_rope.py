@@ -371,3 +371,18 @@ def test_axial_two_calls(monkeypatch):
     got = hf_rope(vision, hw, dtype="bfloat16")
     assert calls == ["freqs", "table"]
     assert all(np.array_equal(bits(g), bits(w)) for g, w in zip(got, want, strict=True))
+
+
+COMPLEX_INIT = dict(DYN, factor=6.991419697707491e16)  # (f * 3000 / 3000) - (f - 1) < 0
+
+
+@pytest.mark.filterwarnings("ignore:Casting complex values to real")  # transformers' own
+def test_dynamic_complex_init_base():
+    """A factor whose init-time base is complex in Python floats: past max_position_embeddings
+    the regrowth replaces it (transformers' bits); inside, transformers keeps the real part of
+    a complex inv_freq, which hf_rope refuses to guess, saying so."""
+    cfg = llama(COMPLEX_INIT, 3000)
+    _compare_or_both_raise(cfg, np.array([[0, 5000]]))
+    hf_module(cfg, np.array([[0, 50]]))  # transformers returns tables there
+    with pytest.raises(NotImplementedError, match=r"factor.*complex"):
+        hf_rope(cfg, np.array([[0, 50]]))
