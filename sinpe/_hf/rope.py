@@ -240,8 +240,9 @@ def _cos_sin_table(pos: Optional[np.ndarray], shape: Tuple[int, ...], freq: np.n
     else:
         t = _table(shape[-1], freq, col, job, names=NAMES)
     t = t.reshape(shape + (2 * width,))
-    if scaling != 1.0:
-        t = _round_to(t * F32(scaling), dtype)
+    if scaling != 1.0:  # in place: the job's fresh float32 table, no second one
+        t *= F32(scaling)
+        t = _round_to(t, dtype)
     return t
 
 
