@@ -190,7 +190,8 @@ F64_CASES = {
     **{f"flax {n}x{d} {kw}": (lambda o, n=n, d=d, kw=kw: P.flax_sinusoidal_init(n, d, **kw, **o),
                               lambda n=n, d=d, kw=kw: O.flax_sinusoidal_init(n, d, **kw))
        for n, d, kw in [(2048, 512, {}), (256, 1024, {}), (100, 9, {}), (300, 64, {"max_scale": 500.0}),
-                        (50, 30, {"min_scale": 2.0, "max_scale": 1e5}), (10, 1, {}), (4, 0, {})]},
+                        (50, 30, {"min_scale": 2.0, "max_scale": 1e5}), (10, 1, {}), (4, 0, {}),
+                        (2076, 48, {}), (184, 635, {})]},  # NumPy's exp and libm's differ there
     **{f"mae {D} {G} cls={c}": (lambda o, D=D, G=G, c=c: P.mae_2d(D, G, c, **o),
                                 lambda D=D, G=G, c=c: O.mae_2d(D, G, c))
        for D, G, c in [(768, 14, False), (1024, 16, True), (512, 14, False), (64, 5, True)]},
