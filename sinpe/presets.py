@@ -429,6 +429,7 @@ def tf_tutorial(length: int, depth: int, *, legacy: bool = False, dtype: Any = N
     opts = _opts(dtype, out, backend, threads, torch_threads)
     n = math.ceil(dp / 2)
     if not legacy:
+        _np_admit((L, 2 * n), 2 * n, opts)
         dst = _result((L, 2 * n), opts)
         if dst.size == 0:  # nothing to fill: no rates (depth may be huge)
             return dst if out is None else out
@@ -443,7 +444,9 @@ def tf_tutorial(length: int, depth: int, *, legacy: bool = False, dtype: Any = N
             return t
         _np_rows(dst, L, 2 * n, block)
         return dst if out is None else out
-    dst = _result((L, dp) if out is not None and np.ndim(out) == 2 else (1, L, dp), opts)
+    shape = (L, dp) if out is not None and np.ndim(out) == 2 else (1, L, dp)
+    _np_admit(shape, dp, opts)
+    dst = _result(shape, opts)
     if dst.size == 0:
         return dst if out is None else out
     i = np.arange(dp)[np.newaxis, :]
@@ -474,6 +477,16 @@ def _np_rows(dst: np.ndarray, rows: int, width: int, block: Any) -> None:
         dst[r0:r1] = _round_to(block(r0, r1), dst.dtype)
 
 
+def _np_admit(shape: Tuple[int, ...], width: int, opts: dict) -> None:
+    """Refuse, before anything is allocated, a result that cannot be made and NumPy float64
+    steps that cannot fit: a few float64 arrays of a row's width (the library's rates; a
+    step's angles, sines, cosines and their join), which outgrow a table of few, very wide
+    rows. An empty result needs no steps."""
+    _admit(shape, opts)
+    if all(shape):
+        _admit((6, width), opts, "its float64 steps", np.float64)
+
+
 def _xlm_angles(d: int) -> np.ndarray:
     """transformers' ``np.power(10000, 2 * (j // 2) / dim)`` for every column j: NumPy's pow,
     once per pair of columns, on an array (the ufunc's loop is the one a Python scalar goes
@@ -492,6 +505,7 @@ def xlm(n_pos: int, dim: int, *, dtype: Any = None, out: Any = None,
     ``p / 10000**(2*(j//2)/dim)`` in float64, rounded to float32. Shape (n_pos, dim)."""
     n, d = _int(n_pos, "n_pos"), _int(dim, "dim", minimum=1)
     opts = _opts(dtype, out, backend, threads, torch_threads)
+    _np_admit((n, d), d, opts)
     dst = _result((n, d), opts)
     if dst.size == 0:  # nothing to fill: no frequencies (dim may be huge)
         return dst if out is None else out
@@ -515,6 +529,7 @@ def marian(num_positions: int, embedding_dim: int, *, dtype: Any = None, out: An
     float64 angles, ``[sin of the ceil(dim/2) even columns | cos of the dim//2 odd ones]``."""
     n, d = _int(num_positions, "num_positions"), _int(embedding_dim, "embedding_dim", minimum=1)
     opts = _opts(dtype, out, backend, threads, torch_threads)
+    _np_admit((n, d), d, opts)
     dst = _result((n, d), opts)
     if dst.size == 0:
         return dst if out is None else out
@@ -550,7 +565,9 @@ def flax_sinusoidal_init(max_len: int, d_feature: int, min_scale: float = 1.0,
     if not 0.0 < ratio < math.inf:
         raise ValueError(f"max_scale / min_scale must be finite and > 0, got {hi!r} / {lo!r}")
     opts = _opts(dtype, out, backend, threads, torch_threads)
-    dst = _result((L, d) if out is not None and np.ndim(out) == 2 else (1, L, d), opts)
+    shape = (L, d) if out is not None and np.ndim(out) == 2 else (1, L, d)
+    _np_admit(shape, d, opts)
+    dst = _result(shape, opts)
     if dst.size == 0:  # nothing to fill: no frequencies (d_feature may be huge)
         return dst if out is None else out
     scale_factor = -np.log(ratio) / (h - 1)
@@ -630,6 +647,7 @@ def mae_2d(embed_dim: int, grid_size: int, cls_token: bool = False, *, dtype: An
     lead = 1 if cls_token else 0
     if G and G > ((1 << 62) - lead) // G:
         raise OverflowError(f"a grid of {G} x {G} positions is larger than memory can address")
+    _np_admit((lead + G * G, D), G * D, opts)  # the steps: the G positions of an axis
     dst = _result((lead + G * G, D), opts)
     if G == 0:  # no grid: the cls row alone, or nothing (embed_dim may be huge)
         dst[...] = 0

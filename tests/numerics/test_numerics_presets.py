@@ -268,6 +268,13 @@ def test_flax_and_keras_hub_rotary_refusals():
         P.keras_hub_rotary(x, feature_axis=5)
     with pytest.raises(ValueError, match="positions must have shape"):
         P.keras_hub_rotary(x, positions=np.arange(9))
+    # very wide tables: refused before any work (the table, or its float64 steps: 6 rows of
+    # float64 at 2**33 are 384 GiB); empty ones need no steps however wide
+    with pytest.raises(MemoryError):
+        P.xlm(1, 2**33)
+    with pytest.raises(MemoryError):
+        P.flax_sinusoidal_init(1, 2**33)
+    assert P.xlm(0, 2**40).shape == (0, 2**40) and P.tf_tutorial(0, 2**40).shape == (0, 2**40)
     assert P.keras_hub_rotary(np.zeros((2, 0, 16))).shape == (2, 0, 16)
     y = np.ones((1, 8, 16), np.float64)
     assert P.keras_hub_rotary(y).dtype == np.float32 and (y == 1).all()  # a new array
