@@ -373,7 +373,8 @@ def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor:
     sa = _int(sequence_axis, "sequence_axis", minimum=-(1 << 62))
     fa = _int(feature_axis, "feature_axis", minimum=-(1 << 62))
     sa, fa = sa + rank if sa < 0 else sa, fa + rank if fa < 0 else fa
-    for name, given, ax in (("sequence_axis", sequence_axis, sa), ("feature_axis", feature_axis, fa)):
+    for name, given, ax in (("sequence_axis", sequence_axis, sa),
+                            ("feature_axis", feature_axis, fa)):
         if not 0 <= ax < rank:
             raise ValueError(f"{name} {given} is out of range for input with rank {rank}")
     if sa == fa:
@@ -390,6 +391,8 @@ def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor:
         pos = None
     else:
         pos = np.asarray(positions)
+        if pos.dtype.kind not in "iuf":
+            raise TypeError(f"positions must hold real numbers, got dtype {pos.dtype}")
         pos = pos[None] if pos.ndim == 1 else pos
         if pos.ndim != 2 or pos.shape[1] != S or pos.shape[0] not in (1, moved.shape[0]):
             raise ValueError(f"positions must have shape (seq,) or (batch, seq) = "
