@@ -38,7 +38,9 @@ def families():
     from transformers.models.m2m_100.modeling_m2m_100 import M2M100SinusoidalPositionalEmbedding as M2M
     from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding as Marian
     from transformers.models.xlm.modeling_xlm import create_sinusoidal_embeddings
-    from test_presets import timm_pos_embed_sincos
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                    "numerics"))
+    from test_numerics_presets import timm_pos_embed_sincos
     timm = timm_pos_embed_sincos()
     ts = torch.arange(4096).float()
     cfg = LlamaConfig(hidden_size=128 * 32, num_attention_heads=32,
