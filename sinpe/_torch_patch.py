@@ -34,7 +34,7 @@ import inspect
 import sys
 import textwrap
 import types
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import numpy as np
 import torch
@@ -176,7 +176,7 @@ def _body_dump(fn: Callable[..., Any]) -> Optional[str]:
     return args + ast.dump(ast.Module(body=body, type_ignores=[]), annotate_fields=False)
 
 
-def _fingerprint(fn: Any, seen: Optional[set] = None) -> Optional[str]:
+def _fingerprint(fn: Any, seen: Optional[Set[int]] = None) -> Optional[str]:
     """The code of fn and of the module-level Python functions it calls, as syntax trees
     (names of the helpers included: ``rotate_half`` differs between families)."""
     fn = inspect.unwrap(fn) if callable(fn) else fn
@@ -266,7 +266,7 @@ class _Router:
             ng.update(self.overrides)
             # module-level helpers calling a routed function get copies reading ng
             changed = True
-            done: set = set()
+            done: Set[str] = set()
             while changed:
                 changed = False
                 for name, obj in list(g.items()):
@@ -314,7 +314,7 @@ def _rebuild(fn: types.FunctionType, ng: Dict[str, Any], g: Dict[str, Any]) -> A
     new.__dict__.update(fn.__dict__)
     new.__qualname__ = fn.__qualname__
     if new_inner is not None:
-        new.__wrapped__ = new_inner
+        setattr(new, "__wrapped__", new_inner)
     return new
 
 
@@ -329,7 +329,7 @@ def _rotary_signature(cls: type) -> Optional[bool]:
     """True: forward(x, position_ids, layer_type); False: forward(x, position_ids); None:
     something else."""
     try:
-        params = list(inspect.signature(inspect.unwrap(cls.forward)).parameters)
+        params = list(inspect.signature(inspect.unwrap(getattr(cls, "forward"))).parameters)
     except (TypeError, ValueError):
         return None
     if params[:3] != ["self", "x", "position_ids"]:
@@ -342,8 +342,8 @@ def _rotary_signature(cls: type) -> Optional[bool]:
 
 def _dynamic_wrapped(cls: type) -> bool:
     from transformers.modeling_rope_utils import dynamic_rope_update
-    probe = dynamic_rope_update(lambda self, x, position_ids: None)
-    f = cls.forward
+    probe = dynamic_rope_update(lambda self, x, position_ids: None)  # type: ignore[no-untyped-call]
+    f = getattr(cls, "forward", None)
     return isinstance(f, types.FunctionType) and f.__code__ is probe.__code__
 
 
@@ -385,18 +385,18 @@ def _make_forward(module: Any, backend: Optional[str], with_layer_type: bool,
 
     if dynamic:
         from transformers.modeling_rope_utils import dynamic_rope_update
-        fwd = dynamic_rope_update(tables)
+        fwd = dynamic_rope_update(tables)  # type: ignore[no-untyped-call]
     else:
         fwd = tables
-    if with_layer_type:
-        def forward(self: Any, x: torch.Tensor, position_ids: torch.Tensor,
-                    layer_type: Optional[str] = None) -> "_Pair":
-            return fwd(self, x, position_ids, layer_type)
-    else:
-        def forward(self: Any, x: torch.Tensor, position_ids: torch.Tensor) -> "_Pair":
-            return fwd(self, x, position_ids)
-    forward.__sinpe__ = True  # type: ignore[attr-defined]
-    return types.MethodType(forward, module)
+    def forward_lt(self: Any, x: torch.Tensor, position_ids: torch.Tensor,
+                   layer_type: Optional[str] = None) -> "_Pair":
+        out: "_Pair" = fwd(self, x, position_ids, layer_type)
+        return out
+
+    def forward(self: Any, x: torch.Tensor, position_ids: torch.Tensor) -> "_Pair":
+        out: "_Pair" = fwd(self, x, position_ids)
+        return out
+    return types.MethodType(forward_lt if with_layer_type else forward, module)
 
 
 def _check_rotary(module: Any, family: str, backend: Optional[str]) -> None:
@@ -444,7 +444,7 @@ def patch(model: Any, *, backend: Optional[str] = None) -> Any:
     family = _family(model)
     plan: List[Tuple[Any, str, Any, Dict[str, Any]]] = []
     # 1. rotary modules: check every one before changing anything
-    rotaries = []
+    rotaries: List[Tuple[str, Any, Optional[bool]]] = []
     for mod_name, m in model.named_modules():
         if not type(m).__name__.endswith("RotaryEmbedding"):
             continue
