@@ -7,7 +7,7 @@
 
 The work is done by the C core (``sinpe._sinpe``, which decides nothing); this package
 owns the names and the policy: which backend 'auto' means, the SLEEF profiles, the
-defaults, and finding the optional oneMKL libraries (``sinpe._choice``).
+defaults, and finding the optional oneMKL libraries (``sinpe._backends``).
 """
 from __future__ import annotations
 
@@ -29,19 +29,21 @@ except ImportError:  # a message for a common mistake
         "directory, or install it in place (`pip install -e .`), which builds the "
         "extension into this folder."
     ) from None
-from . import _cache, _choice
-from ._api import _round, add_pe, elementwise, positional_encoding
+from . import _cache
+from ._api import add_pe, elementwise, positional_encoding
+from ._jobs import _round
 from . import presets
-from ._extra import apply_rope, shift_matrix
+from ._rope import apply_rope, shift_matrix
 from ._cache import cache_info, clear_cache, get_cache_size, set_cache_size
-from ._choice import (
+from ._backends import policy as _policy
+from ._report import numerics
+from ._backends.policy import (
     backends,
     get_backend,
     get_kernel,
     get_threads,
     kernels,
     load_mkl,
-    numerics,
     reproduces,
     set_backend,
     set_kernel,
@@ -100,7 +102,7 @@ def _configure() -> None:
             set_kernel(kernel)
         except ValueError:
             raise ValueError(f"SINPE_KERNEL={os.environ['SINPE_KERNEL']!r} is not valid: unknown "
-                             f"kernel {kernel!r}; use auto, {', '.join(_choice.PATH_NAMES)} (this "
+                             f"kernel {kernel!r}; use auto, {', '.join(_policy.PATH_NAMES)} (this "
                              f"CPU has {', '.join(kernels())})") from None
         except RuntimeError as exc:
             raise RuntimeError(f"SINPE_KERNEL={kernel!r}: {exc}") from None
@@ -116,6 +118,6 @@ def _configure() -> None:
 
 
 load_mkl()
-_choice.configure_default(os.environ.get("SINPE_BACKEND"))
+_policy.configure_default(os.environ.get("SINPE_BACKEND"))
 _configure()
 _cache.configure(os.environ.get(_cache.ENV))

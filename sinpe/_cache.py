@@ -21,7 +21,8 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from . import _choice
+from . import _jobs
+from ._backends import records
 
 ENV = "SINPE_CACHE_MB"
 DEFAULT_BYTES = 64 << 20
@@ -124,7 +125,7 @@ def _key(core: tuple, d: int, base: Any, tensor_rows: int) -> Optional[tuple]:
     if not (b > 0 and b != float("inf")):
         return None
     index = core[0]
-    if _choice.INDEPENDENT[index]:
+    if records.INDEPENDENT[index]:
         return (index, core[1], d, b)
     return (index, core[1], core[3], core[4], core[5], d, b, tensor_rows)
 
@@ -204,8 +205,7 @@ def _fresh(rows: int, d: int) -> np.ndarray:
     are (a first call writes every page of it; 2048 page faults cost about 0.5 ms)."""
     if rows * d * 4 < (4 << 20):
         return np.empty((rows, d), np.float32)
-    from . import _api  # it imports this module
-    return _api.empty_table(rows, d)
+    return _jobs.empty_table(rows, d)
 
 
 def _miss(key: tuple, d: int, lo: int, hi: int, budget: int, clock: int) -> Optional[Lease]:
@@ -272,7 +272,7 @@ def table_rows_lease(core: tuple, rows: Any, d: Any, base: Any, offset: Any,
 
 
 def _position_rows(core: tuple, d: Any, base: Any, positions: Any) -> Any:
-    if not _choice.INDEPENDENT[core[0]] or not isinstance(positions, np.ndarray) \
+    if not records.INDEPENDENT[core[0]] or not isinstance(positions, np.ndarray) \
             or positions.dtype.kind not in "iu" or positions.size == 0:
         return None
     top = int(positions.max())

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import _dtypes
 from . import _hf_more
-from .presets import COS, SIN, _admit, _freqs, _int, _opts, _round_to, _table
+from ._jobs import COS, SIN, _admit, _freqs, _int, _opts, _round_to, _table
 
 __all__ = ["hf_rope"]
 

@@ -12,7 +12,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from .presets import COS, SIN, _admit, _int, _round_to, _table
+from ._jobs import COS, SIN, _admit, _int, _round_to, _table
 
 F32 = np.float32
 

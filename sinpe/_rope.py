@@ -11,7 +11,7 @@ from typing import Any, Optional, Tuple
 import numpy as np
 
 from . import _cache, _sinpe
-from .presets import COS, SIN, _admit, _freqs, _int, _opts, _positive, _rope_inv_freq, _table
+from ._jobs import COS, SIN, _admit, _freqs, _int, _opts, _positive, _rope_inv_freq, _table
 
 
 def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: str = "half",

@@ -6,8 +6,8 @@ their dtypes, in ``docs/presets.md`` (which also says which release was compared
 that look alike give different bits, so each preset follows its library's order of
 operations exactly.
 
-All the work is done by sinpe's C core: the frequency vector (``sinpe._api.freq_job``: float32
-exp/pow steps, or float64 ones) and then the table (``sinpe._api.table_job``: each row's
+All the work is done by sinpe's C core: the frequency vector (``sinpe._jobs.freq_job``: float32
+exp/pow steps, or float64 ones) and then the table (``sinpe._jobs.table_job``: each row's
 angles, their sin/cos, and a column map). Float32 steps run on the same backend choice as
 the tutorial table (``backend=``: torch's bits where torch computes them, the built-in's
 correctly rounded functions otherwise); float64 steps (XLM, Marian, the TF tutorial, MAE)
@@ -23,12 +23,14 @@ dtype, and is left untouched otherwise.
 from __future__ import annotations
 
 import math
-import operator
 from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _api, _choice, _dtypes
+from . import _dtypes
+from ._hf import hf_rope  # transformers' rotary modules from a config
+from ._jobs import (ANGLE, COS, SIN, ZERO, _admit, _freqs, _int, _opts, _positive, _real, _result,
+                    _rope_inv_freq, _round_to, _table)
 
 __all__ = [
     "fairseq", "fairseq_positions", "m2m100", "speech2text", "fsmt", "musicgen", "fairseq2",
@@ -38,86 +40,8 @@ __all__ = [
     "hf_rope",
 ]
 
-SIN, COS, ANGLE, ZERO = 0, 1, 2, 3
 
-
-# ---- shared helpers -------------------------------------------------------------------------
-
-def _int(value: Any, name: str, minimum: int = 0) -> int:
-    """An integer parameter (NumPy integers too; bool, float and str refused)."""
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
-    try:
-        v = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {value!r} "
-                        f"({type(value).__name__})") from None
-    if v < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {v}")
-    return v
-
-
-def _real(value: Any, name: str) -> float:
-    """A real parameter (bool, str and complex refused)."""
-    if isinstance(value, (bool, np.bool_, str, bytes, complex, np.complexfloating)):
-        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a real number, got {value!r} "
-                        f"({type(value).__name__})") from None
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return v
-
-
-def _positive(value: Any, name: str) -> float:
-    """A base, period or scale: finite and > 0, by the core's rule."""
-    return _api.positive(value, name)
-
-
-def _opts(dtype: Any, out: Any, backend: Optional[str], threads: Optional[int],
-          torch_threads: Optional[int]) -> dict:
-    """The call's options, resolved once: the core's (backend, path, threads, ...), checked
-    by the core's rules, and dtype= checked, before any work."""
-    if dtype is not None:
-        _dtypes.resolve(dtype)
-    core = _api.check_opts(_choice.opts(backend, threads, torch_threads))
-    return {"dtype": dtype, "out": out, "core": core}
-
-
-def _admit(shape: Tuple[int, ...], opts: dict, noun: str = "a table", dtype: Any = None) -> None:
-    """Refuse, before any work, an array that cannot be made (the core's rule and figures):
-    the result (not with out=, whose shape the core checks), or an input built here."""
-    if noun != "a table" or opts.get("out") is None:
-        _api.admit(shape, dtype if noun != "a table" else opts.get("dtype"), noun)
-
-
-def _freqs(kind: str, n: int, opts: dict, **kw: Any) -> np.ndarray:
-    return _api.freq_job(opts["core"], kind, n, **kw)
-
-
-def _table(rows: Any, freq: np.ndarray, col: Sequence[int], opts: dict, **kw: Any) -> np.ndarray:
-    """The preset table of rows: an int (positions offset .. offset + rows - 1), an array of
-    positions, or a grid (grid=(h, w, lead))."""
-    where = {"rows": rows} if isinstance(rows, int) else {} if rows is None else {"positions": rows}
-    return _api.table_job(opts["core"], freq=freq, col=col, dtype=opts["dtype"], out=opts["out"],
-                          **where, **kw)
-
-
-def _result(shape: Tuple[int, ...], opts: dict) -> np.ndarray:
-    """The array a batch-repeated result goes into: out= (checked by the core's rules for a
-    result of that shape: a writable buffer of the result's dtype whose elements do not
-    share memory, else untouched), as an ndarray view, or a fresh array (admitted first)."""
-    out = opts["out"]
-    if out is None:
-        _admit(shape, opts)
-        return np.empty(shape, _dtypes.resolve(opts["dtype"]))
-    rows = np.broadcast_to(np.float32(0), shape[:-1])
-    _api.table_job(opts["core"], positions=rows, freq=np.zeros(1, np.float32),
-                   col=[ZERO] * shape[-1], dtype=opts["dtype"], out=out, fill=False)
-    return np.asarray(out)
-
+# ---- column layouts ---------------------------------------------------------------------------
 
 def _halves(n_sin: int, n_cos: Optional[int] = None, *, first: int = SIN, pad: int = 0,
             t0: int = 0) -> list:
@@ -132,13 +56,6 @@ def _halves(n_sin: int, n_cos: Optional[int] = None, *, first: int = SIN, pad: i
 def _interleaved(n_cols: int, t0: int = 0) -> list:
     """sin a_t, cos a_t, sin a_t+1, ... for n_cols columns."""
     return [4 * (t0 + j // 2) + (SIN if j % 2 == 0 else COS) for j in range(n_cols)]
-
-
-def _round_to(values: np.ndarray, dtype: Any) -> np.ndarray:
-    """float32 values rounded to dtype as torch rounds them (and the tables do)."""
-    if dtype is None or _dtypes.resolve(dtype) == np.float32:
-        return values
-    return _api._round(np.ascontiguousarray(values, np.float32).ravel(), dtype).reshape(values.shape)
 
 
 def _pad_row(padding_idx: Optional[int], n: int) -> int:
@@ -502,13 +419,6 @@ def timm_2d(feat_shape: Sequence[int], dim: int = 64, temperature: float = 10000
 
 # ---- rotary ------------------------------------------------------------------------------------
 
-def _rope_inv_freq(dim: int, theta: Any, opts: dict, name: str = "theta") -> np.ndarray:
-    """``1 / (theta ** (arange(0, dim, 2).float() / dim))``: HF Llama's default rope,
-    rotary-embedding-torch's 'lang' freqs and tatp22's inv_freq (with dim = its channels)."""
-    return _freqs("pow", (dim + 1) // 2, opts, step=2, b=float(dim), base=theta, recip=True,
-                  base_name=name)
-
-
 def llama_rope(head_dim: int, position_ids: Any, rope_theta: float = 10000.0,
                attention_scaling: float = 1.0, *, dtype: Any = None,
                backend: Optional[str] = None, threads: Optional[int] = None,
@@ -760,5 +670,3 @@ def alibi_bias(attention_mask: Any = None, num_heads: int = 8, *, seq_length: Op
     bias = slopes[None, :, None] * ar  # (batch, heads, seq): float32 products
     return _round_to(bias.reshape(mi.shape[0] * heads, 1, L), dtype)
 
-
-from ._hf import hf_rope  # noqa: E402  (transformers' rotary modules from a config)

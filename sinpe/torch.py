@@ -31,7 +31,7 @@ from typing import Any, Optional, Tuple
 import torch
 from torch import nn
 
-from ._choice import torch_kernels
+from ._backends.policy import torch_kernels
 from ._api import positional_encoding
 
 __all__ = ["SinusoidalPositionalEncoding", "apply_rotary_pos_emb",
@@ -151,7 +151,7 @@ def _rotate(x: torch.Tensor, cu_shape: Tuple[int, ...], cos: torch.Tensor, sin: 
     """Rotate x (a fresh tensor) in place; False when its layout does not fit the core.
     memo: the tables already made in this call (q and k share them), by layout."""
     from . import _sinpe
-    from .presets import _opts
+    from ._jobs import _opts
     lay = _layout(x, cu_shape, cu_shape[-1])
     if lay is None:
         return False

@@ -270,8 +270,8 @@ def sleef_oracle(tmp_path_factory):
     (width=16); oracle.widths lists the widths this CPU and torch offer (8 always: a missing
     export or a CPU without AVX2 + FMA fails the tests that need the oracle)."""
     import ctypes
-    from sinpe._torchlib import find_torch_library
-    cpu = sinpe._choice.cpu_features()
+    from sinpe._backends.torchlib import find_torch_library
+    cpu = sinpe._policy.cpu_features()
     assert cpu["avx2"] and cpu["fma"], "the SLEEF oracle needs a CPU with AVX2 and FMA"
     path, why = find_torch_library()
     assert path, "the SLEEF oracle is torch's libtorch_cpu: " + why

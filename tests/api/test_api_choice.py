@@ -88,15 +88,15 @@ def test_text_signatures():
 @pytest.mark.needs_torch
 @pytest.mark.x86_64
 def test_numerics_with_another_onemkl_release(monkeypatch):
-    real = sinpe._choice.library_info
+    real = sinpe._backends.records.library_info
     other = "Intel(R) oneAPI Math Kernel Library Version 2025.3-Product Build 20251007 for " \
             "Intel(R) 64 architecture applications"
 
     def info(lib):
         d = real(lib)
         return dict(d, version=other) if lib == "mkl" and d else d
-    monkeypatch.setattr(sinpe._choice, "library_info", info)
-    old = sinpe._choice.get_default()
+    monkeypatch.setattr(sinpe._backends.records, "library_info", info)
+    old = sinpe._policy.get_default()
     sinpe.set_backend("mkl")
     try:
         n = sinpe.numerics()
@@ -106,7 +106,7 @@ def test_numerics_with_another_onemkl_release(monkeypatch):
     assert "2025.3" in n["reproduces"] and "not torch's bits" in n["reproduces"]
     assert "vmsExp differs" in n["reproduces"] and "vmsExp differs" in n["mkl"]["why_not_chosen"]
     assert "2024.2 VML" not in n["reproduces"]
-    from sinpe import _choice
+    from sinpe._backends import policy as _choice
     monkeypatch.delitem(sys.modules, "torch")  # as if torch were not imported
     assert _choice.auto() == "builtin"  # another release is never chosen automatically
 
@@ -199,7 +199,7 @@ def test_torch_package_without_its_library(tmp_path):
 
 @pytest.mark.x86_64
 def test_no_torch_installed(monkeypatch):
-    from sinpe import _torchlib
+    from sinpe._backends import torchlib as _torchlib
     monkeypatch.delitem(sys.modules, "torch", raising=False)
     monkeypatch.setattr(_torchlib.importlib.util, "find_spec", lambda name: None)
     monkeypatch.delenv("SINPE_TORCH_LIBRARY", raising=False)
@@ -208,7 +208,7 @@ def test_no_torch_installed(monkeypatch):
 
 @pytest.mark.x86_64
 def test_find_mkl_takes_the_2026_library_name(monkeypatch, tmp_path):
-    from sinpe import _mkl
+    from sinpe._backends import mkl as _mkl
     lib = tmp_path / "lib" / "libmkl_rt.so.3"
     lib.parent.mkdir()
     lib.write_bytes(b"")
@@ -228,14 +228,14 @@ def test_find_mkl_takes_the_2026_library_name(monkeypatch, tmp_path):
     ("Version 2026.2-Product Build 20260915", False), ("Version 2023.2-Product", False),
     ("no version here", False)])
 def test_mkl_release_table(version, equal):
-    from sinpe import _mkl
+    from sinpe._backends import mkl as _mkl
     assert _mkl.release_matches(version) is equal
 
 
 @pytest.mark.x86_64
 @pytest.mark.needs_torch
 def test_pinned_backend_and_auto():
-    old = sinpe._choice.get_default()
+    old = sinpe._policy.get_default()
     try:
         sinpe.set_backend("builtin")
         assert sinpe.get_backend() == "builtin" and sinpe.numerics()["default"] == "builtin"
@@ -274,7 +274,7 @@ def test_torch_backend_in_a_forked_child_after_parallel_torch_work():
 def test_torch_module_uses_torch_kernels_whatever_the_default():
     from reference import SinusoidalPositionalEncoding as Ref
     from sinpe.torch import SinusoidalPositionalEncoding
-    old = sinpe._choice.get_default()
+    old = sinpe._policy.get_default()
     sinpe.set_backend("builtin")
     try:
         m = SinusoidalPositionalEncoding(512, 2000)

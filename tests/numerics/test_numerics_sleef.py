@@ -37,7 +37,7 @@ def same_bits(a, b):
 
 
 #: The vector widths of SLEEF's x86 exports this CPU runs (16: AVX-512F).
-WIDTHS = [8] + ([16] if sinpe._choice.cpu_features().get("avx512f") else [])
+WIDTHS = [8] + ([16] if sinpe._policy.cpu_features().get("avx512f") else [])
 
 
 @pytest.mark.x86_64  # the oracle: torch's x86-64 exports of SLEEF
@@ -201,12 +201,12 @@ def arm64_oracle_inputs():
 def test_sleef_names_and_the_default_profile():
     import torch
     # the profile of the imported torch's release (2.13 here), at its thread count
-    assert sinpe._choice.resolve("sleef") == ("torch-aarch64-2.13", torch.get_num_threads())
-    assert set(PROFILES) <= set(sinpe._choice.NAMES) and "sleef" in sinpe._choice.NAMES
+    assert sinpe._policy.resolve("sleef") == ("torch-aarch64-2.13", torch.get_num_threads())
+    assert set(PROFILES) <= set(sinpe._backends.records.NAMES) and "sleef" in sinpe._backends.records.NAMES
     t = sinpe.positional_encoding(64, 64, backend="sleef", torch_threads=1)
     assert same_bits(t, sinpe.positional_encoding(64, 64, backend="torch-aarch64-2.13",
                                                   torch_threads=1))
     assert "torch 2.15 on 64-bit Arm" in sinpe.reproduces("torch-aarch64-2.15")
     from conftest import run_python
-    r = run_python("import sinpe; print(sinpe._choice.resolve('sleef')[0])")
+    r = run_python("import sinpe; print(sinpe._policy.resolve('sleef')[0])")
     assert r.stdout.strip() == "torch-aarch64-2.15", r.stderr  # no torch: the newest measured

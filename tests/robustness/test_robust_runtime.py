@@ -187,12 +187,12 @@ def test_second_module_instance_keeps_no_state():
     other = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(other)
     assert other is not sinpe._sinpe
-    before = (sinpe.get_threads(), sinpe.get_kernel(), sinpe._choice.get_default())
-    o = sinpe._choice.opts("builtin", 5, None)
+    before = (sinpe.get_threads(), sinpe.get_kernel(), sinpe._policy.get_default())
+    o = sinpe._policy.opts("builtin", 5, None)
     got = other.table(o, None, 100, 32, 10000.0, 0, None, None, np.dtype(np.float32), None, 0,
                       None, ("out", "max_len", "d_model"), False, True, 0, None)
     assert_bits_equal(got, sinpe.positional_encoding(100, 32, backend="builtin"), "second instance")
-    assert (sinpe.get_threads(), sinpe.get_kernel(), sinpe._choice.get_default()) == before
+    assert (sinpe.get_threads(), sinpe.get_kernel(), sinpe._policy.get_default()) == before
     assert not [n for n in dir(other) if n.startswith(("set_", "get_"))]
 
 
@@ -263,6 +263,6 @@ def test_mkl_path_wrong_library_is_refused():
 
 
 def test_mkl_other_release_is_not_chosen_automatically():
-    from sinpe import _mkl
+    from sinpe._backends import mkl as _mkl
     assert _mkl.release_matches("Intel(R) oneAPI Math Kernel Library Version 2024.2-Product Build 20240605")
     assert not _mkl.release_matches("Intel(R) oneAPI Math Kernel Library Version 2025.3-Product Build 1")

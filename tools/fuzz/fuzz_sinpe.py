@@ -90,8 +90,11 @@ def _guarded_admit(admit):
     return guarded
 
 
-P._admit = _guarded_admit(P._admit)
-_freq_job = sinpe._api.freq_job
+J = sys.modules["sinpe._jobs"]
+J._admit = _guarded_admit(J._admit)
+for _name in ("sinpe.presets", "sinpe._rope"):  # their own references to it
+    sys.modules[_name]._admit = J._admit
+_freq_job = J.freq_job
 
 
 def _guarded_freq_job(core, kind, n, **kw):  # a preset's frequency vector (float32/64)
@@ -100,8 +103,7 @@ def _guarded_freq_job(core, kind, n, **kw):  # a preset's frequency vector (floa
     return _freq_job(core, kind, n, **kw)
 
 
-sinpe._api.freq_job = _guarded_freq_job
-sys.modules["sinpe._extra"]._admit = P._admit  # apply_rope's own reference to it
+J.freq_job = _guarded_freq_job
 
 
 # ---- buffers inside guarded bases ---------------------------------------------------------
@@ -477,7 +479,7 @@ def case_preset(g):
 def case_settings(g):
     f = g.pick([sinpe.set_threads, sinpe.set_kernel, sinpe.set_backend])
     v = g.pick(THREADS + ["scalar", "avx9", "neon", "builtin", "bogus", None, 7])
-    saved = (sinpe.get_threads(), sinpe.get_kernel(), sinpe._choice.get_default())
+    saved = (sinpe.get_threads(), sinpe.get_kernel(), sinpe._policy.get_default())
     try:
         f(v)
     except DOCUMENTED:
