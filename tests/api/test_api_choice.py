@@ -361,3 +361,25 @@ def test_set_kernel_errors():
     if platform.machine().lower() in ("x86_64", "amd64"):
         with pytest.raises(RuntimeError, match="kernel 'neon' is not available"):
             sinpe.set_kernel("neon")
+
+
+# ---- the backends as data ---------------------------------------------------------------
+
+def test_every_backend_the_core_registers_has_one_record_and_backends_is_derived():
+    from sinpe._backends import records
+    core = sinpe._sinpe.registry()["backends"]  # (name, has a library, independent)
+    assert sorted(r.name for r in records.BACKENDS) == sorted(b[0] for b in core)
+    assert len(records.BY_NAME) == len(records.BACKENDS)  # one record per name
+    for name, library, independent in core:
+        rec = records.BY_NAME[name]
+        assert (rec.finder is not None) == bool(library), name  # a loader iff a library
+        assert records.INDEPENDENT[records.BACKEND_INDEX[name]] == bool(independent)
+        assert isinstance(rec.sentence(name, None), str) and rec.sentence(name, None)
+    assert records.BACKENDS[-1].name == "builtin" and records.BACKENDS[-1].auto()  # the fallback
+    names = set(records.BY_NAME) | set(records.BY_PROFILE)
+    assert set(sinpe.backends()) == names == set(records.NAMES)
+    for name in names:  # every name a call may pass resolves, or says why not
+        try:
+            sinpe._policy.resolve(name)
+        except RuntimeError as exc:
+            assert name in str(exc) and not sinpe.backends()[name]
