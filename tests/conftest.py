@@ -13,8 +13,11 @@ file, the oracles (reference.py, crmath.py, preset_oracles.py) and the helpers b
 shared by all of them (pytest puts tests/ on sys.path when it loads this file)."""
 import math
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 
 import ml_dtypes
 import numpy as np
@@ -109,6 +112,29 @@ def bits(a):
 def same(a, b):
     """Same shape, same dtype, same bits."""
     return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(bits(a), bits(b))
+
+
+def ctrl_c_latency(f, after=0.3, repeat=False):
+    """Seconds from a SIGINT sent `after` seconds into f() to its KeyboardInterrupt (repeat:
+    f is called again until one comes, so that a call faster than `after` cannot let the
+    signal land in the test's own code)."""
+    # Python's own handler, whatever this process inherited: a shell starts background jobs
+    # with SIGINT ignored, and then no KeyboardInterrupt could come (seen running the suite
+    # with nohup ... &)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(after, lambda: os.kill(os.getpid(), signal.SIGINT))
+    t0 = time.perf_counter()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            f()
+            while repeat and time.perf_counter() - t0 < after + 60:
+                f()
+    finally:
+        timer.cancel()
+        timer.join()
+        signal.signal(signal.SIGINT, old)
+    return time.perf_counter() - t0 - after
 
 
 def added(x, offset=0, base=10000.0):

@@ -129,3 +129,30 @@ def test_no_function_of_the_package_is_too_long():
                 if n > MAX_LINES:
                     long.append(f"{rel}: {node.name}, {n} lines")
     assert not long, long
+
+
+#: The HF rope's test modules, switched to the shared helpers with the sinpe/_hf/ subpackage.
+_HF_TESTS = {"numerics/test_numerics_hf_more.py", "numerics/test_numerics_hf_rope.py",
+             "robustness/test_robust_hf_rope.py"}
+
+
+def test_the_tests_share_one_helper_set():
+    """bits and same are defined once (tests/conftest.py), and no test module imports
+    another test module (shared helpers live in conftest.py or a helper module)."""
+    tests = os.path.join(ROOT, "tests")
+    bad = []
+    for folder, _, files in os.walk(tests):
+        for f in files:
+            rel = os.path.relpath(os.path.join(folder, f), tests).replace(os.sep, "/")
+            if not f.endswith(".py") or rel in _HF_TESTS:
+                continue
+            with open(os.path.join(folder, f)) as fh:
+                tree = ast.parse(fh.read())
+            for node in ast.walk(tree):
+                if isinstance(node, ast.FunctionDef) and node.name in ("bits", "same") \
+                        and rel != "conftest.py" and node.col_offset == 0:
+                    bad.append(f"{rel}: defines {node.name}")
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                         [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+                bad += [f"{rel}: imports {n}" for n in names if n.split(".")[-1].startswith("test_")]
+    assert not bad, bad

@@ -22,16 +22,11 @@ import torch
 
 import preset_oracles as O
 import sinpe
-from conftest import PARITY_BACKENDS
+from conftest import PARITY_BACKENDS, bits
 from sinpe import presets as P
 
 BACKENDS = PARITY_BACKENDS
 oracle_packages = pytest.mark.oracle_packages
-
-
-def bits(a):
-    a = np.ascontiguousarray(a)
-    return a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
 
 
 def assert_same(got, want, what):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import sinpe
-from conftest import TIME_SCALE, TORCH_BITS, assert_bits_equal, run_python
+from conftest import TIME_SCALE, TORCH_BITS, assert_bits_equal, ctrl_c_latency, run_python
 
 PE = sinpe.positional_encoding
 
@@ -22,29 +22,6 @@ def _interrupt_after(seconds):
     t = threading.Timer(seconds, lambda: os.kill(os.getpid(), signal.SIGINT))
     t.start()
     return t
-
-
-def _latency(f, after=0.3, repeat=False):
-    """Seconds from a SIGINT sent `after` seconds into f() to its KeyboardInterrupt (repeat:
-    f is called again until one comes, so that a call faster than `after` cannot let the
-    signal land in the test's own code)."""
-    # Python's own handler, whatever this process inherited: a shell starts background jobs
-    # with SIGINT ignored, and then no KeyboardInterrupt could come (seen running the suite
-    # with nohup ... &)
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    timer = threading.Timer(after, lambda: os.kill(os.getpid(), signal.SIGINT))
-    t0 = time.perf_counter()
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            f()
-            while repeat and time.perf_counter() - t0 < after + 60:
-                f()
-    finally:
-        timer.cancel()
-        timer.join()
-        signal.signal(signal.SIGINT, old)
-    return time.perf_counter() - t0 - after
 
 
 @pytest.mark.parametrize("case", ["table", "add_pe", "row_2^27_builtin", "row_2^27_mkl",
@@ -72,7 +49,7 @@ def test_ctrl_c_latency_any_shape(case):
         else:
             p = np.arange(40_000_000, dtype=np.int64)
             f = lambda: PE(d_model=2, positions=p, backend="builtin", threads=1)  # noqa: E731
-        latency = _latency(f)
+        latency = ctrl_c_latency(f)
     finally:
         sinpe.set_kernel(old)
     assert latency < 0.25 * TIME_SCALE, f"{case}: KeyboardInterrupt {latency:.3f} s after the signal"
