@@ -383,3 +383,12 @@ def test_every_backend_the_core_registers_has_one_record_and_backends_is_derived
             sinpe._policy.resolve(name)
         except RuntimeError as exc:
             assert name in str(exc) and not sinpe.backends()[name]
+
+
+def test_the_typing_literals_name_what_the_records_and_the_core_register():
+    import typing
+
+    from sinpe import _types
+    from sinpe._backends import records
+    assert set(typing.get_args(_types.Name)) == {"auto"} | set(records.NAMES)
+    assert list(typing.get_args(_types.Kernel)) == records.PATH_NAMES
