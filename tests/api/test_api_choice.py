@@ -106,9 +106,9 @@ def test_numerics_with_another_onemkl_release(monkeypatch):
     assert "2025.3" in n["reproduces"] and "not torch's bits" in n["reproduces"]
     assert "vmsExp differs" in n["reproduces"] and "vmsExp differs" in n["mkl"]["why_not_chosen"]
     assert "2024.2 VML" not in n["reproduces"]
-    from sinpe._backends import policy as _choice
+    from sinpe._backends import policy
     monkeypatch.delitem(sys.modules, "torch")  # as if torch were not imported
-    assert _choice.auto() == "builtin"  # another release is never chosen automatically
+    assert policy.auto() == "builtin"  # another release is never chosen automatically
 
 
 # ---- the automatic choice and the fallbacks (x86-64: torch's oneMKL, the mkl wheel) ------
