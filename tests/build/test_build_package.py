@@ -9,9 +9,6 @@ from conftest import ROOT
 PACKAGE = os.path.join(ROOT, "sinpe")
 #: A function's lines of code (no blank lines, comments or docstring) at most.
 MAX_LINES = 80
-#: Files being rewritten elsewhere (the HF rope becomes the sinpe/_hf/ subpackage, with its
-#: dispatch table); the checks cover that subpackage once it is there.
-_REWRITTEN = {"sinpe/_hf.py", "sinpe/_hf_more.py"}
 
 
 def _modules():
@@ -89,10 +86,7 @@ def test_the_package_has_no_import_circle():
     graph = {name: _imports(name, path, modules) for name, path in modules.items()}
     assert graph["sinpe.presets"] and graph["sinpe._api"], "the imports were not read"
     assert _cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]  # the finder finds
-    rewritten = {f[:-3].replace("/", ".") for f in _REWRITTEN}
-    # the old HF rope's two files import each other (inside a function) until they become
-    # the sinpe/_hf/ subpackage; nothing else may
-    assert [c for c in _cycles(graph) if not set(c) <= rewritten] == []
+    assert _cycles(graph) == []
 
 
 def test_docs_layout_names_every_package_module():
@@ -118,8 +112,6 @@ def test_no_function_of_the_package_is_too_long():
     long = []
     for path in _modules().values():
         rel = os.path.relpath(path, ROOT).replace(os.sep, "/")
-        if rel in _REWRITTEN:
-            continue
         with open(path) as f:
             src = f.read()
         lines = src.splitlines()
