@@ -101,9 +101,9 @@ static int allocate(call *c)
     return 0;
 }
 
-/* Prepares the job (every rule), allocates a fresh result, and runs the plan in steps with
- * the GIL released, handling signals between steps (an interrupted job has done a prefix of
- * its work: sinpe.h).  Returns the result (new reference): the fresh array, or inplace. */
+/* Prepares the job's plan (every rule once), allocates a fresh result, and runs the plan in
+ * steps with the GIL released, handling signals between steps (an interrupted job has done
+ * a prefix of its work: sinpe.h).  Returns the result (new reference): the fresh array, or inplace. */
 static PyObject *run_call(call *c, PyObject *inplace)
 {
     PyObject *ret = NULL;
@@ -111,7 +111,10 @@ static PyObject *run_call(call *c, PyObject *inplace)
     if (c->job.kind == SINPE_JOB_MAP || c->job.kind == SINPE_JOB_FREQS) /* float32 or 64 */
         c->job.dst.type = c->job.kind == SINPE_JOB_FREQS && c->freq.kind == SINPE_FREQ_POW64
                               ? SINPE_F64 : SINPE_F32;
-    int st = sinpe_job_prepare(&c->job, &c->opts), done = 0;
+    int st, done = 0;
+    Py_BEGIN_ALLOW_THREADS
+    st = sinpe_plan_prepare(&c->job, &c->opts, &p); /* every rule once, memory included */
+    Py_END_ALLOW_THREADS
     if (st != SINPE_OK) {
         raise_status(st, c);
         goto out;
@@ -122,10 +125,8 @@ static PyObject *run_call(call *c, PyObject *inplace)
             goto out;
         if (allocate(c) < 0)
             goto out;
+        st = sinpe_plan_bind(p, c->job.dst.data, c->job.dst.strides);
     }
-    Py_BEGIN_ALLOW_THREADS
-    st = sinpe_plan_new(&c->job, &c->opts, &p);
-    Py_END_ALLOW_THREADS
     while (st == SINPE_OK) {
         Py_BEGIN_ALLOW_THREADS
         st = sinpe_plan_step(p, STEP_VALUES * c->opts.threads, &done);

@@ -116,6 +116,16 @@ int sinpe_ncomp(const sinpe_job *j);
 int sinpe_positions_alias(const sinpe_job *j);
 int sinpe_broadcast_positions(const sinpe_job *j, int64_t *strides);
 int sinpe_opts_check(const sinpe_opts *o, sinpe_bctx *ctx, const sinpe_backend_ops **be);
+/* The one check of a complete job (fresh: its destination is not allocated yet), returning
+ * the options' backend context and operations; and the same after completing the job (a
+ * fresh destination's shape, a growing table_rows), as sinpe_job_prepare and
+ * sinpe_plan_prepare run it. */
+int sinpe_job_checked(const sinpe_job *j, const sinpe_opts *o, int fresh, sinpe_bctx *ctx,
+                      const sinpe_backend_ops **be);
+int sinpe_job_complete_check(sinpe_job *j, const sinpe_opts *o, sinpe_bctx *ctx,
+                             const sinpe_backend_ops **be);
+/* plan.c: the bytes a plan allocates (its scratch, slots and itself) */
+int64_t sinpe_plan_scratch_bytes(const sinpe_plan *p);
 
 /* tiles.c: the table stages, the plan's geometry and scratch for tables and adds */
 extern const sinpe_stage sinpe_table_stages[4];

@@ -466,7 +466,10 @@ static int check_kind(const sinpe_job *j)
     }
 }
 
-static int check(const sinpe_job *j, const sinpe_opts *o, int fresh)
+/* Every rule of a complete job, once; the options' backend context and operations come
+ * back to the plan (ctx, be: NULL when not wanted). */
+int sinpe_job_checked(const sinpe_job *j, const sinpe_opts *o, int fresh, sinpe_bctx *ctx,
+                      const sinpe_backend_ops **be)
 {
     if (!j || !o)
         return SINPE_E_NULL;
@@ -486,14 +489,16 @@ static int check(const sinpe_job *j, const sinpe_opts *o, int fresh)
         if (elements(x, x->ndim) > 0 && !x->data)
             return SINPE_E_NULL;
     }
-    const sinpe_backend_ops *be;
-    st = sinpe_opts_check(o, NULL, &be);
-    return st == SINPE_OK ? check_kept(j, be) : st;
+    const sinpe_backend_ops *ops;
+    st = sinpe_opts_check(o, ctx, &ops);
+    if (be)
+        *be = ops;
+    return st == SINPE_OK ? check_kept(j, ops) : st;
 }
 
 int sinpe_job_check(const sinpe_job *j, const sinpe_opts *o)
 {
-    return check(j, o, 0);
+    return sinpe_job_checked(j, o, 0, NULL, NULL);
 }
 
 /* ---- memory ------------------------------------------------------------------------------ */
@@ -511,8 +516,7 @@ static int64_t scratch_bytes(const sinpe_job *j, const sinpe_opts *o)
     p.npos = sinpe_positions_alias(j) ? elements(&j->dst, j->dst.ndim - 1) : 0;
     sinpe_table_geometry(&p);
     p.nslots = (int)sinpe_table_threads(&p);
-    return sinpe_table_scratch_floats(&p) * (int64_t)sizeof(float)
-           + p.nslots * (int64_t)sizeof(sinpe_slot) + (int64_t)sizeof(sinpe_plan);
+    return sinpe_plan_scratch_bytes(&p);
 }
 
 void sinpe_job_need(const sinpe_job *j, const sinpe_opts *o, sinpe_need *need)
@@ -572,10 +576,9 @@ int sinpe_admit(int ndim, const int64_t *shape, sinpe_type t, int64_t scratch, s
     return n.physical > 0 && n.fresh + n.scratch > n.physical ? SINPE_E_MEMORY : SINPE_OK;
 }
 
-int sinpe_job_prepare(sinpe_job *j, const sinpe_opts *o)
+/* A job made complete: a fresh destination's shape and strides, a growing table_rows. */
+static int complete(sinpe_job *j)
 {
-    if (!j || !o)
-        return SINPE_E_NULL;
     if (j->fresh) {
         int st = fresh_shape(j);
         if (st != SINPE_OK)
@@ -589,7 +592,21 @@ int sinpe_job_prepare(sinpe_job *j, const sinpe_opts *o)
         if (j->table_rows - len < j->offset) /* the rows' own table holds them */
             j->table_rows = 0;
     }
-    int st = check(j, o, j->fresh);
+    return SINPE_OK;
+}
+
+int sinpe_job_complete_check(sinpe_job *j, const sinpe_opts *o, sinpe_bctx *ctx,
+                             const sinpe_backend_ops **be)
+{
+    if (!j || !o)
+        return SINPE_E_NULL;
+    int st = complete(j);
+    return st == SINPE_OK ? sinpe_job_checked(j, o, j->fresh, ctx, be) : st;
+}
+
+int sinpe_job_prepare(sinpe_job *j, const sinpe_opts *o)
+{
+    int st = sinpe_job_complete_check(j, o, NULL, NULL);
     if (st != SINPE_OK)
         return st;
     const sinpe_array *x = &j->dst;
