@@ -311,7 +311,7 @@ static int check_offset(const sinpe_job *j, int64_t len, int64_t d)
     return SINPE_OK;
 }
 
-static int check_table(const sinpe_job *j)
+int sinpe_table_check(const sinpe_job *j)
 {
     const sinpe_array *x = &j->dst;
     int add = j->kind == SINPE_JOB_ADD;
@@ -431,7 +431,7 @@ static int check_kept(const sinpe_job *j, const sinpe_backend_ops *be)
 
 /* ---- maps --------------------------------------------------------------------------------- */
 
-static int check_map(const sinpe_job *j)
+int sinpe_map_check(const sinpe_job *j)
 {
     const sinpe_array *s = &j->src, *x = &j->dst;
     if ((int)j->func < 0 || j->func >= SINPE_FN_COUNT)
@@ -454,16 +454,11 @@ static int check_map(const sinpe_job *j)
 
 /* ---- the check -------------------------------------------------------------------------- */
 
+/* The kind's own rules (engine/kinds.c: the table of job kinds). */
 static int check_kind(const sinpe_job *j)
 {
-    switch (j->kind) {
-    case SINPE_JOB_TABLE:
-    case SINPE_JOB_ADD: return check_table(j);
-    case SINPE_JOB_ROPE: return sinpe_rope_check(j);
-    case SINPE_JOB_MAP: return check_map(j);
-    case SINPE_JOB_FREQS: return sinpe_freq_check(j);
-    default: return SINPE_E_FUNC;
-    }
+    const sinpe_kind *k = sinpe_kind_of(j->kind);
+    return k ? k->check(j) : SINPE_E_FUNC;
 }
 
 /* Every rule of a complete job, once; the options' backend context and operations come
@@ -474,7 +469,8 @@ int sinpe_job_checked(const sinpe_job *j, const sinpe_opts *o, int fresh, sinpe_
     if (!j || !o)
         return SINPE_E_NULL;
     int st = check_dst(&j->dst, j->want_type);
-    if (st == SINPE_OK && j->kind != SINPE_JOB_TABLE && j->kind != SINPE_JOB_ADD)
+    const sinpe_kind *k = sinpe_kind_of(j->kind);
+    if (st == SINPE_OK && !(k && k->table))
         st = check_axes(&j->dst); /* tables check d_model first */
     if (st == SINPE_OK)
         st = check_kind(j);
@@ -506,7 +502,8 @@ int sinpe_job_check(const sinpe_job *j, const sinpe_opts *o)
 /* The scratch of a job's plan: its geometry, on the stack, without allocating. */
 static int64_t scratch_bytes(const sinpe_job *j, const sinpe_opts *o)
 {
-    if (j->kind != SINPE_JOB_TABLE && j->kind != SINPE_JOB_ADD)
+    const sinpe_kind *k = sinpe_kind_of(j->kind);
+    if (!k || !k->table)
         return 0;
     static const sinpe_plan zero;
     sinpe_plan p = zero;
@@ -527,35 +524,40 @@ void sinpe_job_need(const sinpe_job *j, const sinpe_opts *o, sinpe_need *need)
         sinpe_admit(j->fresh ? j->dst.ndim : -1, j->dst.shape, j->dst.type, scratch_bytes(j, o), need);
 }
 
-/* The fresh destination's shape: the result's. */
-static int fresh_shape(sinpe_job *j)
+/* A fresh destination's shape, the result's, per kind (adds and rotations work in place). */
+int sinpe_table_fresh(sinpe_job *j)
+{
+    int st = check_dst(&j->dst, j->want_type);
+    if (st != SINPE_OK)
+        return st;
+    if ((int)j->pos.mode < 0 || j->pos.mode > SINPE_POS_GRID)
+        return SINPE_E_FUNC;
+    return table_shape(j, &j->dst.ndim, j->dst.shape);
+}
+
+int sinpe_map_fresh(sinpe_job *j)
 {
     sinpe_array *x = &j->dst;
-    switch (j->kind) {
-    case SINPE_JOB_TABLE: {
-        int st = check_dst(x, j->want_type);
-        if (st != SINPE_OK)
-            return st;
-        if ((int)j->pos.mode < 0 || j->pos.mode > SINPE_POS_GRID)
-            return SINPE_E_FUNC;
-        st = table_shape(j, &x->ndim, x->shape);
-        if (st != SINPE_OK)
-            return st;
-        break;
-    }
-    case SINPE_JOB_MAP:
-        x->ndim = j->src.ndim < 0 || j->src.ndim > SINPE_MAX_DIMS ? 0 : j->src.ndim;
-        memcpy(x->shape, j->src.shape, (size_t)x->ndim * sizeof(int64_t));
-        break;
-    case SINPE_JOB_FREQS:
-        x->ndim = 1;
-        x->shape[0] = j->rows;
-        break;
-    default:
-        return SINPE_E_FUNC; /* adds and rotations work in place */
-    }
-    c_order(x);
-    x->readonly = 0;
+    x->ndim = j->src.ndim < 0 || j->src.ndim > SINPE_MAX_DIMS ? 0 : j->src.ndim;
+    memcpy(x->shape, j->src.shape, (size_t)x->ndim * sizeof(int64_t));
+    return SINPE_OK;
+}
+
+int sinpe_freq_fresh(sinpe_job *j)
+{
+    j->dst.ndim = 1;
+    j->dst.shape[0] = j->rows;
+    return SINPE_OK;
+}
+
+static int fresh_shape(sinpe_job *j)
+{
+    const sinpe_kind *k = sinpe_kind_of(j->kind);
+    int st = k && k->fresh ? k->fresh(j) : SINPE_E_FUNC;
+    if (st != SINPE_OK)
+        return st;
+    c_order(&j->dst);
+    j->dst.readonly = 0;
     return SINPE_OK;
 }
 

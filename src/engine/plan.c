@@ -10,29 +10,6 @@
 
 #include "platform/threads.h"
 
-static void stages_of(sinpe_plan *p)
-{
-    switch (p->j.kind) {
-    case SINPE_JOB_TABLE:
-    case SINPE_JOB_ADD:
-        p->stages = sinpe_table_stages;
-        p->nstages = 4;
-        break;
-    case SINPE_JOB_ROPE:
-        p->stages = sinpe_rope_stages;
-        p->nstages = 1;
-        break;
-    case SINPE_JOB_MAP:
-        p->stages = sinpe_map_stages;
-        p->nstages = 1;
-        break;
-    default:
-        p->stages = sinpe_freq_stages;
-        p->nstages = 1;
-        break;
-    }
-}
-
 /* The elements of an array's first n axes. */
 static int64_t count_of(const sinpe_array *a, int n)
 {
@@ -50,7 +27,7 @@ static float map_argument(const void *plan, int64_t element)
 
 /* A table's or an add's plan laid out: geometry, threads, the backend's view; nothing
  * allocated. */
-static void table_layout(sinpe_plan *p)
+void sinpe_table_layout(sinpe_plan *p)
 {
     const sinpe_job *j = &p->j;
     p->c = (float)(-log(j->base) / (double)j->dst.shape[j->dst.ndim - 1]);
@@ -64,15 +41,14 @@ static void table_layout(sinpe_plan *p)
 
 int64_t sinpe_plan_scratch_bytes(const sinpe_plan *p)
 {
-    int64_t nf = p->j.kind == SINPE_JOB_TABLE || p->j.kind == SINPE_JOB_ADD
-                 ? sinpe_table_scratch_floats(p) : 0;
+    int64_t nf = sinpe_kind_of(p->j.kind)->table ? sinpe_table_scratch_floats(p) : 0;
     return nf * (int64_t)sizeof(float) + p->nslots * (int64_t)sizeof(sinpe_slot)
            + (int64_t)sizeof(sinpe_plan);
 }
 
 /* A table's memory: the preset's program, the slots, then the floats (slots are a multiple
  * of 8 bytes). */
-static int table_alloc(sinpe_plan *p)
+int sinpe_table_alloc(sinpe_plan *p)
 {
     const sinpe_job *j = &p->j;
     if (j->preset && sinpe_preset_compile(j->preset, j->preset->ncol, p->be->independent,
@@ -102,36 +78,34 @@ static sinpe_plan *layout(const sinpe_job *j, const sinpe_opts *o, const sinpe_b
     p->ctx = *ctx;
     p->be = be;
     p->path = p->ctx.path;
-    stages_of(p);
-    switch (j->kind) {
-    case SINPE_JOB_TABLE:
-    case SINPE_JOB_ADD:
-        table_layout(p);
-        break;
-    case SINPE_JOB_ROPE:
-        sinpe_rope_setup(p);
-        break;
-    case SINPE_JOB_MAP:
-        p->count = count_of(&j->dst, j->dst.ndim);
-        p->ctx.tensor_len = p->count;
-        p->ctx.argument = map_argument;
-        p->ctx.src = p;
-        p->nslots = o->threads;
-        break;
-    default:
-        p->count = j->rows;
-        p->ctx.tensor_len = p->count;
-        p->nslots = o->threads;
-        break;
-    }
+    const sinpe_kind *k = sinpe_kind_of(j->kind); /* a checked job's kind */
+    p->stages = k->stages;
+    p->nstages = k->nstages;
+    k->layout(p);
     return p;
+}
+
+void sinpe_map_layout(sinpe_plan *p)
+{
+    p->count = count_of(&p->j.dst, p->j.dst.ndim);
+    p->ctx.tensor_len = p->count;
+    p->ctx.argument = map_argument;
+    p->ctx.src = p;
+    p->nslots = p->o.threads;
+}
+
+void sinpe_freq_layout(sinpe_plan *p)
+{
+    p->count = p->j.rows;
+    p->ctx.tensor_len = p->count;
+    p->nslots = p->o.threads;
 }
 
 /* The plan's own memory (tables and adds only), or the plan freed on failure. */
 static int allocate(sinpe_plan *p, sinpe_plan **out)
 {
-    int st = p->j.kind == SINPE_JOB_TABLE || p->j.kind == SINPE_JOB_ADD ? table_alloc(p)
-                                                                          : SINPE_OK;
+    const sinpe_kind *k = sinpe_kind_of(p->j.kind);
+    int st = k->alloc ? k->alloc(p) : SINPE_OK;
     if (st != SINPE_OK) {
         sinpe_plan_free(p);
         return st;
