@@ -5,6 +5,9 @@ import numpy as np
 
 _Opts = Tuple[Any, Any, Any, Any, Any, Any, Any]
 
+BACKENDS: Tuple[str, ...]  # the core's backend names by index (backends/backend.h)
+PATHS: Tuple[str, ...]     # the core's code path names by index (paths/path.h)
+
 def table(opts: _Opts, out: Any, rows: Any, cols: Any, base: Any, offset: Any, positions: Any,
           grid: Any, dtype: Optional[np.dtype[Any]], dtype_asked: Any, table_rows: Any,
           preset: Any, names: Tuple[str, str, str], huge: bool, fill: bool, flags: int,

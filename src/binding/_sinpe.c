@@ -716,10 +716,36 @@ static PyMethodDef methods[] = {
     { NULL, NULL, 0, NULL },
 };
 
+/* A tuple of the names n(0) .. n(count - 1). */
+static PyObject *names_tuple(int count, const char *(*n)(int))
+{
+    PyObject *t = PyTuple_New(count);
+    for (int i = 0; t && i < count; i++) {
+        PyObject *v = PyUnicode_FromString(n(i));
+        if (!v) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, v);
+    }
+    return t;
+}
+
+/* BACKENDS and PATHS: the core's names by index (the one list of each, backends/backend.h
+ * and paths/path.h), for the package to read instead of repeating them. */
 static int module_exec(PyObject *m)
 {
-    (void)m;
     import_array1(-1);
+    PyObject *b = names_tuple(sinpe_backend_count(), sinpe_backend_name);
+    if (!b || PyModule_AddObject(m, "BACKENDS", b) < 0) {
+        Py_XDECREF(b);
+        return -1;
+    }
+    PyObject *p = names_tuple(sinpe_path_count(), sinpe_path_name);
+    if (!p || PyModule_AddObject(m, "PATHS", p) < 0) {
+        Py_XDECREF(p);
+        return -1;
+    }
     return 0;
 }
 

@@ -70,7 +70,7 @@ int sinpe_opts_check(const sinpe_opts *o, sinpe_bctx *ctx, const sinpe_backend_o
     if (!be || o->pow_lanes < 0 || !be->ready())
         return SINPE_E_BACKEND;
     /* the built-in backend runs on the asked path; the others store through the best */
-    int builtin = be == sinpe_backends_get(0);
+    int builtin = o->backend == SINPE_BACKEND_BUILTIN;
     const sinpe_path_ops *path = sinpe_paths_get(builtin ? o->path : sinpe_paths_best());
     if (!path)
         return SINPE_E_PATH;

@@ -15,7 +15,7 @@
  * every rule, memory included; a plan runs a checked job in steps of bounded work so that
  * a caller can stop between steps (Ctrl-C); sinpe_plan_prepare checks and plans in one
  * go, each rule once.  Backends and code paths are registries,
- * addressed by index (sinpe_backend_find, sinpe_path_find).  Functions return a status
+ * addressed by index (sinpe_backend_find, sinpe_path_name).  Functions return a status
  * code; nothing aborts.
  */
 #ifndef SINPE_H
@@ -102,7 +102,6 @@ int sinpe_backend_threading_layer(int backend);    /* mkl_rt's threading layer, 
  * it; best: the last available and verified path. */
 int sinpe_path_count(void);
 const char *sinpe_path_name(int path);
-int sinpe_path_find(const char *name);
 int sinpe_path_available(int path);
 int sinpe_path_verified(int path);
 int sinpe_path_best(void);
