@@ -1,6 +1,7 @@
-/* The binding's shared pieces (binding layer): one call's job and what its messages name,
- * the converters (binding/convert.c) and the status-to-exception mapper (binding/errors.c).
- * The module itself is binding/_sinpe.c. */
+/* The binding's shared pieces (binding layer): one call's job and what its messages name
+ * (binding/call.c), the converters (binding/convert.c) and the status-to-exception map
+ * (binding/errors.c).  The module itself is binding/_sinpe.c.  Who uses whom, one way only:
+ * _sinpe.c -> convert.c, errors.c -> call.c (a test checks it). */
 #ifndef SINPE_BINDING_BINDING_H
 #define SINPE_BINDING_BINDING_H
 
@@ -42,6 +43,7 @@ typedef struct {
 } call;
 
 
+/* call.c */
 void call_init(call *c, const char *what, const char *rows_name, const char *cols_name);
 void call_clear(call *c);
 PyObject *own(call *c, PyObject *o);
