@@ -210,10 +210,12 @@ static const char *utf8_or(PyObject *o, const char *fallback)
     return s ? s : fallback;
 }
 
+#define TABLE_PARAMS(X) X(opts) X(out) X(rows) X(cols) X(base) X(offset) X(positions) X(grid) \
+    X(dtype) X(dtype_asked) X(table_rows) X(preset) X(names) X(huge) X(fill) X(flags) X(kept)
+static const char *const TABLE_KW[] = KEYWORDS(TABLE_PARAMS);
+
 PyDoc_STRVAR(table_doc,
-"table($module, opts, out, rows, cols, base, offset, positions, grid, dtype, dtype_asked,\n"
-"      table_rows, preset, names, huge, fill, flags, kept, /)\n"
-"--\n\n"
+SIGNATURE("table", TABLE_PARAMS)
 "A table (a TABLE job): rows offset .. offset+rows-1 (rows an int), or positions (an\n"
 "array-like), or a grid (h, w, lead) of 2-d positions; cols columns (d_model), or a preset\n"
 "(freq, col, comp, scale, zero_row, trow_shift, f64_div).  out: a buffer to fill, or None for\n"
@@ -223,15 +225,18 @@ PyDoc_STRVAR(table_doc,
 "is the rows offset .. offset+rows-1 themselves.  kept: None, or (rows, first, fill_first,\n"
 "fill_end): float32 rows of the table a cache keeps (sinpe.h, sinpe_job.kept).\n");
 
-static PyObject *py_table(PyObject *self, PyObject *args)
+static PyObject *py_table(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                          PyObject *kwnames)
 {
     (void)self;
-    PyObject *o_opts, *out, *rows, *cols, *base, *offset, *positions, *grid, *dtype, *asked;
-    PyObject *table_rows, *preset, *names, *huge, *fill, *flags, *kept;
-    if (!PyArg_UnpackTuple(args, "table", 17, 17, &o_opts, &out, &rows, &cols, &base, &offset,
-                           &positions, &grid, &dtype, &asked, &table_rows, &preset, &names,
-                           &huge, &fill, &flags, &kept))
+    ARGS(TABLE_PARAMS) a;
+    if (parse_args("table", args, nargs, kwnames, TABLE_KW, NPARAMS(TABLE_PARAMS), a.a) < 0)
         return NULL;
+    PyObject *o_opts = a.p.opts, *out = a.p.out, *rows = a.p.rows, *cols = a.p.cols;
+    PyObject *base = a.p.base, *offset = a.p.offset, *positions = a.p.positions;
+    PyObject *grid = a.p.grid, *dtype = a.p.dtype, *asked = a.p.dtype_asked;
+    PyObject *table_rows = a.p.table_rows, *preset = a.p.preset, *names = a.p.names;
+    PyObject *huge = a.p.huge, *fill = a.p.fill, *flags = a.p.flags, *kept = a.p.kept;
     long f = PyLong_AsLong(flags);
     if (f == -1 && PyErr_Occurred())
         return NULL;
@@ -271,19 +276,24 @@ static PyObject *py_table(PyObject *self, PyObject *args)
     return run_call(&c, out);
 }
 
+#define ADD_PARAMS(X) X(opts) X(x) X(base) X(offset) X(positions) X(table_rows) X(grow) X(kept)
+static const char *const ADD_KW[] = KEYWORDS(ADD_PARAMS);
+
 PyDoc_STRVAR(add_doc,
-"add($module, opts, x, base, offset, positions, table_rows, grow, kept, /)\n"
-"--\n\n"
+SIGNATURE("add", ADD_PARAMS)
 "x += the table, in place (an ADD job); returns x.  table_rows: the length of the table the\n"
 "rows come from (grow: it may be too short, then the rows' own).  kept: as for table.\n");
 
-static PyObject *py_add(PyObject *self, PyObject *args)
+static PyObject *py_add(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames)
 {
     (void)self;
-    PyObject *o_opts, *x, *base, *offset, *positions, *table_rows, *grow, *kept;
-    if (!PyArg_UnpackTuple(args, "add", 8, 8, &o_opts, &x, &base, &offset, &positions,
-                           &table_rows, &grow, &kept))
+    ARGS(ADD_PARAMS) a;
+    if (parse_args("add", args, nargs, kwnames, ADD_KW, NPARAMS(ADD_PARAMS), a.a) < 0)
         return NULL;
+    PyObject *o_opts = a.p.opts, *x = a.p.x, *base = a.p.base, *offset = a.p.offset;
+    PyObject *positions = a.p.positions, *table_rows = a.p.table_rows, *grow = a.p.grow;
+    PyObject *kept = a.p.kept;
     call c;
     call_init(&c, "x", "seq_len", "d_model");
     c.noun = "adding to an array";
@@ -302,20 +312,25 @@ static PyObject *py_add(PyObject *self, PyObject *args)
     return run_call(&c, x);
 }
 
+#define ROPE_PARAMS(X) X(opts) X(x) X(cos) X(sin) X(seq_axis) X(batch_axis) X(pairs)
+static const char *const ROPE_KW[] = KEYWORDS(ROPE_PARAMS);
+
 PyDoc_STRVAR(rope_doc,
-"rope($module, opts, x, cos, sin, seq_axis, batch_axis, pairs, /)\n"
-"--\n\n"
+SIGNATURE("rope", ROPE_PARAMS)
 "Rotates x in place (a ROPE job) by float32 tables cos and sin of shape\n"
 "(tables, x.shape[seq_axis], rot); returns x.\n");
 
-static PyObject *py_rope(PyObject *self, PyObject *args)
+static PyObject *py_rope(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                         PyObject *kwnames)
 {
     (void)self;
-    PyObject *o_opts, *x, *cos, *sin;
+    ARGS(ROPE_PARAMS) a;
     int seq_axis, batch_axis, pairs;
-    if (!PyArg_ParseTuple(args, "OOOOiip:rope", &o_opts, &x, &cos, &sin, &seq_axis, &batch_axis,
-                          &pairs))
+    if (parse_args("rope", args, nargs, kwnames, ROPE_KW, NPARAMS(ROPE_PARAMS), a.a) < 0
+        || to_int(a.p.seq_axis, "seq_axis", &seq_axis) < 0
+        || to_int(a.p.batch_axis, "batch_axis", &batch_axis) < 0 || to_bool(a.p.pairs, &pairs) < 0)
         return NULL;
+    PyObject *o_opts = a.p.opts, *x = a.p.x, *cos = a.p.cos, *sin = a.p.sin;
     call c;
     call_init(&c, "x", "seq_len", "head_dim");
     c.noun = "rotating an array";
@@ -363,24 +378,37 @@ static PyObject *py_map(PyObject *self, PyObject *args)
     return run_call(&c, NULL);
 }
 
+#define FREQS_PARAMS(X) X(opts) X(kind) X(n) X(start) X(step) X(group) X(a) X(b) X(m) X(base) \
+    X(recip) X(base_name)
+static const char *const FREQS_KW[] = KEYWORDS(FREQS_PARAMS);
+
 PyDoc_STRVAR(freqs_doc,
-"freqs($module, opts, kind, n, start, step, group, a, b, m, base, recip, base_name, /)\n"
-"--\n\n"
+SIGNATURE("freqs", FREQS_PARAMS)
 "A preset's frequency vector (a FREQS job; sinpe.h: sinpe_freq): kind 0 exp_mul, 1\n"
 "exp_muldiv, 2 pow (float32; a, b, m and base rounded to float32 first, as torch rounds\n"
 "Python scalars) or 3 pow64 (float64); base_name names base in messages.\n");
 
-static PyObject *py_freqs(PyObject *self, PyObject *args)
+static PyObject *py_freqs(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                          PyObject *kwnames)
 {
     (void)self;
-    PyObject *o_opts, *o_base;
+    ARGS(FREQS_PARAMS) p;
     int kind, recip;
-    long long n, start, step, group;
+    int64_t n, start, step, group;
     double a, b, m, base;
-    const char *base_name;
-    if (!PyArg_ParseTuple(args, "OiLLLLdddOps:freqs", &o_opts, &kind, &n, &start, &step, &group,
-                          &a, &b, &m, &o_base, &recip, &base_name))
+    if (parse_args("freqs", args, nargs, kwnames, FREQS_KW, NPARAMS(FREQS_PARAMS), p.a) < 0
+        || to_int(p.p.kind, "kind", &kind) < 0 || to_int64(p.p.n, "n", &n) < 0
+        || to_int64(p.p.start, "start", &start) < 0 || to_int64(p.p.step, "step", &step) < 0
+        || to_int64(p.p.group, "group", &group) < 0 || to_double(p.p.a, &a) < 0
+        || to_double(p.p.b, &b) < 0 || to_double(p.p.m, &m) < 0 || to_bool(p.p.recip, &recip) < 0)
         return NULL;
+    const char *base_name = PyUnicode_Check(p.p.base_name) ? PyUnicode_AsUTF8(p.p.base_name) : NULL;
+    if (!base_name) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "freqs: base_name must be a str");
+        return NULL;
+    }
+    PyObject *o_opts = p.p.opts, *o_base = p.p.base;
     call c;
     call_init(&c, "frequencies", "n", "n");
     c.noun = "a frequency vector";
@@ -647,11 +675,11 @@ static PyObject *py_admit(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     { "admit", py_admit, METH_VARARGS, admit_doc },
-    { "table", py_table, METH_VARARGS, table_doc },
-    { "add", py_add, METH_VARARGS, add_doc },
-    { "rope", py_rope, METH_VARARGS, rope_doc },
+    { "table", (PyCFunction)(void (*)(void))py_table, METH_FASTCALL | METH_KEYWORDS, table_doc },
+    { "add", (PyCFunction)(void (*)(void))py_add, METH_FASTCALL | METH_KEYWORDS, add_doc },
+    { "rope", (PyCFunction)(void (*)(void))py_rope, METH_FASTCALL | METH_KEYWORDS, rope_doc },
     { "map", py_map, METH_VARARGS, map_doc },
-    { "freqs", py_freqs, METH_VARARGS, freqs_doc },
+    { "freqs", (PyCFunction)(void (*)(void))py_freqs, METH_FASTCALL | METH_KEYWORDS, freqs_doc },
     { "round", py_round, METH_VARARGS, round_doc },
     { "check", py_check, METH_O, check_doc },
     { "positive", py_positive, METH_VARARGS, positive_doc },
