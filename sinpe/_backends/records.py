@@ -23,12 +23,13 @@ MACHINE = platform.machine().lower()
 X86_64 = MACHINE in ("x86_64", "amd64")
 ARM64 = MACHINE in ("aarch64", "arm64")
 
-#: The core's registries: backend and path indices are the options' values.
+#: The core's registries: backend and path indices are the options' values; the names are
+#: the core's one list of each (backends/backend.h, paths/path.h).
 REGISTRY = _sinpe.registry()
-BACKEND_INDEX: Dict[str, int] = {b[0]: i for i, b in enumerate(REGISTRY["backends"])}
+BACKEND_INDEX: Dict[str, int] = {name: i for i, name in enumerate(_sinpe.BACKENDS)}
 #: per backend index: 1 when a result depends on its argument alone (SLEEF's vectors couple)
 INDEPENDENT = tuple(bool(b[2]) for b in REGISTRY["backends"])
-PATH_NAMES: List[str] = [p[0] for p in REGISTRY["paths"]]
+PATH_NAMES: List[str] = list(_sinpe.PATHS)
 
 #: What torch on 64-bit Arm computes, per release and CPU capability (measured under qemu:
 #: docs/backends.md, tests/data/torch_arm64_*.json; 0 differences in every table and thread
