@@ -123,11 +123,6 @@ def test_no_function_of_the_package_is_too_long():
     assert not long, long
 
 
-#: The HF rope's test modules, switched to the shared helpers with the sinpe/_hf/ subpackage.
-_HF_TESTS = {"numerics/test_numerics_hf_more.py", "numerics/test_numerics_hf_rope.py",
-             "robustness/test_robust_hf_rope.py"}
-
-
 def test_the_tests_share_one_helper_set():
     """bits and same are defined once (tests/conftest.py), and no test module imports
     another test module (shared helpers live in conftest.py or a helper module)."""
@@ -136,7 +131,7 @@ def test_the_tests_share_one_helper_set():
     for folder, _, files in os.walk(tests):
         for f in files:
             rel = os.path.relpath(os.path.join(folder, f), tests).replace(os.sep, "/")
-            if not f.endswith(".py") or rel in _HF_TESTS:
+            if not f.endswith(".py"):
                 continue
             with open(os.path.join(folder, f)) as fh:
                 tree = ast.parse(fh.read())
