@@ -121,3 +121,30 @@ def bump_version(x: Any) -> None:
     torch = torch_of(x)
     if torch is not None and not x.is_inference():
         torch.autograd.graph.increment_version(x)
+
+
+def ndarray_view(out: Any, name: str = "out") -> np.ndarray:
+    """An ndarray over out's own memory (an out= the core has already checked: a NumPy
+    array, a buffer, a torch CPU tensor of any float dtype, a DLPack exporter), for results
+    that are filled by NumPy assignment."""
+    if isinstance(out, np.ndarray):
+        return out
+    torch = torch_of(out)
+    if torch is not None:
+        _kind_check(torch, out, name)
+        t = out.detach()
+        if t.dtype == torch.bfloat16:
+            return t.view(torch.int16).numpy().view(bfloat16())
+        return t.numpy()
+    if hasattr(out, "__array_interface__") or hasattr(out, "__array_struct__"):
+        return np.asarray(out)
+    try:
+        return np.asarray(memoryview(out))
+    except TypeError:
+        pass
+    if hasattr(out, "__dlpack__"):
+        try:
+            return np.from_dlpack(out)
+        except (TypeError, ValueError, BufferError, RuntimeError) as exc:
+            raise TypeError(f"{name}: its DLPack export cannot be written here ({exc})") from None
+    raise TypeError(f"{name} must be a writable array or buffer, got {type(out).__name__}")
