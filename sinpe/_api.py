@@ -62,6 +62,8 @@ def positional_encoding(max_len: Optional[SupportsIndex] = None,
         raise TypeError("positional_encoding() needs exactly one of max_len and positions")
     core = _opts(backend, threads, torch_threads)
     positions = _dtypes.array_arg(positions, "positions")
+    if _dtypes.writable_tensor(out, "out"):  # written outside autograd, as torch's out= moves
+        _dtypes.bump_version(out)  # its version (refused writes leave it moved: harmless)
     args = (core, out, max_len, d_model, base, offset, positions, None, _dtype_args(dtype, out),
             dtype, 0, None, _PE_NAMES, HUGE, True, LEAD if positions is None else 0)
     return _leased(lambda: _cache.table_rows_lease(core, max_len, d_model, base, offset,
@@ -157,6 +159,8 @@ def table_job(core: tuple, *, rows: Any = None, positions: Any = None, grid: Any
     own: by offset, torch's tensor is the rows themselves (arange(offset, offset + rows)),
     not a table from row 0 (only SLEEF's bits can tell)."""
     preset = (freq, np.asarray(col, np.int64), comp, scale, zero_row, trow_shift, f64_div)
+    if fill and _dtypes.writable_tensor(out, names[0]):
+        _dtypes.bump_version(out)
     return _sinpe.table(core, out, rows, None, 10000.0, offset, positions, grid,
                         _dtype_args(dtype, out), dtype, table_rows, preset, names, HUGE, fill,
                         (LEAD if lead else 0) | (OWN if own else 0), None)

@@ -146,5 +146,10 @@ def ndarray_view(out: Any, name: str = "out") -> np.ndarray:
         try:
             return np.from_dlpack(out)
         except (TypeError, ValueError, BufferError, RuntimeError) as exc:
-            raise TypeError(f"{name}: its DLPack export cannot be written here ({exc})") from None
+            import sys
+            torch = sys.modules.get("torch")  # NumPy reads no bfloat16 export; torch does
+            if torch is None:
+                raise TypeError(f"{name}: its DLPack export cannot be written here ({exc})") \
+                    from None
+            return ndarray_view(torch.from_dlpack(out), name)
     raise TypeError(f"{name} must be a writable array or buffer, got {type(out).__name__}")

@@ -116,6 +116,8 @@ def _result(shape: Tuple[int, ...], opts: dict) -> np.ndarray:
     rows = np.broadcast_to(np.float32(0), shape[:-1])
     _api.table_job(opts["core"], positions=rows, freq=np.zeros(1, np.float32),
                    col=[ZERO] * shape[-1], dtype=opts["dtype"], out=out, fill=False)
+    if _dtypes.writable_tensor(out, "out"):  # about to be written outside autograd
+        _dtypes.bump_version(out)
     return _dtypes.ndarray_view(out)
 
 
