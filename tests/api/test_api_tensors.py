@@ -378,3 +378,23 @@ def test_nested_vmap_and_function_transforms_named():
 def test_keras_hub_string_positions_named():
     with pytest.raises(TypeError, match="positions must be integers or real numbers"):
         sinpe.presets.keras_hub((2, 3, 8), positions=np.array(["a", "b", "c"]))
+
+
+def test_tensor_resized_between_calls_is_written_where_it_lives():
+    """A tensor resized between calls (its storage's memory swapped) is written at its new
+    memory: no call, and not the cache, keeps a pointer into a caller's tensor (resizing
+    during a call is a race in the caller's program, as with torch's add_: docs/api.md)."""
+    x = torch.zeros(4, 8)
+    sinpe.add_pe(x)
+    p = x.data_ptr()
+    x.resize_(50000, 8)
+    assert x.data_ptr() != p
+    x.zero_()
+    sinpe.add_pe(x)
+    assert same(x.numpy(), sinpe.positional_encoding(50000, 8))
+    q = torch.zeros(1, 2, 4, 8)
+    sinpe.apply_rope(q)
+    q.resize_(1, 2, 3000, 8)
+    q.fill_(1.0)
+    want = sinpe.apply_rope(np.ones((1, 2, 3000, 8), np.float32))
+    assert same(sinpe.apply_rope(q).numpy(), want)
