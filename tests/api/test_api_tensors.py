@@ -398,3 +398,19 @@ def test_tensor_resized_between_calls_is_written_where_it_lives():
     q.fill_(1.0)
     want = sinpe.apply_rope(np.ones((1, 2, 3000, 8), np.float32))
     assert same(sinpe.apply_rope(q).numpy(), want)
+
+
+def test_rotary_functions_under_vmap_and_nested_fall_back_to_torch():
+    """Issue 25, 11 (a sibling): sinpe.torch's transformers functions inside torch.vmap
+    took the core's route and failed on the batched tensors' storage; they now run
+    transformers' own ops there, with its bits."""
+    from sinpe.torch import apply_rotary_pos_emb
+
+    def hf(q, k, cos, sin):
+        c, s = cos.unsqueeze(1), sin.unsqueeze(1)
+        return _hf_rope(q, c, s), _hf_rope(k, c, s)
+    torch.manual_seed(3)
+    q, k = torch.randn(3, 2, 4, 5, 8), torch.randn(3, 2, 4, 5, 8)
+    c, s = torch.randn(3, 2, 5, 8), torch.randn(3, 2, 5, 8)
+    got, want = torch.vmap(apply_rotary_pos_emb)(q, k, c, s), torch.vmap(hf)(q, k, c, s)
+    assert all(torch.equal(a, b) for a, b in zip(got, want))
