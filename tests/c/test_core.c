@@ -589,6 +589,20 @@ static void kept_rows(const float *t)
     CHECK(sinpe_run(&j, &o) == SINPE_E_KEPT);
     j.kept = (sinpe_kept){ kept, 4, 40, D, 4, 4, 2, 20, 0 }; /* filled rows outside */
     CHECK(sinpe_run(&j, &o) == SINPE_E_KEPT);
+    /* a buffer the caller makes after prepare (kept.reserve) is admitted with the fresh
+     * result by the memory rule: past this machine's memory, refused before anything */
+    {
+        sinpe_job r;
+        int64_t big[2] = { 8, D };
+        sinpe_job_init(&r, NULL, 2, big, 10000.0);
+        r.fresh = 1;
+        r.rows = 8;
+        r.cols = D;
+        r.kept = (sinpe_kept){ NULL, 0, 0, 0, 0, 0, 0, 0, (int64_t)1 << 59 };
+        CHECK(sinpe_physical_memory() <= 0 || sinpe_job_prepare(&r, &o) == SINPE_E_MEMORY);
+        r.kept.reserve = 1 << 20;
+        CHECK(sinpe_job_prepare(&r, &o) == SINPE_OK);
+    }
     /* refusals: rows outside, a fill outside, a short stride, SLEEF by positions, a preset,
      * own_tensor, kept rows that are the destination */
     sinpe_job_init(&j, u, 2, shape, 10000.0);
