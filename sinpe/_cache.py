@@ -73,6 +73,17 @@ def _physical() -> int:
     return int(_sinpe.physical_memory())
 
 
+_PHYSICAL: list = []
+
+
+def _quarter() -> int:
+    """The largest buffer an entry gets: a quarter of physical memory (the call's result is
+    admitted with it, and a call must never fail for the cache's sake)."""
+    if not _PHYSICAL:
+        _PHYSICAL.append(_physical())
+    return _PHYSICAL[0] // 4 if _PHYSICAL[0] > 0 else 1 << 62
+
+
 def set_cache_size(nbytes: int) -> None:
     """The bytes of computed rows kept for later calls (0: none kept; the default 64 MiB,
     or SINPE_CACHE_MB at import), at most this machine's physical memory.  Shrinking
@@ -275,12 +286,12 @@ def _miss(key: tuple, d: int, lo: int, hi: int, budget: int) -> Optional[Lease]:
             _ENTRIES.move_to_end(key)
             return Lease(key, None, new_lo, new_hi, f0, f1, own=e)
         n = new_hi - new_lo
-        if n * d * 4 > budget:
-            return None
+        if n * d * 4 > min(budget, _quarter()):
+            return None  # a buffer that large would weigh on the call's own memory rule
         cap = max(n, 2 * (e.hi - e.lo)) if e is not None else n  # room to grow into
         if len(key) == 8:  # coupled lanes: no rows past torch's tensor
             cap = min(cap, key[7] - new_lo)
-        if cap * d * 4 > budget:
+        if cap * d * 4 > min(budget, _quarter()):
             cap = n
         if e is not None:
             e.filling = True
