@@ -457,7 +457,7 @@ def case_rope_tables(g):
     dt = g.pick([torch.float32, torch.float16, torch.bfloat16, torch.float64])
     tdt = g.pick([None, torch.float32, torch.float64, torch.float16])
     heads, seq, d = g.small() + 2, g.small() + 1, 2 * (g.small() + 1)
-    x = torch.from_numpy(np.frombuffer(g.bytes(4 * heads * seq * d), np.uint8)
+    x = torch.from_numpy(np.frombuffer(g.bytes(heads * seq * d), np.uint8)
                          .astype(np.float32).reshape(1, heads, seq, d) / 128 - 1).to(dt)
     if tdt is None:  # rows of x itself
         cos, sin = x[0, 0], x[0, g.small() % heads]
