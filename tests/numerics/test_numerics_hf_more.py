@@ -1,12 +1,12 @@
-"""sinpe.presets.hf_rope on the families sinpe._hf_more adds, against the installed
-transformers' own rotary modules, bit for bit (bit patterns, never a tolerance): the vision
-towers' axial 2D rope (every layout: Qwen-VL-style h, w, h, w; SAM's interleaved pairs with a
-leading axis; Gemma 4's h, h, w, w on (batch, N, 2) positions; Inkling 2; Kimi-K2.5; Step3p7;
-MiniMax-M3-VL; Pixtral), multimodal rope under more model types (the in-code default
+"""sinpe.presets.hf_rope on the families sinpe._hf.axial and sinpe._hf.families add, against the
+installed transformers' own rotary modules, bit for bit (bit patterns, never a tolerance): the
+vision towers' axial 2D rope (every layout: Qwen-VL-style h, w, h, w; SAM's interleaved pairs
+with a leading axis; Gemma 4's h, h, w, w on (batch, N, 2) positions; Inkling 2; Kimi-K2.5;
+Step3p7; MiniMax-M3-VL; Pixtral), multimodal rope under more model types (the in-code default
 mrope_section applied when the config has none), the partial-factor and interleaved families
-under their sub-configs' model types, and heterogeneous per-layer configs (Gemma 4 text),
-also as ``to_dict()`` dicts.  The module is the oracle: tools/hf_rope_coverage.py's harness,
-run in-process on these families, and direct module calls for the rest."""
+under their sub-configs' model types, and heterogeneous per-layer configs (Gemma 4 text), also
+as ``to_dict()`` dicts. The module is the oracle: tools/hf_rope_coverage.py's harness, run
+in-process on these families, and direct module calls for the rest."""
 import copy
 
 import numpy as np
@@ -87,10 +87,27 @@ from test_numerics_hf_rope import bits, to_np  # noqa: E402  (the same conversio
 
 
 def same(got, want):
+    """got (cos, sin) is want's pair, bit for bit: as many arrays (a short result fails), each
+    of the same shape, dtype and bits."""
+    got, want = tuple(got), tuple(want)
+    assert len(got) == len(want) == 2, (len(got), len(want))
     for g, w in zip(got, want):
         w = to_np(w)
         assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, g.dtype, w.shape, w.dtype)
         assert np.array_equal(bits(g), bits(w))
+
+
+def test_same_fails_on_a_short_result():
+    """The comparison itself: a result with fewer arrays than the module's is not the same
+    (a zip over both would compare nothing past the shorter)."""
+    import torch
+    pair = (torch.zeros(2, 3), torch.ones(2, 3))
+    same((np.zeros((2, 3), np.float32), np.ones((2, 3), np.float32)), pair)
+    for short in ((), (np.zeros((2, 3), np.float32),)):
+        with pytest.raises(AssertionError):
+            same(short, pair)
+    with pytest.raises(AssertionError):
+        same((np.zeros((2, 3), np.float32), np.zeros((2, 3), np.float32)), pair)
 
 
 def _module(name, cls):

@@ -578,6 +578,11 @@ PRESETS = {
     "diffusers": lambda g, k: P.diffusers_timestep(np.arange(g.small()) * 1.5, g.pick(INTS), g.flag(),
                                                    g.pick(REALS), g.pick(REALS), g.pick(REALS), **k),
     "mae_2d": lambda g, k: P.mae_2d(g.pick(INTS), g.pick(INTS), g.flag(), **k),
+    "flax": lambda g, k: P.flax_sinusoidal_init(g.pick(INTS), g.pick(INTS), g.pick(REALS),
+                                                g.pick(REALS), **k),
+    "keras_hub_rotary": lambda g, k: P.keras_hub_rotary(
+        np.ones(g.shape(4)), g.pick(REALS), g.pick(REALS), g.pick([1, 2, -2, 0, 5, 1.0, "1"]),
+        g.pick([-1, 1, 3, -4, 9]), g.pick(INTS), backend=k["backend"], threads=k["threads"]),
     "timm_2d": lambda g, k: P.timm_2d((g.pick(INTS), g.pick(INTS)), g.pick(INTS), g.pick(REALS), **k),
     "llama_rope": lambda g, k: P.llama_rope(g.pick(INTS), g.pick(INTS), g.pick(REALS),
                                             **{a: b for a, b in k.items() if a != "out"}),
