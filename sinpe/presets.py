@@ -365,8 +365,8 @@ def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor:
             f"{backend.split('-')[0]} is not reproduced yet; the torch Keras backend's bits come "
             "from backend=None, 'auto', 'torch', 'mkl' or 'builtin'")
     opts = _opts(None, None, backend, threads, torch_threads)
-    if type(inputs).__module__ == "torch":
-        inputs = inputs.detach().cpu().float().numpy()
+    if _dtypes.torch_of(inputs) is not None:  # any subclass; bfloat16 widened exactly
+        inputs = _dtypes.array_arg(inputs.detach().cpu().float(), "inputs")
     x = np.asarray(inputs)
     if x.dtype.kind not in "iuf" and x.dtype.name != "bfloat16":
         raise TypeError(f"inputs must hold numbers, got dtype {x.dtype}")
@@ -394,7 +394,7 @@ def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor:
     if positions is None:
         pos = None
     else:
-        pos = np.asarray(positions)
+        pos = np.asarray(_dtypes.array_arg(positions, "positions"))
         if pos.dtype.kind not in "iuf":
             raise TypeError(f"positions must hold real numbers, got dtype {pos.dtype}")
         pos = pos[None] if pos.ndim == 1 else pos
