@@ -337,7 +337,7 @@ def case_table(g):
         if torch is None or not isinstance(base, (int, float)) or isinstance(base, bool):
             return
         positions = (np.arange(int(rows)) + int(kw.get("offset", 0))) if pos is None else \
-            np.asarray(pos if not isinstance(pos, memoryview) else np.asarray(pos))
+            np.asarray(pb.array)  # the values (a tensor of any dtype or subclass: its view)
         try:
             want = torch_table(positions, int(d), float(base))
         except (RuntimeError, TypeError, ValueError, OverflowError):
