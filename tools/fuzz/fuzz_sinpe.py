@@ -671,6 +671,8 @@ def decode(v):
         return [decode(x) for x in v]
     if not isinstance(v, dict):
         return v
+    if len(v) != 1:  # a marker is a one-key object: anything else is a plain dict (kwargs)
+        return {k: decode(x) for k, x in v.items()}
     if "nd" in v:
         shape, t, layout = v["nd"]
         shape = tuple(int(n) for n in shape)
@@ -713,7 +715,7 @@ def run_json(case, strict=False):
     f = ENTRIES.get(case["entry"]) or getattr(P, case["entry"])
     try:
         args = decode(case.get("args", []))
-        kwargs = decode(case.get("kwargs", {}))
+        kwargs = {k: decode(x) for k, x in case.get("kwargs", {}).items()}
     except Exception:  # np.dtype of a mutated string may raise even SyntaxError
         if strict:
             raise
@@ -733,7 +735,7 @@ def _outcome(case):
     f = ENTRIES.get(case["entry"]) or getattr(P, case["entry"])
     args = [a.obj if isinstance(a, Buffer) else a for a in decode(case.get("args", []))]
     kwargs = {k: v.obj if isinstance(v, Buffer) else v
-              for k, v in decode(case.get("kwargs", {})).items()}
+              for k, v in {k: decode(x) for k, x in case.get("kwargs", {}).items()}.items()}
     try:
         r = f(*args, **kwargs)
     except DOCUMENTED as exc:
