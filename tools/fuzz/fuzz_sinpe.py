@@ -337,7 +337,9 @@ def case_table(g):
         if torch is None or not isinstance(base, (int, float)) or isinstance(base, bool):
             return
         positions = (np.arange(int(rows)) + int(kw.get("offset", 0))) if pos is None else \
-            np.asarray(pb.array)  # the values (a tensor of any dtype or subclass: its view)
+            np.asarray(pb.array) if torch is not None and isinstance(pos, torch.Tensor) \
+            else np.asarray(pos if not isinstance(pos, memoryview) else np.asarray(pos))
+        # (a tensor of any dtype or subclass: its NumPy view; others as sinpe sees them)
         try:
             want = torch_table(positions, int(d), float(base))
         except (RuntimeError, TypeError, ValueError, OverflowError):
