@@ -13,8 +13,9 @@
  * Everything is a job (sinpe_job): a table written, a table added in place, a rotary
  * rotation, an elementwise map, or a frequency vector.  One check (sinpe_job_check) holds
  * every rule, memory included; a plan runs a checked job in steps of bounded work so that
- * a caller can stop between steps (Ctrl-C).  Backends and code paths are registries,
- * addressed by index (sinpe_backend_find, sinpe_path_find).  Functions return a status
+ * a caller can stop between steps (Ctrl-C); sinpe_plan_prepare checks and plans in one
+ * go, each rule once.  Backends and code paths are registries,
+ * addressed by index (sinpe_backend_find, sinpe_path_name).  Functions return a status
  * code; nothing aborts.
  */
 #ifndef SINPE_H
@@ -101,7 +102,6 @@ int sinpe_backend_threading_layer(int backend);    /* mkl_rt's threading layer, 
  * it; best: the last available and verified path. */
 int sinpe_path_count(void);
 const char *sinpe_path_name(int path);
-int sinpe_path_find(const char *name);
 int sinpe_path_available(int path);
 int sinpe_path_verified(int path);
 int sinpe_path_best(void);
@@ -325,6 +325,15 @@ int sinpe_admit(int ndim, const int64_t *shape, sinpe_type t, int64_t scratch, s
  * job stopped between steps has done a prefix of that order. */
 typedef struct sinpe_plan sinpe_plan;
 int sinpe_plan_new(const sinpe_job *j, const sinpe_opts *o, sinpe_plan **plan);
+/* One call's preparation with every check run once: completes the job as sinpe_job_prepare
+ * does, checks it, lays out its plan, admits its memory (a fresh destination plus the
+ * scratch) and allocates the scratch; writes nothing.  For a fresh job the caller then
+ * allocates the destination (C order, of the shape prepare set) and hands it over with
+ * sinpe_plan_bind before the first step (SINPE_E_SHAPE when its strides or alignment are
+ * not the ones the plan was laid out for).  The plan keeps its own copy of the job, so a
+ * job changed after preparing changes nothing the plan does. */
+int sinpe_plan_prepare(sinpe_job *j, const sinpe_opts *o, sinpe_plan **plan);
+int sinpe_plan_bind(sinpe_plan *p, void *data, const int64_t *strides);
 int sinpe_plan_step(sinpe_plan *p, int64_t budget, int *done);
 void sinpe_plan_free(sinpe_plan *p);
 

@@ -85,6 +85,50 @@ def test_text_signatures():
         assert f.__doc__ and inspect.signature(f).parameters
 
 
+def test_binding_stubs_match_its_signatures_and_keywords_work():
+    """sinpe/_sinpe.pyi says what the binding's text signatures say (names, order, which are
+    positional only), and table/add/rope/freqs take every argument by keyword too."""
+    import ast
+    import inspect
+
+    import numpy as np
+    from sinpe import _sinpe
+    with open(os.path.join(os.path.dirname(sinpe.__file__), "_sinpe.pyi")) as f:
+        tree = ast.parse(f.read())
+    stubs = {d.name: d.args for d in tree.body if isinstance(d, ast.FunctionDef)}
+    names = {n for n in dir(_sinpe) if callable(getattr(_sinpe, n)) and not n.startswith("__")}
+    assert set(stubs) == names
+    for name, args in stubs.items():
+        sig = inspect.signature(getattr(_sinpe, name))
+        stub = [(a.arg, "POSITIONAL_ONLY") for a in args.posonlyargs] + \
+            [(a.arg, "POSITIONAL_OR_KEYWORD") for a in args.args]
+        assert stub == [(p.name, p.kind.name) for p in sig.parameters.values()], name
+    for name in ("table", "add", "rope", "freqs"):
+        kinds = {p.kind for p in inspect.signature(getattr(_sinpe, name)).parameters.values()}
+        assert kinds == {inspect.Parameter.POSITIONAL_OR_KEYWORD}, name
+    assert _sinpe.BACKENDS == tuple(b[0] for b in _sinpe.registry()["backends"])
+    assert _sinpe.PATHS == tuple(p[0] for p in _sinpe.registry()["paths"])
+    # the options' 7-tuple (convert.c): builtin backend, the scalar path, 1 thread, SLEEF u10,
+    # 4 lanes, 1 torch thread, default pow lanes
+    core = (_sinpe.BACKENDS.index("builtin"), _sinpe.PATHS.index("scalar"), 1, 0, 4, 1, 0)
+    by_position = _sinpe.freqs(core, 0, 8, 0, 2, 1, -0.5, 1.0, 1.0, 10000.0, False, "base")
+    by_keyword = _sinpe.freqs(base_name="base", recip=False, base=10000.0, m=1.0, b=1.0, a=-0.5,
+                              group=1, step=2, start=0, n=8, kind=0, opts=core)
+    assert by_position.view(np.uint32).tolist() == by_keyword.view(np.uint32).tolist()
+    x = np.zeros((3, 8), np.float32)
+    _sinpe.add(core, x, 10000.0, 0, None, 0, True, None)
+    y = np.zeros((3, 8), np.float32)
+    _sinpe.add(kept=None, grow=True, table_rows=0, positions=None, offset=0, base=10000.0, x=y,
+               opts=core)
+    assert x.any() and x.view(np.uint32).tolist() == y.view(np.uint32).tolist()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
+        _sinpe.add(core, x, 10000.0, 0, None, 0, True, None, nope=1)
+    with pytest.raises(TypeError, match="multiple values for argument 'x'"):
+        _sinpe.add(core, x, 10000.0, 0, None, 0, True, None, x=x)
+    with pytest.raises(TypeError, match="missing required argument 'kept'"):
+        _sinpe.add(core, x, 10000.0, 0, None, 0, True)
+
+
 @pytest.mark.needs_torch
 @pytest.mark.x86_64
 def test_numerics_with_another_onemkl_release(monkeypatch):

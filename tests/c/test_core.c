@@ -637,6 +637,39 @@ static void kept_rows(const float *t)
     CHECK(strcmp(sinpe_strerror(SINPE_E_KEPT), "the kept rows do not suit the job") == 0);
 }
 
+/* One preparation: sinpe_plan_prepare checks and plans a fresh job, which runs once its
+ * destination is bound; a destination of other strides is refused, and the same job's
+ * errors come from prepare as from the check. */
+static void prepared_plans(const float *t)
+{
+    static float u[L * D];
+    sinpe_job j;
+    int64_t shape[2] = { L, D };
+    sinpe_job_init(&j, NULL, 2, shape, 10000.0);
+    j.fresh = 1;
+    j.rows = L;
+    j.cols = D;
+    sinpe_plan *p;
+    CHECK(sinpe_plan_prepare(&j, &SCALAR, &p) == SINPE_OK);
+    CHECK(j.dst.ndim == 2 && j.dst.shape[0] == L && j.dst.strides[0] == 4 * D);
+    int64_t bad[2] = { 4 * D + 4, 4 };
+    CHECK(sinpe_plan_bind(p, u, bad) == SINPE_E_SHAPE);
+    CHECK(sinpe_plan_bind(p, (char *)u + 1, j.dst.strides) == SINPE_E_SHAPE);
+    CHECK(sinpe_plan_bind(p, u, j.dst.strides) == SINPE_OK);
+    int done = 0;
+    while (!done)
+        CHECK(sinpe_plan_step(p, INT64_MAX, &done) == SINPE_OK);
+    sinpe_plan_free(p);
+    CHECK(same_bits(u, t, sizeof u));
+    sinpe_job_init(&j, u, 2, shape, -1.0); /* a bad base: the check's own status */
+    CHECK(sinpe_plan_prepare(&j, &SCALAR, &p) == SINPE_E_BASE && p == NULL);
+    CHECK(sinpe_plan_new(&j, &SCALAR, &p) == SINPE_E_BASE && p == NULL);
+    sinpe_job_init(&j, u, 2, shape, 10000.0); /* not fresh: nothing to bind */
+    CHECK(sinpe_plan_prepare(&j, &SCALAR, &p) == SINPE_OK);
+    CHECK(sinpe_plan_bind(p, u, j.dst.strides) == SINPE_E_NULL);
+    sinpe_plan_free(p);
+}
+
 int main(void)
 {
     SCALAR = opts_of("builtin", 0, 1);
@@ -651,6 +684,7 @@ int main(void)
     parallel_for();
     job_kinds();
     kept_rows(t);
+    prepared_plans(t);
     printf("%d failed, %d passed\n", failures, checks - failures);
     return failures ? 1 : 0;
 }
