@@ -170,8 +170,8 @@ static int to_preset(call *c, PyObject *t)
  * (array-like), or grid (h, w, lead). */
 /* kept: None; (rows, first, ready_first, ready_end, fill_first, fill_end) with rows a
  * C-contiguous float32 array (n, stride) the caller keeps (sinpe.h: sinpe_job.kept; the core
- * checks the rest); or (reserve, make): make() is called once the job is prepared and the
- * result allocated (reserve bytes counted by the memory rule) and returns None or such a
+ * checks the rest); or (reserve, make): make() is called once the job is checked (reserve
+ * bytes counted with the result's by the memory rule), before its plan is prepared and returns None or such a
  * tuple. */
 static int to_kept(call *c, PyObject *kept)
 {
@@ -260,7 +260,7 @@ SIGNATURE("table", TABLE_PARAMS)
 "is the rows offset .. offset+rows-1 themselves.  kept: None, (rows, first, ready_first,\n"
 "ready_end, fill_first, fill_end): float32 rows of the table a cache keeps (sinpe.h,\n"
 "sinpe_job.kept), or (reserve, make): make() returns None or such a tuple once the job is\n"
-"checked and its result allocated (reserve bytes admitted with it).\n");
+"checked (reserve bytes admitted with its result).\n");
 
 static PyObject *py_table(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                           PyObject *kwnames)
