@@ -117,7 +117,26 @@ def _configure() -> None:
         set_threads(min(_usable_cpus(), 256))
 
 
+def _command_line() -> bool:
+    """This import is the command line's (python -m sinpe, or the sinpe script)."""
+    import sys
+    if os.path.basename(sys.argv[0] if sys.argv else "") in ("sinpe", "sinpe.exe"):
+        return True
+    orig = list(getattr(sys, "orig_argv", []))
+    if orig:
+        return "-msinpe" in orig or any(a == "-m" and b == "sinpe" for a, b in zip(orig, orig[1:]))
+    return sys.argv[:1] == ["-m"]
+
+
+#: A bad SINPE_* variable met by the command line's import: reported by sinpe.__main__ as
+#: `sinpe: error: ...` with exit status 2, as bad arguments are (any other import raises it).
+_ENV_ERROR = None
 load_mkl()
-_policy.configure_default(os.environ.get("SINPE_BACKEND"))
-_configure()
-_cache.configure(os.environ.get(_cache.ENV))
+try:
+    _policy.configure_default(os.environ.get("SINPE_BACKEND"))
+    _configure()
+    _cache.configure(os.environ.get(_cache.ENV))
+except (ValueError, RuntimeError, TypeError, OverflowError) as _exc:
+    if not _command_line():
+        raise
+    _ENV_ERROR = _exc

@@ -4,7 +4,7 @@
     python -m sinpe --max-len 2048 --d-model 256 --dtype float16 -o pe.npz --plot pe.png
 
 Exit status: 0 on success (also when the reader of stdout stops early, as `| head` does),
-2 for bad arguments, 1 when the file or the report cannot be written, 130 on Ctrl-C.
+2 for bad arguments or a bad SINPE_* environment variable, 1 when the file or the report cannot be written, 130 on Ctrl-C.
 """
 from __future__ import annotations
 
@@ -97,6 +97,14 @@ def _report(sinpe: Any, args: argparse.Namespace, backend: Optional[str], shape:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    try:
+        import sinpe  # the environment (SINPE_*) is read at import
+    except (ValueError, RuntimeError, TypeError, OverflowError) as exc:
+        print(f"sinpe: error: {exc}", file=sys.stderr)
+        return 2
+    if sinpe._ENV_ERROR is not None:
+        print(f"sinpe: error: {sinpe._ENV_ERROR}", file=sys.stderr)
+        return 2
     args = _parser().parse_args(argv)
     if not args.out.endswith((".npy", ".npz")):
         print(f"sinpe: error: --out must end in .npy or .npz, got {args.out!r}", file=sys.stderr)
@@ -104,8 +112,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.plot and not args.plot.endswith(".png"):
         print(f"sinpe: error: --plot must end in .png, got {args.plot!r}", file=sys.stderr)
         return 2
-
-    import sinpe
 
     backend = None if args.numerics == "auto" else args.numerics
     try:

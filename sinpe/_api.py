@@ -8,7 +8,7 @@ from typing import Any, Literal, Optional, SupportsFloat, SupportsIndex
 import numpy as np
 import numpy.typing as npt
 
-from . import _cache, _sinpe
+from . import _cache, _dtypes, _sinpe
 from ._backends.policy import opts as _opts
 from ._jobs import HUGE, LEAD, _PE_NAMES, _dtype_args
 from ._types import Backend, DType, X
@@ -51,15 +51,20 @@ def positional_encoding(max_len: Optional[SupportsIndex] = None,
     if (max_len is None) == (positions is None):
         raise TypeError("positional_encoding() needs exactly one of max_len and positions")
     core = _opts(backend, threads, torch_threads)
-    lease = _cache.table_rows_lease(core, max_len, d_model, base, offset, positions)
-    return _leased(lease, _sinpe.table, core, out, max_len, d_model, base, offset, positions,
-                   None, _dtype_args(dtype, out), dtype, 0, None, _PE_NAMES, HUGE, True,
-                   LEAD if positions is None else 0)
+    positions = _dtypes.array_arg(positions, "positions")
+    if _dtypes.writable_tensor(out, "out"):  # written outside autograd, as torch's out= moves
+        _dtypes.bump_version(out)  # its version (refused writes leave it moved: harmless)
+    args = (core, out, max_len, d_model, base, offset, positions, None, _dtype_args(dtype, out),
+            dtype, 0, None, _PE_NAMES, HUGE, True, LEAD if positions is None else 0)
+    return _leased(lambda: _cache.table_rows_lease(core, max_len, d_model, base, offset,
+                                                   positions), _sinpe.table, *args)
 
 
-def _leased(lease: Any, f: Any, *args: Any) -> Any:
-    """f(*args, kept): a core call with the cache's rows (None: none; a tuple: kept rows
-    read as they are; a Lease: rows to fill, settled after the call)."""
+def _leased(get: Any, f: Any, *args: Any) -> Any:
+    """f(*args, kept): a core call with the cache's rows (get() gives None: none; a tuple:
+    kept rows read as they are; a Lease: rows to fill, settled after the call whatever it
+    raises).  Every argument is made before the lease is taken."""
+    lease = get()
     if lease is None or type(lease) is tuple:
         return f(*args, lease)
     try:
@@ -91,16 +96,13 @@ def add_pe(x: X, /, base: SupportsFloat = 10000.0, *, offset: SupportsIndex = 0,
     """
     table_rows, grow = (5000, True) if max_len is None else (max_len, False)
     core = _opts(backend, threads, torch_threads)
-    lease = _cache.add_rows(core, x, base, offset, positions, table_rows, grow)
-    _leased(lease, _sinpe.add, core, x, base, offset, positions, table_rows, grow)
-    if type(x).__module__ == "torch":  # written outside autograd: its version counter moves
-        _bump_version(x)
+    positions = _dtypes.array_arg(positions, "positions")
+    tensor = _dtypes.writable_tensor(x, "x")
+    _leased(lambda: _cache.add_rows(core, x, base, offset, positions, table_rows, grow),
+            _sinpe.add, core, x, base, offset, positions, table_rows, grow)
+    if tensor:  # written outside autograd: its version counter moves
+        _dtypes.bump_version(x)
     return x
-
-
-def _bump_version(t: Any) -> None:
-    import torch  # imported: x is one of its tensors
-    torch.autograd.graph.increment_version(t)
 
 
 def elementwise(func: Literal["exp", "sin", "cos"], x: npt.NDArray[np.float32], /, *,

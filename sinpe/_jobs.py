@@ -71,6 +71,8 @@ def table_job(core: tuple, *, rows: Any = None, positions: Any = None, grid: Any
     own: by offset, torch's tensor is the rows themselves (arange(offset, offset + rows)),
     not a table from row 0 (only SLEEF's bits can tell)."""
     preset = (freq, np.asarray(col, np.int64), comp, scale, zero_row, trow_shift, f64_div)
+    if fill and _dtypes.writable_tensor(out, names[0]):
+        _dtypes.bump_version(out)
     return _sinpe.table(core, out, rows, None, 10000.0, offset, positions, grid,
                         _dtype_args(dtype, out), dtype, table_rows, preset, names, HUGE, fill,
                         (LEAD if lead else 0) | (OWN if own else 0), None)
@@ -184,7 +186,9 @@ def _result(shape: Tuple[int, ...], opts: dict) -> np.ndarray:
     rows = np.broadcast_to(np.float32(0), shape[:-1])
     table_job(opts["core"], positions=rows, freq=np.zeros(1, np.float32),
                    col=[ZERO] * shape[-1], dtype=opts["dtype"], out=out, fill=False)
-    return np.asarray(out)
+    if _dtypes.writable_tensor(out, "out"):  # about to be written outside autograd
+        _dtypes.bump_version(out)
+    return _dtypes.ndarray_view(out)
 
 
 def _round_to(values: np.ndarray, dtype: Any) -> np.ndarray:

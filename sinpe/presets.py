@@ -105,7 +105,7 @@ def fairseq_positions(tokens: Any, padding_idx: int, cache_length: int = 0) -> n
     """fairseq's ``make_positions`` (and transformers' ``create_position_ids_from_input_ids``):
     the table rows tokens of shape (batch, seq) read: padding_idx + 1, + 2, ... for real
     tokens (shifted by cache_length), padding_idx for pads. int64."""
-    t = np.asarray(tokens)
+    t = np.asarray(_dtypes.array_arg(tokens, "tokens"))
     if t.ndim != 2:
         raise ValueError(f"tokens must have shape (batch, seq), got {t.shape}")
     mask = (t != padding_idx).astype(np.int64)
@@ -230,7 +230,9 @@ def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
     if positions is None:
         pos = None
     else:
-        pos = np.asarray(positions)
+        pos = np.asarray(_dtypes.array_arg(positions, "positions"))
+        if pos.dtype.kind in "USbcMmV":
+            raise TypeError(f"positions must be integers or real numbers, got dtype {pos.dtype}")
         if pos.ndim not in (1, 2) or pos.shape[-1] != L:
             raise ValueError(f"positions must have shape (seq,) or (batch, seq) with seq = {L}, "
                              f"got {pos.shape}")
@@ -244,7 +246,7 @@ def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
     col = [4 * j + (SIN if j % 2 == 0 else COS) for j in range(d)]
     one = dict(opts, out=None, dtype=dst.dtype)  # the library's own table, then broadcast
     if pos is not None:
-        pe = _table(pos.astype(np.float32), freq, col, one)
+        pe = _table(pos, freq, col, one)  # rounded to float32 by the core, as keras' cast
     elif start >= 0:
         pe = _table(L, freq, col, one, offset=start, own=True)
     else:
@@ -277,8 +279,8 @@ def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor:
             f"{backend.split('-')[0]} is not reproduced yet; the torch Keras backend's bits come "
             "from backend=None, 'auto', 'torch', 'mkl' or 'builtin'")
     opts = _opts(None, None, backend, threads, torch_threads)
-    if type(inputs).__module__ == "torch":
-        inputs = inputs.detach().cpu().float().numpy()
+    if _dtypes.torch_of(inputs) is not None:  # any subclass; bfloat16 widened exactly
+        inputs = _dtypes.array_arg(inputs.detach().cpu().float(), "inputs")
     x = np.asarray(inputs)
     if x.dtype.kind not in "iuf" and x.dtype.name != "bfloat16":
         raise TypeError(f"inputs must hold numbers, got dtype {x.dtype}")
@@ -306,7 +308,7 @@ def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor:
     if positions is None:
         pos = None
     else:
-        pos = np.asarray(positions)
+        pos = np.asarray(_dtypes.array_arg(positions, "positions"))
         if pos.dtype.kind not in "iuf":
             raise TypeError(f"positions must hold real numbers, got dtype {pos.dtype}")
         pos = pos[None] if pos.ndim == 1 else pos
@@ -534,7 +536,7 @@ def diffusers_timestep(timesteps: Any, embedding_dim: int, flip_sin_to_cos: bool
     * (t * freq)`` for 1-D timesteps (fractional allowed; rounded as ``.float()``),
     ``[sin | cos]`` (``[cos | sin]`` with flip_sin_to_cos), a zero column when
     embedding_dim is odd. Shape (N, embedding_dim)."""
-    t = np.asarray(timesteps)
+    t = np.asarray(_dtypes.array_arg(timesteps, "timesteps"))
     if t.ndim != 1:
         raise ValueError(f"timesteps must be a 1-d array, got shape {t.shape}")
     d = _int(embedding_dim, "embedding_dim")
@@ -645,6 +647,7 @@ def llama_rope(head_dim: int, position_ids: Any, rope_theta: float = 10000.0,
     theta = _positive(rope_theta, "rope_theta")
     scaling = _real(attention_scaling, "attention_scaling")
     opts = _opts(dtype, None, backend, threads, torch_threads)
+    position_ids = _dtypes.array_arg(position_ids, "position_ids")
     count = np.ndim(position_ids) == 0  # an int n: arange(n)
     rows = _int(position_ids, "position_ids") if count else None
     pos = None if count else np.asarray(position_ids)
@@ -710,7 +713,7 @@ def rotary_embedding_torch(dim: int, seq_len: Optional[int] = None, *, t: Any = 
         t = np.arange(n, dtype=np.float32)  # in place: one array of n, the same bits
         t += np.float32(off)
         t /= np.float32(interp)
-    pos = np.asarray(t)
+    pos = np.asarray(_dtypes.array_arg(t, "t"))
     _admit(pos.shape + (2 * len(freqs),), opts)
     col = [4 * (j // 2) + ANGLE for j in range(2 * len(freqs))]
     return _table(pos, np.ascontiguousarray(freqs, np.float32), col, opts,
@@ -854,7 +857,8 @@ def alibi_bias(attention_mask: Any = None, num_heads: int = 8, *, seq_length: Op
         raise ValueError(f"method must be 'bloom' or 'paper', got {method!r}")
     heads = _int(num_heads, "num_heads", minimum=1)
     L = None if seq_length is None else _int(seq_length, "seq_length")
-    m = None if attention_mask is None else np.asarray(attention_mask)
+    m = None if attention_mask is None else np.asarray(_dtypes.array_arg(attention_mask,
+                                                                         "attention_mask"))
     if m is not None and (m.ndim != 2 or not (np.issubdtype(m.dtype, np.integer)
                                               or np.issubdtype(m.dtype, np.bool_)
                                               or np.issubdtype(m.dtype, np.floating))):

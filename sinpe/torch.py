@@ -133,12 +133,22 @@ def _tables(t: torch.Tensor, cu_shape: Tuple[int, ...], nd: int, seq: int,
     return np.ascontiguousarray(v.float().contiguous().numpy(), dtype=np.float32)
 
 
+def _wrapped(t: torch.Tensor) -> bool:
+    """A tensor whose memory is not a plain strided CPU array: nested, sparse, or one of
+    torch's function transforms' wrappers (vmap's batched tensors, grad's, functionalized)."""
+    ft = torch._C._functorch
+    return bool(t.is_nested or t.layout != torch.strided or ft.is_batchedtensor(t)
+                or ft.is_gradtrackingtensor(t) or ft.is_functionaltensor(t))
+
+
 def _fast_ok(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
              same_dtype: bool) -> bool:
     ts = (q, k, cos, sin)
     if not all(isinstance(t, torch.Tensor) for t in ts) or any(t.device.type != "cpu" for t in ts):
         return False
     if torch.is_grad_enabled() and any(t.requires_grad for t in ts):
+        return False
+    if any(_wrapped(t) for t in ts):  # nested, or inside vmap/grad: torch's own ops
         return False
     if q.dtype not in _FAST or k.dtype != q.dtype or cos.dtype not in _FAST \
             or sin.dtype != cos.dtype or cos.shape != sin.shape:

@@ -40,6 +40,7 @@ typedef struct {
     sinpe_preset preset;
     sinpe_freq freq;
     int huge;                         /* advise huge pages for a fresh result */
+    PyObject *kept_make;              /* borrowed: called after prepare for the kept rows */
 } call;
 
 

@@ -85,9 +85,11 @@ def _functions(text):
 
 
 #: Calls from the binding into Python, each allowed in one function only: the caller's own
-#: array's DLPack protocol (__dlpack__) and torch's negative-view bit (is_neg).
+#: array's DLPack protocol (__dlpack__), torch's negative-view bit (is_neg), and the kept
+#: buffer's maker the caller passes (kept=(reserve, make): called once the job is checked, so
+#: that a cache allocates nothing for a call its rules refuse; issue 25).
 _PY_CALLS = ("PyObject_Call", "PyImport_", "PyEval_", "Vectorcall", "PyRun_")
-_PY_CALLS_ALLOWED = {"dlpack_capsule", "negated_view"}
+_PY_CALLS_ALLOWED = {"dlpack_capsule", "negated_view", "make_kept"}
 
 
 def test_the_binding_calls_no_python_of_the_package():
