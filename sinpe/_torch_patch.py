@@ -31,7 +31,6 @@ from __future__ import annotations
 import ast
 import copy
 import inspect
-import sys
 import textwrap
 import types
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
@@ -39,70 +38,16 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 import numpy as np
 import torch
 
-from . import torch as _st
-from ._choice import torch_kernels
+from ._backends.policy import torch_kernels
 
-__all__ = ["patch", "unpatch", "patched", "hf_rope", "apply_rotary_pos_emb_half",
-           "apply_rotary_pos_emb_float32", "apply_rotary_pos_emb_glm_float32",
-           "apply_rotary_pos_emb_single"]
+__all__ = ["patch", "unpatch", "patched", "hf_rope", "FORMS"]
+
+#: the sinpe.torch rotation forms by name, filled by sinpe.torch when it imports this module
+#: (this module sits below sinpe.torch and imports nothing of it).
+FORMS: Dict[str, Callable[..., Any]] = {}
 
 _Pair = Tuple[torch.Tensor, torch.Tensor]
 _ATTR = "_sinpe_patch"
-
-
-# ---- the added rotation forms -----------------------------------------------------------------
-
-def apply_rotary_pos_emb_half(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
-                              sin: torch.Tensor, unsqueeze_dim: int = 1) -> "_Pair":
-    """transformers GPT-OSS's ``apply_rotary_pos_emb`` (gpt_oss, openai_privacy_filter): cos/sin
-    are half-width (the rotary returns ``emb = freqs``), x's halves ``x1, x2`` become
-    ``cat(x1 * cos - x2 * sin, x2 * cos + x1 * sin)``.  Equal, bit for bit, to the standard form
-    with the tables repeated (``a + (-b)`` is ``a - b`` exactly)."""
-    return _st.apply_rotary_pos_emb(q, k, torch.cat((cos, cos), dim=-1),
-                                    torch.cat((sin, sin), dim=-1), unsqueeze_dim)
-
-
-def _widened(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
-             sin: torch.Tensor) -> Tuple[torch.Tensor, ...]:
-    return q.float(), k.float(), cos.float(), sin.float()
-
-
-def apply_rotary_pos_emb_float32(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
-                                 sin: torch.Tensor, unsqueeze_dim: int = 1) -> "_Pair":
-    """transformers ModernBERT's ``apply_rotary_pos_emb`` (modernbert, modernbert_decoder, esm,
-    evolla): q and k widened to float32 (exact), rotated in halves with cos/sin (widened by
-    the products' promotion, exact), then rounded once to q's dtype."""
-    qf, kf, c, s = _widened(q, k, cos, sin)
-    qe, ke = _st.apply_rotary_pos_emb(qf, kf, c, s, unsqueeze_dim)
-    return qe.to(q.dtype), ke.to(k.dtype)
-
-
-def apply_rotary_pos_emb_glm_float32(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
-                                     sin: torch.Tensor, unsqueeze_dim: int = 1) -> "_Pair":
-    """transformers ERNIE 4.5's ``apply_rotary_pos_emb`` (ernie4_5, ernie4_5_moe, hy_v4_vl):
-    GLM's interleaved pairs (the first half of cos/sin repeated pairwise) computed in float32
-    (``rotate_half(q).float()``: a negation, exact in q's dtype), rounded once to q's dtype."""
-    qf, kf, c, s = _widened(q, k, cos, sin)
-    qe, ke = _st.apply_rotary_pos_emb_glm(qf, kf, c, s, unsqueeze_dim)
-    return qe.to(q.dtype), ke.to(k.dtype)
-
-
-def apply_rotary_pos_emb_single(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
-                                unsqueeze_dim: int = 1) -> torch.Tensor:
-    """transformers Gemma 3n's ``apply_rotary_pos_emb(x, cos, sin, unsqueeze_dim=1)`` (one
-    tensor: gemma3n, gemma4, diffusion_gemma...): ``x * cos + rotate_half(x) * sin``."""
-    return _single(x, cos, sin, unsqueeze_dim)
-
-
-def _single(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
-            unsqueeze_dim: int) -> torch.Tensor:
-    cu = _st._unsqueezed(cos, unsqueeze_dim)
-    if _st._fast_ok(x, x, cos, sin, True):
-        xe = x.clone()
-        if _st._rotate(xe, cu, cos, sin, False):
-            return xe
-    c, s = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
-    return (x * c) + (_st._hf_rotate_half(x) * s)
 
 
 # ---- hf_rope as torch tensors -----------------------------------------------------------------
@@ -156,9 +101,7 @@ _REFERENCES: List[Tuple[str, str, str]] = [
 
 
 def _forms() -> Dict[str, Callable[..., Any]]:
-    here = sys.modules[__name__]
-    return {name: getattr(_st, name, None) or getattr(here, name)
-            for name in {f for _, _, f in _REFERENCES}}
+    return {name: FORMS[name] for name in {f for _, _, f in _REFERENCES}}
 
 
 def _body_dump(fn: Callable[..., Any]) -> Optional[str]:
@@ -420,6 +363,36 @@ def _check_rotary(module: Any, family: str, backend: Optional[str]) -> None:
 
 # ---- the public face ------------------------------------------------------------------------------
 
+def _route(model: Any, plan: List[Tuple[Any, str, Any, Dict[str, Any]]],
+           records: List[Dict[str, Any]], routers: Dict[int, "_Router"]) -> None:
+    """The methods of model's modules that name a recognised rotation: a copy of each whose
+    globals name the sinpe form, added to plan (nothing is changed here)."""
+    for mod_name, m in model.named_modules():
+        if type(m).__name__.endswith("RotaryEmbedding"):
+            continue
+        for cls in type(m).__mro__:
+            if cls is torch.nn.Module or not cls.__module__.startswith("transformers."):
+                break
+            for attr, fn in vars(cls).items():
+                if attr.startswith("__") or not isinstance(fn, types.FunctionType) \
+                        or any(p[1] == attr for p in plan if p[0] is m):
+                    continue
+                g = inspect.unwrap(fn).__globals__
+                r = routers.get(id(g))
+                if r is None:
+                    r = routers[id(g)] = _Router(g)
+                if r.globals is None or not _calls(fn, r.globals, g):
+                    continue
+                new = _rebuild(fn, r.globals, g)
+                plan.append((m, attr, types.MethodType(new, m), {}))
+                used = sorted(n for n in _names_chain(fn) if n in r.globals
+                              and r.globals[n] is not g.get(n))
+                records.append({"module": mod_name, "class": type(m).__name__,
+                                "kind": "rotation", "method": attr,
+                                "form": ", ".join(f"{n} -> {r.routes.get(n, 'helper')}"
+                                                  for n in used)})
+
+
 def patch(model: Any, *, backend: Optional[str] = None) -> Any:
     """patch(model, *, backend=None) -> model
 
@@ -473,30 +446,7 @@ def patch(model: Any, *, backend: Optional[str] = None) -> Any:
         records.append({"module": mod_name, "class": type(m).__name__, "kind": "rotary",
                         "form": "hf_rope" + (" (dynamic_rope_update)"
                                              if _dynamic_wrapped(type(m)) else "")})
-    for mod_name, m in model.named_modules():
-        if type(m).__name__.endswith("RotaryEmbedding"):
-            continue
-        for cls in type(m).__mro__:
-            if cls is torch.nn.Module or not cls.__module__.startswith("transformers."):
-                break
-            for attr, fn in vars(cls).items():
-                if attr.startswith("__") or not isinstance(fn, types.FunctionType) \
-                        or any(p[1] == attr for p in plan if p[0] is m):
-                    continue
-                g = inspect.unwrap(fn).__globals__
-                r = routers.get(id(g))
-                if r is None:
-                    r = routers[id(g)] = _Router(g)
-                if r.globals is None or not _calls(fn, r.globals, g):
-                    continue
-                new = _rebuild(fn, r.globals, g)
-                plan.append((m, attr, types.MethodType(new, m), {}))
-                used = sorted(n for n in _names_chain(fn) if n in r.globals
-                              and r.globals[n] is not g.get(n))
-                records.append({"module": mod_name, "class": type(m).__name__,
-                                "kind": "rotation", "method": attr,
-                                "form": ", ".join(f"{n} -> {r.routes.get(n, 'helper')}"
-                                                  for n in used)})
+    _route(model, plan, records, routers)
     kept = sorted({f"{n} ({why})" for r in routers.values() for n, why in r.kept.items()})
     # 3. apply (nothing above changed the model)
     saved = []
