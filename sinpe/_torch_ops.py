@@ -63,8 +63,7 @@ def _exists(name: str) -> bool:
 
 
 def _plain(*ts: Any) -> bool:
-    """Plain strided tensors (not nested, sparse, or inside a torch function transform):
-    the operator's path.  Anything else runs the eager function (torch's own ops)."""
+    """Plain strided tensors (not nested, sparse, or inside a torch function transform)."""
     if not all(isinstance(t, torch.Tensor) for t in ts):
         return False
     if torch.compiler.is_compiling():
@@ -74,13 +73,35 @@ def _plain(*ts: Any) -> bool:
                    or ft.is_gradtrackingtensor(t) or ft.is_functionaltensor(t) for t in ts)
 
 
-def _fresh(out: torch.Tensor, inputs: Sequence[torch.Tensor]) -> torch.Tensor:
-    """out as a new contiguous tensor (an operator's output may not alias an input, and its
-    strides must be the fake kernel's)."""
-    if any(out.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
-           for t in inputs if t.device == out.device and t.numel()):
-        out = out.clone(memory_format=torch.contiguous_format)
-    return out.contiguous()
+def _use_op(*ts: Any, grads: bool = False) -> bool:
+    """Whether a public function calls its operator: while torch.compile traces it, and (for
+    the forms, grads=True) when autograd records it.  Otherwise the eager function runs
+    directly: the operator's kernel is that function, so the bits are the same, without the
+    dispatcher's cost (about 0.1 ms a call here)."""
+    if not all(isinstance(t, torch.Tensor) for t in ts):
+        return False
+    if torch.compiler.is_compiling():
+        return True
+    return grads and torch.is_grad_enabled() and any(t.requires_grad for t in ts) \
+        and _plain(*ts)
+
+
+def _like(tmpl: torch.Tensor, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
+    """An output's layout, the same in the real and the fake kernel: q's own (as empty_like
+    keeps it) when the shape is q's, else contiguous."""
+    if tuple(shape) == tuple(tmpl.shape):
+        return torch.empty_like(tmpl, dtype=dtype)
+    return tmpl.new_empty(shape, dtype=dtype)
+
+
+def _fresh(out: torch.Tensor, tmpl: torch.Tensor, inputs: Sequence[torch.Tensor]) -> torch.Tensor:
+    """out in _like's layout, in memory of its own (an operator's output may not alias an
+    input, and its strides must be the fake kernel's): copied only when it is not."""
+    want = _like(tmpl, out.shape, out.dtype)
+    if want.stride() == out.stride() and (not out.numel() or all(
+            out.data_ptr() != t.data_ptr() for t in inputs)):  # not an input returned as is
+        return out
+    return want.copy_(out)
 
 
 def _on_meta(ts: Sequence[torch.Tensor]) -> List[torch.Tensor]:
@@ -129,13 +150,14 @@ def _register(name: str, kind: str) -> Any:
 
     def outputs(out: Any, ts: Sequence[torch.Tensor]) -> Any:
         if kind == "pair":
-            return _fresh(out[0], ts), _fresh(out[1], ts)
-        return _fresh(out, ts)
+            return _fresh(out[0], ts[0], ts), _fresh(out[1], ts[1], ts)
+        return _fresh(out, ts[0], ts)
 
-    def fake_outputs(out: Any, like: torch.Tensor) -> Any:
-        outs = out if kind == "pair" else (out,)
-        made = tuple(like.new_empty(o.shape, dtype=o.dtype) for o in outs)
-        return made if kind == "pair" else made[0]
+    def fake_outputs(out: Any, ts: Sequence[torch.Tensor]) -> Any:
+        if kind == "pair":
+            return _like(ts[0], out[0].shape, out[0].dtype), _like(ts[1], out[1].shape,
+                                                                   out[1].dtype)
+        return _like(ts[0], out.shape, out.dtype)
 
     if kind == "pair":
         def kernel(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
@@ -145,7 +167,8 @@ def _register(name: str, kind: str) -> Any:
 
         def fake(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
                  unsqueeze_dim: int) -> Any:
-            return fake_outputs(_run(name, _on_meta((q, k, cos, sin)), unsqueeze_dim), q)
+            return fake_outputs(_run(name, _on_meta((q, k, cos, sin)), unsqueeze_dim),
+                                (q, k, cos, sin))
     else:
         def kernel(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,  # type: ignore[misc]
                    unsqueeze_dim: int) -> Any:
@@ -154,7 +177,7 @@ def _register(name: str, kind: str) -> Any:
 
         def fake(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,  # type: ignore[misc]
                  unsqueeze_dim: int) -> Any:
-            return fake_outputs(_run(name, _on_meta((x, cos, sin)), unsqueeze_dim), x)
+            return fake_outputs(_run(name, _on_meta((x, cos, sin)), unsqueeze_dim), (x, cos, sin))
 
     op = torch.library.custom_op(qual, kernel, mutates_args=(), schema=_SCHEMAS[kind])
     op.register_fake(fake)
@@ -183,14 +206,16 @@ def _pair_public(name: str, eager: Callable[..., Any], op: Any, with_pos: bool) 
     if with_pos:
         def public(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
                    position_ids: Any = None, unsqueeze_dim: int = 1) -> Any:
-            if not _nested and _plain(q, k, cos, sin) and type(unsqueeze_dim) is int:
+            if not _nested and type(unsqueeze_dim) is int and \
+                    _use_op(q, k, cos, sin, grads=True):
                 qe, ke = op(q, k, cos, sin, unsqueeze_dim)
                 return qe, ke
             return eager(q, k, cos, sin, position_ids, unsqueeze_dim)
     else:
         def public(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,  # type: ignore[misc]
                    sin: torch.Tensor, unsqueeze_dim: int = 1) -> Any:
-            if not _nested and _plain(q, k, cos, sin) and type(unsqueeze_dim) is int:
+            if not _nested and type(unsqueeze_dim) is int and \
+                    _use_op(q, k, cos, sin, grads=True):
                 qe, ke = op(q, k, cos, sin, unsqueeze_dim)
                 return qe, ke
             return eager(q, k, cos, sin, unsqueeze_dim)
@@ -200,7 +225,8 @@ def _pair_public(name: str, eager: Callable[..., Any], op: Any, with_pos: bool) 
 def _single_public(name: str, eager: Callable[..., Any], op: Any) -> Any:
     def public(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
                unsqueeze_dim: int = 1) -> Any:
-        if not _nested and _plain(x, cos, sin) and type(unsqueeze_dim) is int:
+        if not _nested and type(unsqueeze_dim) is int and \
+                _use_op(x, cos, sin, grads=True):
             return op(x, cos, sin, unsqueeze_dim)
         return eager(x, cos, sin, unsqueeze_dim)
     return public
@@ -273,7 +299,7 @@ def add_pe(x: Any, base: float = 10000.0, *, offset: int = 0, positions: Any = N
     as ``sinpe.add_pe``, inside ``torch.compile(fullgraph=True)`` too.  backend None: the
     kernels of the torch in this process (as the module).  positions: a tensor or None.
     No autograd (x is written in place, as sinpe.add_pe writes it)."""
-    if OPERATORS and _plain(x) and (positions is None or _plain(positions)) \
+    if OPERATORS and _use_op(x) and (positions is None or _use_op(positions)) \
             and not isinstance(base, bool) and isinstance(base, (int, float)) \
             and type(offset) is int and (max_len is None or type(max_len) is int):
         _add_pe_op()(x, float(base), offset, positions, max_len, backend)
@@ -347,10 +373,10 @@ def hf_rope_eager(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype
 def _hf_kernel(position_ids: torch.Tensor, inv_freq: Optional[torch.Tensor], config: int,
                dtype: Optional[torch.dtype], layer_type: Optional[str],
                backend: Optional[str]) -> Tuple[torch.Tensor, torch.Tensor]:
-    cfg = getattr(sys.modules.get(__name__), "_CONFIGS", _CONFIGS)[config]
+    cfg = _config(config)
     cos, sin = hf_rope_eager(cfg, position_ids, inv_freq=inv_freq, dtype=dtype,
                              layer_type=layer_type, backend=backend)
-    return cos.clone(), sin.clone()  # the operator's own storage (not the NumPy array's)
+    return cos, sin  # fresh arrays' memory (to_torch copies a read-only, kept one)
 
 
 def _hf_fake(position_ids: torch.Tensor, inv_freq: Optional[torch.Tensor], config: int,
@@ -359,7 +385,7 @@ def _hf_fake(position_ids: torch.Tensor, inv_freq: Optional[torch.Tensor], confi
     """The tables' shape from a probe: hf_rope on zeros of position_ids' shape (its symbolic
     sizes replaced by distinct odd numbers, mapped back)."""
     from .presets import hf_rope as np_hf_rope
-    cfg = _CONFIGS[config]
+    cfg = _config(config)
     shape = list(position_ids.shape)
     used = {s for s in shape if isinstance(s, int)}
     odd = iter(p for p in (13, 17, 19, 23, 29, 31, 37, 41, 43, 47) if p not in used)
@@ -398,6 +424,19 @@ def _hf_op() -> Any:
     return _HF_OP
 
 
+def _config(key: int) -> Any:
+    """The config of an id hf_rope's operator was given.  Under torch.compile the public
+    function's ``_CONFIGS[key] = config`` is a side effect Dynamo replays after the graph
+    has run, so the fake kernel (at trace time) and the first run's kernel find the object
+    by its id: it is alive then, held by the caller (and guarded by identity)."""
+    table = getattr(sys.modules.get(__name__), "_CONFIGS", _CONFIGS)
+    cfg = table.get(key, _CONFIGS.get(key))
+    if cfg is None:
+        import ctypes
+        cfg = ctypes.cast(key, ctypes.py_object).value
+    return cfg
+
+
 def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any = None,
             layer_type: Optional[str] = None, backend: Optional[str] = None) -> Any:
     """:func:`sinpe.presets.hf_rope` with torch tensors out: ``(cos, sin)`` in ``dtype`` (a
@@ -407,7 +446,7 @@ def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any 
     correctly rounded tables.  With position_ids a tensor (inv_freq a tensor or None, dtype a
     torch dtype or None) it is the operator ``torch.ops.sinpe.hf_rope``: one node under
     torch.compile (the config is held by id, and kept alive)."""
-    if OPERATORS and _plain(position_ids) and (inv_freq is None or _plain(inv_freq)) \
+    if OPERATORS and _use_op(position_ids) and (inv_freq is None or _use_op(inv_freq)) \
             and (dtype is None or isinstance(dtype, torch.dtype)) \
             and (layer_type is None or isinstance(layer_type, str)) \
             and (backend is None or isinstance(backend, str)):

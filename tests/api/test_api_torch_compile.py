@@ -55,14 +55,18 @@ def test_operators_registered():
 def test_operator_equals_eager_form(name, dtype):
     """The public function (through the operator) against the eager form it wraps."""
     q, k, cos, sin = _inputs(dtype)
+    q = q.transpose(1, 2).contiguous().transpose(1, 2)  # transformers' layout: kept
     fn = getattr(st, name)
-    got, want = fn(q, k, cos, sin), fn._sinpe_eager(q, k, cos, sin)
+    got, want = fn._sinpe_op(q, k, cos, sin, 1), fn._sinpe_eager(q, k, cos, sin)
     assert _eq(got[0], want[0]) and _eq(got[1], want[1])
+    assert got[0].stride() == torch.empty_like(q).stride()
+    pub = fn(q, k, cos, sin)  # eager, no autograd: the eager form itself
+    assert _eq(pub[0], want[0]) and _eq(pub[1], want[1])
     x, c, s = q[..., :8], cos[..., :4], sin[..., :4]
-    got = st.apply_rotary_pos_emb_half(x, x, c, s)
-    assert _eq(got[0], st.apply_rotary_pos_emb_half._sinpe_eager(x, x, c, s)[0])
-    assert _eq(st.apply_rotary_pos_emb_single(q, cos, sin),
-               st.apply_rotary_pos_emb_single._sinpe_eager(q, cos, sin))
+    half = st.apply_rotary_pos_emb_half
+    assert _eq(half._sinpe_op(x, x, c, s, 1)[0], half._sinpe_eager(x, x, c, s)[0])
+    single = st.apply_rotary_pos_emb_single
+    assert _eq(single._sinpe_op(q, cos, sin, 1), single._sinpe_eager(q, cos, sin))
 
 
 def test_compiled_operators_bits_and_no_break():
