@@ -50,6 +50,22 @@ def test_operators_registered():
         or st.apply_rotary_pos_emb._sinpe_op.__class__.__name__ == "CustomOpDef"
 
 
+def test_opcheck():
+    """torch.library.opcheck: schema, fake kernel, autograd registration, AOT dispatch with
+    dynamic shapes, for a rotation (with grads), add_pe (mutating) and hf_rope."""
+    from sinpe import _torch_ops
+    q, k, cos, sin = _inputs(torch.float32)
+    ops = torch.ops.sinpe
+    torch.library.opcheck(ops.apply_rotary_pos_emb_olmo.default,
+                          (q.requires_grad_(), k, cos, sin, 1))
+    torch.library.opcheck(ops.add_pe.default, (torch.randn(3, 8), 10000.0, 2, None, None, None))
+    cfg = {"hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 128,
+           "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}
+    _torch_ops._CONFIGS[id(cfg)] = cfg
+    torch.library.opcheck(ops.hf_rope.default,
+                          (torch.arange(5)[None], None, id(cfg), torch.float32, None, None))
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("name", PAIR_FORMS)
 def test_operator_equals_eager_form(name, dtype):
