@@ -116,6 +116,16 @@ static int zeroinfnan(uint32_t ix)
     return 2 * ix - 1 >= 2u * 0x7f800000u - 1;
 }
 
+/* x + y when one is a NaN, as glibc's x86-64 build returns it: the first operand's NaN,
+ * quieted, when both are (written out: a compiler may swap the operands of a sum). */
+static float nan_sum(float x, float y)
+{
+    uint32_t ix = sinpe_f32_bits(x);
+    if (2 * ix > 2u * 0x7f800000u)
+        return sinpe_bits_f32(ix | 0x00400000u);
+    return sinpe_bits_f32(sinpe_f32_bits(y) | 0x00400000u);
+}
+
 float sinpe_powf_glibc(float x, float y, int fused)
 {
     uint64_t sign_bias = 0;
@@ -124,11 +134,11 @@ float sinpe_powf_glibc(float x, float y, int fused)
         /* x < 2^-126, inf or nan; or y is 0, inf or nan (glibc's special cases) */
         if (zeroinfnan(iy)) {
             if (2 * iy == 0)
-                return (ix & 0x7fc00000u) == 0x7f800000u && (ix & 0x3fffffu) ? x + y : 1.0f;
+                return (ix & 0x7fc00000u) == 0x7f800000u && (ix & 0x3fffffu) ? nan_sum(x, y) : 1.0f;
             if (ix == 0x3f800000u)
-                return (iy & 0x7fc00000u) == 0x7f800000u && (iy & 0x3fffffu) ? x + y : 1.0f;
+                return (iy & 0x7fc00000u) == 0x7f800000u && (iy & 0x3fffffu) ? nan_sum(x, y) : 1.0f;
             if (2 * ix > 2u * 0x7f800000u || 2 * iy > 2u * 0x7f800000u)
-                return x + y;
+                return nan_sum(x, y);
             if (2 * ix == 2 * 0x3f800000u)
                 return 1.0f;
             if ((2 * ix < 2 * 0x3f800000u) == !(iy & 0x80000000u))
