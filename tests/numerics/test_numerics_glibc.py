@@ -103,12 +103,12 @@ def test_glibc_port_equals_the_c_library(lib, fn, name):
 def test_glibc_powf_port_equals_the_c_library(lib):
     rng = np.random.default_rng(26)
     n = 500_000
-    base = np.concatenate([np.full(1024, 10000, np.float32), rng.uniform(0, 1e5, n),
-                           rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
-                           .view(np.float32)]).astype(np.float32)
-    expo = np.concatenate([-np.arange(1024, dtype=np.float32) / 1024, rng.uniform(-30, 30, n),
-                           rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32)
-                           .view(np.float32)]).astype(np.float32)
+    def bits(k):
+        return rng.integers(0, 1 << 32, k, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    base = np.concatenate([np.full(1024, 10000, np.float32),
+                           rng.uniform(0, 1e5, n).astype(np.float32), bits(n)])
+    expo = np.concatenate([-np.arange(1024, dtype=np.float32) / 1024,
+                           rng.uniform(-30, 30, n).astype(np.float32), bits(n)])
     with np.errstate(all="ignore"):
         port, libm = _run(lib, 3, base, expo), _run(lib, 7, base, expo)
     bad = np.nonzero(port != libm)[0]
