@@ -16,6 +16,18 @@
  * exactly (one rounding), then max(result, x) (infinities).
  * ftz: TensorFlow runs with MXCSR's FTZ and DAZ: subnormal inputs count as zero and
  * subnormal results are flushed to zero (signed).
+ * Error against float64 on every 251st bit pattern: sin 2.26, cos 2.24 ulp (|x| <= 10^4),
+ * exp 1.26 ulp (x in (-87, 88.7)).
+ * Verified (tools/fwcheck.py, 2026-12-02, Intel Xeon (family 6 model 167, AVX-512 incl.
+ * BW/VL/FP16, AMX), 2 cores, KVM; glibc 2.36 (its FMA variants)) against tensorflow-cpu
+ * 2.21.0 tf.math.sin/cos/exp eager (ftz=1) and onnxruntime 1.32.0 Sin/Cos nodes (ftz=0),
+ * lengths multiples of 8 and 4 (the tails: glibc, checked apart), bit for bit, NaN payloads
+ * included: specials, subnormals and 1.4M values: 0 wrong each; every 64th bit pattern
+ * (67,108,864 inputs) wrong: tf-sin 0, tf-cos 0, tf-exp 0, ort-sin 0, ort-cos 0; all 2^32
+ * inputs (`fwcheck.py --fn NAME --all`, one core of a shared machine):
+ *   tf-sin: 4,294,967,296 inputs, 0 wrong, 340 s;
+ *   tf-cos: 4,294,967,296 inputs, 0 wrong, 178 s;
+ * not yet run on all 2^32: tf-exp, ort-sin, ort-cos.
  */
 #include "elem/fwmath.h"
 

@@ -9,6 +9,12 @@
  * result = (p * (r * 2^mo) + 2^mo) * 2^mn, the last step being exp(r)'s constant term
  * merged with the overflow scale (XNNPACK's two-piece reconstruction).
  * `fused`: every multiply-add as one FMA (FMA3 / AVX-512 CPUs), else multiply then add.
+ * Error against float64 exp on every 251st bit pattern in (-87, 88.7): 0.84 ulp (fused).
+ * Verified (tools/fwcheck.py, 2026-12-02, Intel Xeon (family 6 model 167, AVX-512 incl.
+ * BW/VL/FP16, AMX), 2 cores, KVM; glibc 2.36 (its FMA variants)) against onnxruntime 1.32.0
+ * Exp node (fused=1), bit for bit, NaN payloads included: specials, subnormals and 1.4M
+ * values: 0 wrong each; every 64th bit pattern (67,108,864 inputs) wrong: ort-exp 0;
+ * not yet run on all 2^32: ort-exp.
  */
 #include "elem/fwmath.h"
 

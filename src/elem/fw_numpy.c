@@ -15,6 +15,14 @@
  * else q = rint(x log2 e) (multiply, add and subtract 1.5 * 2^23), r = x - q ln2 in two FMA
  * steps (-6.93145752e-1, -1.42860677e-6), exp(r) ~ P5(r) / Q2(r) (FMA Horner, one
  * division), scaled by 2^q with one rounding.  Max error 2.52 ulp (NumPy's figure).
+ * Measured against float64 on every 251st bit pattern: sin 1.46, cos 1.42 ulp (|x| <=
+ * 10^4), exp 2.33 ulp (x in (-87, 88.7)).
+ * Verified (tools/fwcheck.py, 2026-12-02, Intel Xeon (family 6 model 167, AVX-512 incl.
+ * BW/VL/FP16, AMX), 2 cores, KVM; glibc 2.36 (its FMA variants)) against numpy 2.4.6
+ * np.sin/np.cos/np.exp on float32 arrays, bit for bit, NaN payloads included: specials,
+ * subnormals and 1.4M values: 0 wrong each; every 64th bit pattern (67,108,864 inputs)
+ * wrong: numpy-sin 0, numpy-cos 0, numpy-exp 0;
+ * not yet run on all 2^32: numpy-sin, numpy-cos, numpy-exp.
  */
 #include "elem/fwmath.h"
 

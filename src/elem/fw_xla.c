@@ -7,6 +7,12 @@
  * 5.0000001201e-1 in a (fused), z = z a^2 + a (fused, a^2 rounded), 1 + z; times the float
  * whose bits are (n + 127) << 23 (n = -127 gives 0).  Subnormal inputs count as zero,
  * subnormal results are flushed.
+ * Error against float64 exp on every 251st bit pattern in (-87, 88.7): 3.48 ulp.
+ * Verified (tools/fwcheck.py, 2026-12-02, Intel Xeon (family 6 model 167, AVX-512 incl.
+ * BW/VL/FP16, AMX), 2 cores, KVM; glibc 2.36 (its FMA variants)) against jax/jaxlib 0.10.2
+ * jnp.exp eager, bit for bit, NaN payloads included: specials, subnormals and 1.4M values:
+ * 0 wrong each; every 64th bit pattern (67,108,864 inputs) wrong: jax-exp 0;
+ * not yet run on all 2^32: jax-exp.
  */
 #include "elem/fwmath.h"
 

@@ -18,8 +18,14 @@
  * `fused`: glibc on x86-64 ships these compiled twice and picks the FMA build on CPUs with
  * FMA and AVX2, where GCC contracts every a * b + c of the source into one fused step; each
  * such step is written here as madd(.., fused).
- * Measured: see tools/fwcheck.py and the figures in docs (exhaustive runs against this
- * machine's glibc 2.36; recorded below once run).
+ * Error against float64 sin/cos/exp on every 251st bit pattern: sin, cos 0.561 ulp
+ * (|x| <= 10^4), exp 0.502 ulp (x in (-87, 88.7)).
+ * Verified (tools/fwcheck.py, 2026-12-02, Intel Xeon (family 6 model 167, AVX-512 incl.
+ * BW/VL/FP16, AMX), 2 cores, KVM; glibc 2.36 (its FMA variants)) against the process's own
+ * sinf/cosf/expf, bit for bit, NaN payloads included: specials, subnormals and 1.4M values:
+ * 0 wrong each; every 64th bit pattern (67,108,864 inputs) wrong: glibc-sin 0, glibc-cos 0,
+ * glibc-exp 0, jax-sin 0, jax-cos 0;
+ * not yet run on all 2^32: glibc-sin, glibc-cos, glibc-exp.
  */
 #include "elem/glibcf.h"
 
