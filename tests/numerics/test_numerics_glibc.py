@@ -27,7 +27,9 @@ SHIM = r"""
 #include <stdint.h>
 #include "elem/glibcf.h"
 #include "elem/powf.h"
-/* fn 0..3: the port's sin, cos, exp, pow; 4..7: the C library's */
+#include <xmmintrin.h>
+/* fn 0..3: the port's sin, cos, exp, pow; 4..7: the C library's; 8: the port's pow under
+ * FTZ/DAZ, 9: the C library's with MXCSR's FTZ and DAZ set (as XLA's threads run) */
 void run(int fn, int fused, const float *x, const float *y, float *out, int64_t n)
 {
     for (int64_t i = 0; i < n; i++) {
@@ -36,6 +38,14 @@ void run(int fn, int fused, const float *x, const float *y, float *out, int64_t 
         case 1: out[i] = sinpe_glibc_cosf(x[i], fused); break;
         case 2: out[i] = sinpe_glibc_expf(x[i], fused); break;
         case 3: out[i] = sinpe_powf_glibc(x[i], y[i], fused); break;
+        case 8: out[i] = sinpe_powf_glibc_ftz(x[i], y[i], fused); break;
+        case 9: {
+            unsigned csr = _mm_getcsr();
+            _mm_setcsr(csr | 0x8040u); /* FTZ, DAZ */
+            out[i] = powf(x[i], y[i]);
+            _mm_setcsr(csr);
+            break;
+        }
         case 4: out[i] = sinf(x[i]); break;
         case 5: out[i] = cosf(x[i]); break;
         case 6: out[i] = expf(x[i]); break;
@@ -114,6 +124,29 @@ def test_glibc_powf_port_equals_the_c_library(lib):
     bad = np.nonzero(port != libm)[0]
     assert bad.size == 0, (bad.size, [(float(base[i]), float(expo[i]), hex(libm[i]), hex(port[i]))
                                       for i in bad[:5]])
+
+
+def test_glibc_powf_under_ftz_daz_equals_the_c_library_so_run(lib):
+    """JAX's pow: glibc's powf with MXCSR's FTZ and DAZ set; subnormal bases, exponents and
+    results are where it differs from the plain function."""
+    rng = np.random.default_rng(27)
+    n = 400_000
+
+    def bits(lo, hi, k):
+        return rng.integers(lo, hi, k, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    base = np.concatenate([bits(0, 1 << 32, n), bits(1, 0x800000, n // 4),
+                           bits(0x80000001, 0x80800000, n // 8),
+                           rng.uniform(0, 100, n).astype(np.float32)])
+    expo = np.concatenate([bits(0, 1 << 32, n), rng.uniform(-3, 3, n // 4).astype(np.float32),
+                           rng.integers(-5, 6, n // 8).astype(np.float32),
+                           rng.uniform(-40, 40, n).astype(np.float32)])
+    with np.errstate(all="ignore"):
+        port, libm = _run(lib, 8, base, expo), _run(lib, 9, base, expo)
+        plain = _run(lib, 3, base, expo)
+    bad = np.nonzero(port != libm)[0]
+    assert bad.size == 0, (bad.size, [(hex(base.view(np.uint32)[i]), float(expo[i]),
+                                       hex(libm[i]), hex(port[i])) for i in bad[:5]])
+    assert (plain != libm).sum() > 1000  # the flags matter on this sample
 
 
 def test_the_comparison_can_fail(lib):
