@@ -188,7 +188,7 @@ float sinpe_glibc_expf(float x, int fused)
     double kd = z + G.shift;
     uint64_t ki = sinpe_asuint64(kd);
     kd -= G.shift;
-    double r = z - kd;
+    double r = madd(G.invln2n, xd, -kd, fused); /* the FMA build contracts z - kd */
     uint64_t t = G.tab[ki % 32];
     t += ki << (52 - 5);
     double s = sinpe_asdouble(t);
