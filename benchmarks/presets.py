@@ -38,7 +38,9 @@ def families():
     from transformers.models.m2m_100.modeling_m2m_100 import M2M100SinusoidalPositionalEmbedding as M2M
     from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding as Marian
     from transformers.models.xlm.modeling_xlm import create_sinusoidal_embeddings
-    from test_presets import timm_pos_embed_sincos
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                    "numerics"))
+    from test_numerics_presets import timm_pos_embed_sincos
     timm = timm_pos_embed_sincos()
     ts = torch.arange(4096).float()
     cfg = LlamaConfig(hidden_size=128 * 32, num_attention_heads=32,
@@ -48,6 +50,8 @@ def families():
     rot = RotaryEmbedding(128)
     keras_layer = keras_hub.layers.SinePositionEncoding()
     kx = np.zeros((1, 2048, 1024), np.float32)
+    krot = keras_hub.layers.RotaryEmbedding()
+    kq = np.random.default_rng(0).standard_normal((1, 2048, 8, 128)).astype(np.float32)
     mask = torch.ones(4, 2048, dtype=torch.int64)
     q = torch.randn(4, 32, 1024, 128)
     qn = q.numpy().copy()
@@ -62,8 +66,12 @@ def families():
          lambda: P.tensor2tensor(4096, 1024), lambda: O.tensor2tensor(O.TorchF, 4096, 1024)),
         ("keras_hub", "keras-hub SinePositionEncoding (torch backend)", "2048x1024",
          lambda: P.keras_hub(kx), lambda: keras_layer(kx)),
+        ("keras_hub_rotary", "keras-hub RotaryEmbedding (torch backend)", "1x2048x8x128",
+         lambda: P.keras_hub_rotary(kq), lambda: krot(kq)),
         ("tf_tutorial", "the tutorial's NumPy function", "2048x512",
          lambda: P.tf_tutorial(2048, 512), lambda: O.tf_tutorial(2048, 512)),
+        ("flax_sinusoidal_init", "Flax's NumPy initializer (tests/preset_oracles.py)", "2048x512",
+         lambda: P.flax_sinusoidal_init(2048, 512), lambda: O.flax_sinusoidal_init(2048, 512)),
         ("xlm", "transformers create_sinusoidal_embeddings", "512x768",
          lambda: P.xlm(512, 768), lambda: create_sinusoidal_embeddings(512, 768, torch.empty(512, 768))),
         ("marian", "transformers Marian create_weight", "512x768",

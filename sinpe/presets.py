@@ -6,12 +6,14 @@ their dtypes, in ``docs/presets.md`` (which also says which release was compared
 that look alike give different bits, so each preset follows its library's order of
 operations exactly.
 
-All the work is done by sinpe's C core: the frequency vector (``sinpe._api.freq_job``: float32
-exp/pow steps, or float64 ones) and then the table (``sinpe._api.table_job``: each row's
+All the work is done by sinpe's C core: the frequency vector (``sinpe._jobs.freq_job``: float32
+exp/pow steps, or float64 ones) and then the table (``sinpe._jobs.table_job``: each row's
 angles, their sin/cos, and a column map). Float32 steps run on the same backend choice as
 the tutorial table (``backend=``: torch's bits where torch computes them, the built-in's
-correctly rounded functions otherwise); float64 steps (XLM, Marian, the TF tutorial, MAE)
-use the C library's double pow/sin/cos and round to the library's float32 values.
+correctly rounded functions otherwise).  Where the library itself computes in NumPy float64
+(XLM, Marian, the TF tutorial, MAE, Flax's initializer), those steps are NumPy's own calls in
+the library's order and layouts (NumPy's float64 pow, exp, sin and cos are not the C
+library's on every machine), and the float32 values are stored as the tables store them.
 
 The table functions take ``dtype=`` (rounded from the float32 values as torch rounds them)
 and ``backend=``, ``torch_threads=`` as :func:`sinpe.positional_encoding` does, and those
@@ -23,101 +25,26 @@ dtype, and is left untouched otherwise.
 from __future__ import annotations
 
 import math
-import operator
 from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _api, _choice, _dtypes
+from . import _dtypes, _rope
+from ._hf import hf_rope  # transformers' rotary modules from a config
+from ._jobs import (ANGLE, COS, SIN, ZERO, _admit, _freqs, _int, _opts, _positive, _real, _result,
+                    _rope_inv_freq, _round_to, _table)
 
 __all__ = [
     "fairseq", "fairseq_positions", "m2m100", "speech2text", "fsmt", "musicgen", "fairseq2",
-    "tensor2tensor", "keras_hub", "tf_tutorial", "xlm", "marian", "whisper",
+    "tensor2tensor", "keras_hub", "keras_hub_rotary", "tf_tutorial", "xlm", "marian",
+    "flax_sinusoidal_init", "whisper",
     "diffusers_timestep", "mae_2d", "timm_2d", "llama_rope", "rotary_embedding_torch",
     "rotary_embedding_torch_freqs", "tatp22_1d", "tatp22_2d", "tatp22_3d", "alibi_slopes", "alibi_bias",
     "hf_rope",
 ]
 
-SIN, COS, ANGLE, ZERO = 0, 1, 2, 3
 
-
-# ---- shared helpers -------------------------------------------------------------------------
-
-def _int(value: Any, name: str, minimum: int = 0) -> int:
-    """An integer parameter (NumPy integers too; bool, float and str refused)."""
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
-    try:
-        v = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {value!r} "
-                        f"({type(value).__name__})") from None
-    if v < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {v}")
-    return v
-
-
-def _real(value: Any, name: str) -> float:
-    """A real parameter (bool, str and complex refused)."""
-    if isinstance(value, (bool, np.bool_, str, bytes, complex, np.complexfloating)):
-        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a real number, got {value!r} "
-                        f"({type(value).__name__})") from None
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return v
-
-
-def _positive(value: Any, name: str) -> float:
-    """A base, period or scale: finite and > 0, by the core's rule."""
-    return _api.positive(value, name)
-
-
-def _opts(dtype: Any, out: Any, backend: Optional[str], threads: Optional[int],
-          torch_threads: Optional[int]) -> dict:
-    """The call's options, resolved once: the core's (backend, path, threads, ...), checked
-    by the core's rules, and dtype= checked, before any work."""
-    if dtype is not None:
-        _dtypes.resolve(dtype)
-    core = _api.check_opts(_choice.opts(backend, threads, torch_threads))
-    return {"dtype": dtype, "out": out, "core": core}
-
-
-def _admit(shape: Tuple[int, ...], opts: dict, noun: str = "a table", dtype: Any = None) -> None:
-    """Refuse, before any work, an array that cannot be made (the core's rule and figures):
-    the result (not with out=, whose shape the core checks), or an input built here."""
-    if noun != "a table" or opts.get("out") is None:
-        _api.admit(shape, dtype if noun != "a table" else opts.get("dtype"), noun)
-
-
-def _freqs(kind: str, n: int, opts: dict, **kw: Any) -> np.ndarray:
-    return _api.freq_job(opts["core"], kind, n, **kw)
-
-
-def _table(rows: Any, freq: np.ndarray, col: Sequence[int], opts: dict, **kw: Any) -> np.ndarray:
-    """The preset table of rows: an int (positions offset .. offset + rows - 1), an array of
-    positions, or a grid (grid=(h, w, lead))."""
-    where = {"rows": rows} if isinstance(rows, int) else {} if rows is None else {"positions": rows}
-    return _api.table_job(opts["core"], freq=freq, col=col, dtype=opts["dtype"], out=opts["out"],
-                          **where, **kw)
-
-
-def _result(shape: Tuple[int, ...], opts: dict) -> np.ndarray:
-    """The array a batch-repeated result goes into: out= (checked by the core's rules for a
-    result of that shape: a writable buffer of the result's dtype whose elements do not
-    share memory, else untouched), as an ndarray view, or a fresh array (admitted first)."""
-    out = opts["out"]
-    if out is None:
-        _admit(shape, opts)
-        return np.empty(shape, _dtypes.resolve(opts["dtype"]))
-    rows = np.broadcast_to(np.float32(0), shape[:-1])
-    _api.table_job(opts["core"], positions=rows, freq=np.zeros(1, np.float32),
-                   col=[ZERO] * shape[-1], dtype=opts["dtype"], out=out, fill=False)
-    return np.asarray(out)
-
+# ---- column layouts ---------------------------------------------------------------------------
 
 def _halves(n_sin: int, n_cos: Optional[int] = None, *, first: int = SIN, pad: int = 0,
             t0: int = 0) -> list:
@@ -132,13 +59,6 @@ def _halves(n_sin: int, n_cos: Optional[int] = None, *, first: int = SIN, pad: i
 def _interleaved(n_cols: int, t0: int = 0) -> list:
     """sin a_t, cos a_t, sin a_t+1, ... for n_cols columns."""
     return [4 * (t0 + j // 2) + (SIN if j % 2 == 0 else COS) for j in range(n_cols)]
-
-
-def _round_to(values: np.ndarray, dtype: Any) -> np.ndarray:
-    """float32 values rounded to dtype as torch rounds them (and the tables do)."""
-    if dtype is None or _dtypes.resolve(dtype) == np.float32:
-        return values
-    return _api._round(np.ascontiguousarray(values, np.float32).ravel(), dtype).reshape(values.shape)
 
 
 def _pad_row(padding_idx: Optional[int], n: int) -> int:
@@ -185,7 +105,7 @@ def fairseq_positions(tokens: Any, padding_idx: int, cache_length: int = 0) -> n
     """fairseq's ``make_positions`` (and transformers' ``create_position_ids_from_input_ids``):
     the table rows tokens of shape (batch, seq) read: padding_idx + 1, + 2, ... for real
     tokens (shifted by cache_length), padding_idx for pads. int64."""
-    t = np.asarray(tokens)
+    t = np.asarray(_dtypes.array_arg(tokens, "tokens"))
     if t.ndim != 2:
         raise ValueError(f"tokens must have shape (batch, seq), got {t.shape}")
     mask = (t != padding_idx).astype(np.int64)
@@ -310,7 +230,9 @@ def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
     if positions is None:
         pos = None
     else:
-        pos = np.asarray(positions)
+        pos = np.asarray(_dtypes.array_arg(positions, "positions"))
+        if pos.dtype.kind in "USbcMmV":
+            raise TypeError(f"positions must be integers or real numbers, got dtype {pos.dtype}")
         if pos.ndim not in (1, 2) or pos.shape[-1] != L:
             raise ValueError(f"positions must have shape (seq,) or (batch, seq) with seq = {L}, "
                              f"got {pos.shape}")
@@ -324,13 +246,94 @@ def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
     col = [4 * j + (SIN if j % 2 == 0 else COS) for j in range(d)]
     one = dict(opts, out=None, dtype=dst.dtype)  # the library's own table, then broadcast
     if pos is not None:
-        pe = _table(pos.astype(np.float32), freq, col, one)
+        pe = _table(pos, freq, col, one)  # rounded to float32 by the core, as keras' cast
     elif start >= 0:
         pe = _table(L, freq, col, one, offset=start, own=True)
     else:
         pe = _table(np.arange(start, start + L, dtype=np.int64), freq, col, one)
     dst[...] = pe  # the same dtype: copies
     return dst if out is None else out
+
+
+_FRAMEWORKS = ("jax", "tensorflow", "numpy", "onnxruntime")
+
+
+def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor: float = 1.0,
+                     sequence_axis: int = 1, feature_axis: int = -1, start_index: int = 0,
+                     positions: Any = None, *, backend: Optional[str] = None,
+                     threads: Optional[int] = None,
+                     torch_threads: Optional[int] = None) -> np.ndarray:
+    """keras-hub ``RotaryEmbedding(max_wavelength, scaling_factor, sequence_axis=...,
+    feature_axis=...)(inputs, start_index, positions)`` (src/layers/modeling/
+    rotary_embedding.py, 0.32.0, the default rope_type 'linear') on keras' torch backend: the
+    rotated inputs, float32. With the feature axis moved last and the sequence axis to 1:
+    ``inv = f32(max_wavelength) ** -(arange(0, d, 2) / f32(d)) / f32(scaling_factor)``,
+    ``emb = [p * inv | p * inv]`` for positions ``p = f32(arange(seq)) + f32(start_index)``
+    (or positions (seq,) / (batch, seq) as float32), then ``x * cos(emb) + cat(-x2, x1) *
+    sin(emb)``, moved back. inputs: an array of rank >= 3 (floats are rounded to float32, as
+    the layer's compute dtype). Keras under JAX or TensorFlow is not reproduced yet
+    (NotImplementedError)."""
+    if isinstance(backend, str) and backend.split("-")[0] in _FRAMEWORKS:
+        raise NotImplementedError(
+            f"keras_hub_rotary with backend={backend!r}: keras-hub's RotaryEmbedding under "
+            f"{backend.split('-')[0]} is not reproduced yet; the torch Keras backend's bits come "
+            "from backend=None, 'auto', 'torch', 'mkl' or 'builtin'")
+    opts = _opts(None, None, backend, threads, torch_threads)
+    if _dtypes.torch_of(inputs) is not None:  # any subclass; bfloat16 widened exactly
+        inputs = _dtypes.array_arg(inputs.detach().cpu().float(), "inputs")
+    x = np.asarray(inputs)
+    if x.dtype.kind not in "iuf" and x.dtype.name != "bfloat16":
+        raise TypeError(f"inputs must hold numbers, got dtype {x.dtype}")
+    rank = x.ndim
+    if rank < 3:
+        raise ValueError(f"inputs must have at least 3 dimensions (batch, sequence, features), "
+                         f"got shape {x.shape}")
+    sa = _int(sequence_axis, "sequence_axis", minimum=-(1 << 62))
+    fa = _int(feature_axis, "feature_axis", minimum=-(1 << 62))
+    sa, fa = sa + rank if sa < 0 else sa, fa + rank if fa < 0 else fa
+    for name, given, ax in (("sequence_axis", sequence_axis, sa),
+                            ("feature_axis", feature_axis, fa)):
+        if not 0 <= ax < rank:
+            raise ValueError(f"{name} {given} is out of range for input with rank {rank}")
+    if sa == fa:
+        raise ValueError("sequence_axis and feature_axis must be different")
+    d = x.shape[fa]
+    if d % 2:
+        raise ValueError(f"Rotary dimension must be even, got {d} (inputs' feature axis)")
+    wl = _positive(max_wavelength, "max_wavelength")
+    sf = _positive(scaling_factor, "scaling_factor")
+    start = _int(start_index, "start_index", minimum=-(1 << 62))
+    moved = np.moveaxis(x, (fa, sa), (-1, 1))  # (batch, seq, ..., d), as the layer moves it
+    S = moved.shape[1]
+    if positions is None:
+        pos = None
+    else:
+        pos = np.asarray(_dtypes.array_arg(positions, "positions"))
+        if pos.dtype.kind not in "iuf":
+            raise TypeError(f"positions must hold real numbers, got dtype {pos.dtype}")
+        pos = pos[None] if pos.ndim == 1 else pos
+        if pos.ndim != 2 or pos.shape[1] != S or pos.shape[0] not in (1, moved.shape[0]):
+            raise ValueError(f"positions must have shape (seq,) or (batch, seq) = "
+                             f"({moved.shape[0]}, {S}), got {np.shape(positions)}")
+    b = 1 if pos is None else pos.shape[0]
+    _admit(moved.shape, dict(opts, dtype=np.float32))
+    _admit((2, b, S, d), opts, "its cos and sin tables", np.float32)
+    xm = np.array(moved, dtype=np.float32, order="C")  # the layer's compute dtype, a new array
+    if xm.size:
+        if pos is None:
+            p32 = np.arange(S, dtype=np.float64).astype(np.float32)[None]
+            p32 += np.float32(start)
+        else:
+            p32 = pos.astype(np.float32)
+        inv = _freqs("pow", d // 2, opts, step=2, b=-float(d), base=wl, base_name="max_wavelength")
+        inv = inv / np.float32(sf)
+        freq = np.concatenate([inv, inv])
+        one = dict(opts, out=None, dtype=None)
+        cos = _table(p32, freq, [4 * k + COS for k in range(d)], one)
+        sin = _table(p32, freq, [4 * k + SIN for k in range(d)], one)
+        _rope.apply_rope(xm, cos=cos, sin=sin, seq_dim=1, backend=backend, threads=threads,
+                   torch_threads=torch_threads)
+    return np.moveaxis(xm, (-1, 1), (fa, sa))
 
 
 def tf_tutorial(length: int, depth: int, *, legacy: bool = False, dtype: Any = None,
@@ -346,15 +349,71 @@ def tf_tutorial(length: int, depth: int, *, legacy: bool = False, dtype: Any = N
     dp = _int(depth, "depth", minimum=1)
     opts = _opts(dtype, out, backend, threads, torch_threads)
     n = math.ceil(dp / 2)
-    names = ("out", "length", "depth")
     if not legacy:
-        _admit((L, 2 * n), opts)
-        rate = _freqs("pow64", n, opts, b=dp / 2, base=10000.0, recip=True)
-        return _table(L, rate, _halves(n), opts, names=names)
-    _admit((L, dp), opts)
-    rate = _freqs("pow64", n, opts, step=2, b=float(dp), base=10000.0, recip=True)
-    t = _table(L, rate, _interleaved(dp), opts, names=names, lead=True)
-    return t[None] if out is None else t
+        _np_admit((L, 2 * n), 2 * n, opts)
+        dst = _result((L, 2 * n), opts)
+        if dst.size == 0:  # nothing to fill: no rates (depth may be huge)
+            return dst if out is None else out
+        half = dp / 2
+        rates = 1 / (10000 ** (np.arange(half)[np.newaxis, :] / half))
+
+        def block(r0: int, r1: int) -> np.ndarray:
+            rads = np.arange(r0, r1)[:, np.newaxis] * rates
+            t = np.empty((r1 - r0, 2 * n), np.float32)  # np.concatenate([sin, cos]), cast
+            t[:, :n] = np.sin(rads)
+            t[:, n:] = np.cos(rads)
+            return t
+        _np_rows(dst, L, 2 * n, block)
+        return dst if out is None else out
+    shape = (L, dp) if out is not None and np.ndim(out) == 2 else (1, L, dp)
+    _np_admit(shape, dp, opts)
+    dst = _result(shape, opts)
+    if dst.size == 0:
+        return dst if out is None else out
+    i = np.arange(dp)[np.newaxis, :]
+    rates = 1 / np.power(10000, (2 * (i // 2)) / np.float32(dp))
+
+    def legacy_block(r0: int, r1: int) -> np.ndarray:
+        rads = np.arange(r0, r1)[:, np.newaxis] * rates
+        rads[:, 0::2] = np.sin(rads[:, 0::2])
+        rads[:, 1::2] = np.cos(rads[:, 1::2])
+        return rads.astype(np.float32)
+    _np_rows(dst[0] if dst.ndim == 3 else dst, L, dp, legacy_block)
+    return dst if out is None else out
+
+
+# ---- NumPy's float64 steps ----------------------------------------------------------------------
+
+_NP_STEP = 1 << 16  # float64 elements per NumPy step: bounded scratch, whatever the table
+
+
+def _np_rows(dst: np.ndarray, rows: int, width: int, block: Any) -> None:
+    """dst[r0:r1] = block(r0, r1), in steps of rows: block gives the library's float32 values
+    of those rows (its NumPy float64 steps, on arrays of the library's layout, cast as the
+    library casts; NumPy's float64 functions are elementwise, so a step of rows gives each
+    element's bits), rounded to dst's dtype as the tables round (the core's rule)."""
+    step = max(1, _NP_STEP // max(width, 1))
+    for r0 in range(0, rows, step):
+        r1 = min(rows, r0 + step)
+        dst[r0:r1] = _round_to(block(r0, r1), dst.dtype)
+
+
+def _np_admit(shape: Tuple[int, ...], width: int, opts: dict) -> None:
+    """Refuse, before anything is allocated, a result that cannot be made and NumPy float64
+    steps that cannot fit: a few float64 arrays of a row's width (the library's rates; a
+    step's angles, sines, cosines and their join), which outgrow a table of few, very wide
+    rows. An empty result needs no steps."""
+    _admit(shape, opts)
+    if all(shape):
+        _admit((6, width), opts, "its float64 steps", np.float64)
+
+
+def _xlm_angles(d: int) -> np.ndarray:
+    """transformers' ``np.power(10000, 2 * (j // 2) / dim)`` for every column j: NumPy's pow,
+    once per pair of columns, on an array (the ufunc's loop is the one a Python scalar goes
+    through, element by element; the exponents are the same correctly rounded quotients)."""
+    pw = np.power(10000, (2 * np.arange(math.ceil(d / 2))) / d)
+    return pw[np.arange(d) // 2]
 
 
 # ---- transformers' float64 tables, Whisper ------------------------------------------------------
@@ -367,9 +426,20 @@ def xlm(n_pos: int, dim: int, *, dtype: Any = None, out: Any = None,
     ``p / 10000**(2*(j//2)/dim)`` in float64, rounded to float32. Shape (n_pos, dim)."""
     n, d = _int(n_pos, "n_pos"), _int(dim, "dim", minimum=1)
     opts = _opts(dtype, out, backend, threads, torch_threads)
-    _admit((n, d), opts)
-    p = _freqs("pow64", math.ceil(d / 2), opts, step=2, b=float(d), base=10000.0)
-    return _table(n, p, _interleaved(d), opts, f64_div=True, names=("out", "n_pos", "dim"))
+    _np_admit((n, d), d, opts)
+    dst = _result((n, d), opts)
+    if dst.size == 0:  # nothing to fill: no frequencies (dim may be huge)
+        return dst if out is None else out
+    pw = _xlm_angles(d)
+
+    def block(r0: int, r1: int) -> np.ndarray:
+        enc = np.arange(r0, r1, dtype=np.float64)[:, None] / pw  # pos / np.power(...)
+        t = np.empty((r1 - r0, d), np.float32)
+        t[:, 0::2] = np.sin(enc[:, 0::2])
+        t[:, 1::2] = np.cos(enc[:, 1::2])
+        return t
+    _np_rows(dst, n, d, block)
+    return dst if out is None else out
 
 
 def marian(num_positions: int, embedding_dim: int, *, dtype: Any = None, out: Any = None,
@@ -380,10 +450,58 @@ def marian(num_positions: int, embedding_dim: int, *, dtype: Any = None, out: An
     float64 angles, ``[sin of the ceil(dim/2) even columns | cos of the dim//2 odd ones]``."""
     n, d = _int(num_positions, "num_positions"), _int(embedding_dim, "embedding_dim", minimum=1)
     opts = _opts(dtype, out, backend, threads, torch_threads)
-    _admit((n, d), opts)
-    p = _freqs("pow64", math.ceil(d / 2), opts, step=2, b=float(d), base=10000.0)
-    return _table(n, p, _halves(math.ceil(d / 2), d // 2), opts, f64_div=True,
-                  names=("out", "num_positions", "embedding_dim"))
+    _np_admit((n, d), d, opts)
+    dst = _result((n, d), opts)
+    if dst.size == 0:
+        return dst if out is None else out
+    pw, s = _xlm_angles(d), math.ceil(d / 2)
+
+    def block(r0: int, r1: int) -> np.ndarray:
+        enc = np.arange(r0, r1, dtype=np.float64)[:, None] / pw
+        t = np.empty((r1 - r0, d), np.float32)
+        t[:, :s] = np.sin(enc[:, 0::2])
+        t[:, s:] = np.cos(enc[:, 1::2])
+        return t
+    _np_rows(dst, n, d, block)
+    return dst if out is None else out
+
+
+def flax_sinusoidal_init(max_len: int, d_feature: int, min_scale: float = 1.0,
+                         max_scale: float = 10000.0, *, dtype: Any = None, out: Any = None,
+                         backend: Optional[str] = None, threads: Optional[int] = None,
+                         torch_threads: Optional[int] = None) -> np.ndarray:
+    """Flax's ``sinusoidal_init(max_len, min_scale, max_scale)(key, (1, max_len, d_feature))``
+    (google/flax examples/wmt/models.py @047b288): NumPy float64 ``[sin | cos]`` of
+    ``p * min_scale * exp(i * -log(max_scale / min_scale) / (d_feature//2 - 1))``, stored into
+    float32 zeros (an odd d_feature keeps a zero last column). Shape (1, max_len, d_feature)
+    (out= may also be (max_len, d_feature)). d_feature 2 and 3 are refused: Flax divides by
+    d_feature // 2 - 1 = 0 there (a table of NaN)."""
+    L, d = _int(max_len, "max_len"), _int(d_feature, "d_feature")
+    h = d // 2
+    if h == 1:
+        raise ValueError(f"d_feature must not be 2 or 3 (Flax divides by d_feature // 2 - 1), "
+                         f"got {d}")
+    lo, hi = _positive(min_scale, "min_scale"), _positive(max_scale, "max_scale")
+    ratio = hi / lo
+    if not 0.0 < ratio < math.inf:
+        raise ValueError(f"max_scale / min_scale must be finite and > 0, got {hi!r} / {lo!r}")
+    opts = _opts(dtype, out, backend, threads, torch_threads)
+    shape = (L, d) if out is not None and np.ndim(out) == 2 else (1, L, d)
+    _np_admit(shape, d, opts)
+    dst = _result(shape, opts)
+    if dst.size == 0:  # nothing to fill: no frequencies (d_feature may be huge)
+        return dst if out is None else out
+    scale_factor = -np.log(ratio) / (h - 1)
+    div_term = lo * np.exp(np.arange(0, h) * scale_factor)
+
+    def block(r0: int, r1: int) -> np.ndarray:
+        position = np.arange(r0, r1)[:, np.newaxis]
+        pe = np.zeros((r1 - r0, d), dtype=np.float32)
+        pe[:, :h] = np.sin(position * div_term)
+        pe[:, h:2 * h] = np.cos(position * div_term)
+        return pe
+    _np_rows(dst[0] if dst.ndim == 3 else dst, L, d, block)
+    return dst if out is None else out
 
 
 def whisper(length: int, channels: int, max_timescale: float = 10000, *, dtype: Any = None,
@@ -402,7 +520,7 @@ def whisper(length: int, channels: int, max_timescale: float = 10000, *, dtype: 
     opts = _opts(dtype, out, backend, threads, torch_threads)
     _admit((L, c), opts)
     h = c // 2
-    freq = _freqs("exp_mul", h, opts, a=-(math.log(mt) / (h - 1)))
+    freq = _freqs("exp_mul", h, opts, a=-float(np.log(mt) / (h - 1)))  # openai-whisper's np.log
     return _table(L, freq, _halves(h), opts, names=("out", "length", "channels"))
 
 
@@ -418,7 +536,7 @@ def diffusers_timestep(timesteps: Any, embedding_dim: int, flip_sin_to_cos: bool
     * (t * freq)`` for 1-D timesteps (fractional allowed; rounded as ``.float()``),
     ``[sin | cos]`` (``[cos | sin]`` with flip_sin_to_cos), a zero column when
     embedding_dim is odd. Shape (N, embedding_dim)."""
-    t = np.asarray(timesteps)
+    t = np.asarray(_dtypes.array_arg(timesteps, "timesteps"))
     if t.ndim != 1:
         raise ValueError(f"timesteps must be a 1-d array, got shape {t.shape}")
     d = _int(embedding_dim, "embedding_dim")
@@ -450,15 +568,26 @@ def mae_2d(embed_dim: int, grid_size: int, cls_token: bool = False, *, dtype: An
     lead = 1 if cls_token else 0
     if G and G > ((1 << 62) - lead) // G:
         raise OverflowError(f"a grid of {G} x {G} positions is larger than memory can address")
-    _admit((lead + G * G, D), opts)
-    q = D // 4
-    omega = _freqs("pow64", q, opts, b=float(q), base=10000.0, recip=True)
-    freq = np.concatenate([omega, omega])
-    # the grid's row i*G + j has components (i, j): w = j (component 1) first, then h = i
-    comp = np.repeat(np.array([1, 0], dtype=np.int32), q)
-    col = _halves(q) + _halves(q, t0=q)
-    return _table(None, freq, col, opts, grid=(G, G, lead), comp=comp,
-                  zero_row=0 if cls_token else -1, names=("out", "grid_size", "embed_dim"))
+    _np_admit((lead + G * G, D), G * D, opts)  # the steps: the G positions of an axis
+    dst = _result((lead + G * G, D), opts)
+    if G == 0:  # no grid: the cls row alone, or nothing (embed_dim may be huge)
+        dst[...] = 0
+        return dst if out is None else out
+    # MAE's get_1d_sincos_pos_embed_from_grid(D/2, pos) for the G positions of one axis: its
+    # float64 steps in NumPy (the grid's G * G rows only repeat these values)
+    omega = np.arange(D // 4, dtype=np.float64)
+    omega /= D / 4.
+    omega = 1. / 10000 ** omega
+    out1 = np.einsum("m,d->md", np.arange(G, dtype=np.float32), omega)
+    one = _round_to(np.concatenate([np.sin(out1), np.cos(out1)], axis=1).astype(np.float32),
+                    dst.dtype)  # (G, D/2): [sin | cos] of position g
+    if cls_token:
+        dst[0] = 0
+    for i in range(G):  # row i*G + j: [w = j's (D/2) | h = i's (D/2)]
+        rows = dst[lead + i * G:lead + (i + 1) * G]
+        rows[:, :D // 2] = one
+        rows[:, D // 2:] = one[i]
+    return dst if out is None else out
 
 
 def timm_2d(feat_shape: Sequence[int], dim: int = 64, temperature: float = 10000.,
@@ -502,13 +631,6 @@ def timm_2d(feat_shape: Sequence[int], dim: int = 64, temperature: float = 10000
 
 # ---- rotary ------------------------------------------------------------------------------------
 
-def _rope_inv_freq(dim: int, theta: Any, opts: dict, name: str = "theta") -> np.ndarray:
-    """``1 / (theta ** (arange(0, dim, 2).float() / dim))``: HF Llama's default rope,
-    rotary-embedding-torch's 'lang' freqs and tatp22's inv_freq (with dim = its channels)."""
-    return _freqs("pow", (dim + 1) // 2, opts, step=2, b=float(dim), base=theta, recip=True,
-                  base_name=name)
-
-
 def llama_rope(head_dim: int, position_ids: Any, rope_theta: float = 10000.0,
                attention_scaling: float = 1.0, *, dtype: Any = None,
                backend: Optional[str] = None, threads: Optional[int] = None,
@@ -525,6 +647,7 @@ def llama_rope(head_dim: int, position_ids: Any, rope_theta: float = 10000.0,
     theta = _positive(rope_theta, "rope_theta")
     scaling = _real(attention_scaling, "attention_scaling")
     opts = _opts(dtype, None, backend, threads, torch_threads)
+    position_ids = _dtypes.array_arg(position_ids, "position_ids")
     count = np.ndim(position_ids) == 0  # an int n: arange(n)
     rows = _int(position_ids, "position_ids") if count else None
     pos = None if count else np.asarray(position_ids)
@@ -575,9 +698,11 @@ def rotary_embedding_torch(dim: int, seq_len: Optional[int] = None, *, t: Any = 
                            torch_threads: Optional[int] = None) -> np.ndarray:
     """rotary-embedding-torch ``RotaryEmbedding(dim, ...)(t)``: the angles
     ``t[:, None] * freqs``, each repeated for a pair of columns ``[a0, a0, a1, a1, ...]``
-    (its apply_rotary_emb takes their cos and sin: :func:`sinpe.apply_rope` with
-    layout='pairs'). t: positions (float32 values); default
-    ``(arange(seq_len) + offset) / interpolate_factor`` in float32 (its get_seq_pos).
+    (its apply_rotary_emb takes their cos and sin, as torch computes them:
+    ``sinpe.apply_rope(x, layout='pairs', cos=torch.from_numpy(angles).cos(),
+    sin=torch.from_numpy(angles).sin())``, or the tables of its ``freqs``).
+    t: positions (float32 values); default ``(arange(seq_len) + offset) /
+    interpolate_factor`` in float32 (its get_seq_pos).
     Shape (len(t), 2 * len(freqs))."""
     opts = _opts(dtype, out, backend, threads, torch_threads)
     freqs = rotary_embedding_torch_freqs(dim, theta, theta_rescale_factor, freqs_for, num_freqs,
@@ -590,7 +715,7 @@ def rotary_embedding_torch(dim: int, seq_len: Optional[int] = None, *, t: Any = 
         t = np.arange(n, dtype=np.float32)  # in place: one array of n, the same bits
         t += np.float32(off)
         t /= np.float32(interp)
-    pos = np.asarray(t)
+    pos = np.asarray(_dtypes.array_arg(t, "t"))
     _admit(pos.shape + (2 * len(freqs),), opts)
     col = [4 * (j // 2) + ANGLE for j in range(2 * len(freqs))]
     return _table(pos, np.ascontiguousarray(freqs, np.float32), col, opts,
@@ -734,7 +859,8 @@ def alibi_bias(attention_mask: Any = None, num_heads: int = 8, *, seq_length: Op
         raise ValueError(f"method must be 'bloom' or 'paper', got {method!r}")
     heads = _int(num_heads, "num_heads", minimum=1)
     L = None if seq_length is None else _int(seq_length, "seq_length")
-    m = None if attention_mask is None else np.asarray(attention_mask)
+    m = None if attention_mask is None else np.asarray(_dtypes.array_arg(attention_mask,
+                                                                         "attention_mask"))
     if m is not None and (m.ndim != 2 or not (np.issubdtype(m.dtype, np.integer)
                                               or np.issubdtype(m.dtype, np.bool_)
                                               or np.issubdtype(m.dtype, np.floating))):
@@ -760,5 +886,3 @@ def alibi_bias(attention_mask: Any = None, num_heads: int = 8, *, seq_length: Op
     bias = slopes[None, :, None] * ar  # (batch, heads, seq): float32 products
     return _round_to(bias.reshape(mi.shape[0] * heads, 1, L), dtype)
 
-
-from ._hf import hf_rope  # noqa: E402  (transformers' rotary modules from a config)

@@ -183,20 +183,35 @@ def diffusers_timestep(F, timesteps, embedding_dim, flip_sin_to_cos=False, downs
     return emb
 
 
+def mae_1d(d, pos):
+    """MAE's get_1d_sincos_pos_embed_from_grid(d, pos), float64 (np.float -> float64)."""
+    omega = np.arange(d // 2, dtype=np.float64)
+    omega /= d / 2.
+    omega = 1. / 10000 ** omega
+    out = np.einsum("m,d->md", pos.reshape(-1), omega)
+    return np.concatenate([np.sin(out), np.cos(out)], axis=1)
+
+
 def mae_2d(embed_dim, grid_size, cls_token=False):
     """MAE util/pos_embed.py with np.float -> float64."""
-    def one(d, pos):
-        omega = np.arange(d // 2, dtype=np.float64)
-        omega /= d / 2.
-        omega = 1. / 10000 ** omega
-        out = np.einsum("m,d->md", pos.reshape(-1), omega)
-        return np.concatenate([np.sin(out), np.cos(out)], axis=1)
     g = np.arange(grid_size, dtype=f32)
     grid = np.stack(np.meshgrid(g, g), axis=0).reshape([2, 1, grid_size, grid_size])
-    emb = np.concatenate([one(embed_dim // 2, grid[0]), one(embed_dim // 2, grid[1])], axis=1)
+    emb = np.concatenate([mae_1d(embed_dim // 2, grid[0]), mae_1d(embed_dim // 2, grid[1])], axis=1)
     if cls_token:
         emb = np.concatenate([np.zeros([1, embed_dim]), emb], axis=0)
     return emb.astype(f32)
+
+
+def flax_sinusoidal_init(max_len, d_feature, min_scale=1.0, max_scale=10000.0):
+    """Flax examples/wmt/models.py sinusoidal_init(max_len, min_scale, max_scale)(None,
+    (1, max_len, d_feature)): NumPy float64 steps into a float32 array (jnp.array keeps it)."""
+    pe = np.zeros((max_len, d_feature), dtype=np.float32)
+    position = np.arange(0, max_len)[:, np.newaxis]
+    scale_factor = -np.log(max_scale / min_scale) / (d_feature // 2 - 1)
+    div_term = min_scale * np.exp(np.arange(0, d_feature // 2) * scale_factor)
+    pe[:, : d_feature // 2] = np.sin(position * div_term)
+    pe[:, d_feature // 2: 2 * (d_feature // 2)] = np.cos(position * div_term)
+    return pe[np.newaxis, :, :]
 
 
 def timm_2d(F, feat_shape, dim=64, temperature=10000., reverse_coord=False, interleave_sin_cos=False):
@@ -210,6 +225,29 @@ def timm_2d(F, feat_shape, dim=64, temperature=10000., reverse_coord=False, inte
 
 
 # ---- rotary (3e, 6a, 6b) ----------------------------------------------------------------------
+
+def keras_hub_rotary(F, x, max_wavelength=10000, scaling_factor=1.0, sequence_axis=1,
+                     feature_axis=-1, start_index=0, positions=None):
+    """keras-hub RotaryEmbedding (rope_type 'linear') on keras' torch backend, float32."""
+    x = np.asarray(x, f32)
+    sa, fa = sequence_axis % x.ndim, feature_axis % x.ndim
+    t = np.moveaxis(x, (fa, sa), (-1, 1))
+    d, h = t.shape[-1], t.shape[-1] // 2
+    inv = F.pow(f32(max_wavelength), -(ar(h, 0, 2) / f32(d))) / f32(scaling_factor)
+    if positions is None:
+        pos = (ar(t.shape[1]) + f32(start_index))[None]
+    else:
+        pos = np.asarray(positions).astype(f32)
+        pos = pos[None] if pos.ndim == 1 else pos
+    freq = pos[:, :, None] * inv[None, None, :]
+    emb = np.concatenate([freq, freq], axis=-1)  # stack((freq, freq), -2) reshaped
+    for axis in range(2, t.ndim - 1):
+        emb = np.expand_dims(emb, axis)
+    cos, sin = F.cos(emb), F.sin(emb)
+    rot = np.concatenate([-t[..., h:], t[..., :h]], axis=-1)
+    return np.moveaxis(t * cos + rot * sin, (-1, 1), (fa, sa))
+
+
 
 def rope_inv_freq(F, dim, theta):
     return f32(1.0) / F.pow(f32(theta), ar((dim + 1) // 2, 0, 2) / f32(dim))

@@ -54,7 +54,21 @@ import warnings
 
 import numpy as np
 
-ROPE_TYPES = ["default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional"]
+
+
+def _rope_types():
+    """hf_rope's rope types: the keys of its init table (sinpe._hf.ROPE_INIT_FUNCTIONS, which
+    mirrors transformers' ROPE_INIT_FUNCTIONS plus "default"); without sinpe (the --stub
+    development mode), transformers' own keys after "default"."""
+    try:
+        from sinpe._hf import ROPE_INIT_FUNCTIONS
+    except ImportError:
+        from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+        return ["default"] + [k for k in ROPE_INIT_FUNCTIONS if k != "default"]
+    return list(ROPE_INIT_FUNCTIONS)
+
+
+ROPE_TYPES = _rope_types()
 #: The columns: "native" is the config class's own rope_parameters, unchanged (a family
 #: whose default is yarn, proportional, mrope-interleaved, ... is tested as shipped).
 COLUMNS = ["native"] + ROPE_TYPES
@@ -583,15 +597,11 @@ def _message(e):
     return msg if len(msg) <= 240 else msg[:237] + "..."
 
 
-def run_case(cls, cfg_cls, rope_type, hf_rope, dtypes=DTYPES, family=None):
-    """One (class, rope_type): a dict with status, detail and the facts found."""
-    res = {"rope_type": rope_type}
-    params = forward_params(cls)
-    if params[:2] != ["x", "position_ids"] or len(params) > 3:
-        res["status"] = f"{NOT_CONFIG} (needs forward({', '.join(params)}))"
-        return res
-    # Build: the small config first, the family's own sizes next.
-    last_err, built = None, None
+def _build(cls, cfg_cls, rope_type, dtypes, family):
+    """The small config first, the family's own sizes next: (config, kind, nested layer types,
+    positions, the module's outputs by (position set, layer type, dtype)) and which config
+    ran, or (None, None, the last failure as (where, exception))."""
+    last_err = None
     for small in (True, False, None):
         try:
             config = build_config(cfg_cls, rope_type, small, family, cls)
@@ -599,7 +609,7 @@ def run_case(cls, cfg_cls, rope_type, hf_rope, dtypes=DTYPES, family=None):
             last_err = ("config", e)
             continue
         try:
-            module = cls(copy.deepcopy(config))
+            cls(copy.deepcopy(config))
         except Exception as e:
             last_err = ("init", e)
             continue
@@ -616,22 +626,66 @@ def run_case(cls, cfg_cls, rope_type, hf_rope, dtypes=DTYPES, family=None):
                         for dt in dtypes:
                             m = cls(copy.deepcopy(config))  # fresh: dynamic/longrope state
                             outs[(k, lt, dt)] = (pos, call_module(m, pos, dt, lt))
-                built = (config, kind, nested, forms[0][i], outs)
-                break
+                return (config, kind, nested, forms[0][i], outs), small, None
             except Exception as e:
                 last_err = ("call", e)
-        if built:
-            res["small_config"] = small
-            break
-    if not built:
-        where, e = last_err
-        if where in ("config", "init") and rope_type not in ("default", "native"):
-            res["status"] = f"{REJECTS}: {_message(e)}"
-        elif rope_type == "native":
-            res["status"] = f"{NO_BUILD}: the config class's own defaults do not run: {where}: {_message(e)}"
-        else:
-            res["status"] = f"{NO_BUILD}: {where}: {_message(e)}"
+    return None, None, last_err
+
+
+def _unbuilt_status(rope_type, last_err):
+    where, e = last_err
+    if where in ("config", "init") and rope_type not in ("default", "native"):
+        return f"{REJECTS}: {_message(e)}"
+    if rope_type == "native":
+        return f"{NO_BUILD}: the config class's own defaults do not run: {where}: {_message(e)}"
+    return f"{NO_BUILD}: {where}: {_message(e)}"
+
+
+def _compare_all(hf_rope, config, nested, want):
+    """hf_rope on a copy of config for each of the module's calls: its status."""
+    lt_ok = accepts_layer_type(hf_rope)
+    n = m = 0
+    notes, swapped_all = [], True
+    for (_, lt, dt), (pos, w) in want.items():
+        kw = {"dtype": dt}
+        if lt is not None and lt_ok:
+            kw["layer_type"] = lt
+        try:
+            got = hf_rope(copy.deepcopy(config), pos.copy(), **kw)
+            got = tuple(got)
+            if len(got) != 2:
+                raise TypeError(f"hf_rope returned {len(got)} arrays")
+        except Exception as e:
+            return f"{REFUSED}: {_message(e)}"
+        dn, dm, note = compare(got, w)
+        if dn:
+            sn, _, _ = compare(got[::-1], w)
+            swapped_all = swapped_all and sn == 0
+        if note:
+            notes.extend(f"hf_rope {x}" for x in note.split("; "))
+        n += dn
+        m += dm
+    if n == 0:
+        return BIT
+    extra = "; module returns (sin, cos), hf_rope (cos, sin)" if swapped_all else ""
+    extra += ("; " + "; ".join(sorted(set(notes)))) if notes else ""
+    if nested and not lt_ok:
+        extra += "; hf_rope takes no layer_type"
+    return f"{DIFFERS} ({n} of {m} values{extra})"
+
+
+def run_case(cls, cfg_cls, rope_type, hf_rope, dtypes=DTYPES, family=None):
+    """One (class, rope_type): a dict with status, detail and the facts found."""
+    res = {"rope_type": rope_type}
+    params = forward_params(cls)
+    if params[:2] != ["x", "position_ids"] or len(params) > 3:
+        res["status"] = f"{NOT_CONFIG} (needs forward({', '.join(params)}))"
         return res
+    built, small, last_err = _build(cls, cfg_cls, rope_type, dtypes, family)
+    if not built:
+        res["status"] = _unbuilt_status(rope_type, last_err)
+        return res
+    res["small_config"] = small
     config, kind, nested, pos, outs = built
     res["kind"] = kind
     res["position_ids_shape"] = list(pos.shape)
@@ -652,39 +706,7 @@ def run_case(cls, cfg_cls, rope_type, hf_rope, dtypes=DTYPES, family=None):
         return res
     if isinstance(hf_rope, StubHfRope):
         hf_rope.cls = cls
-    lt_ok = accepts_layer_type(hf_rope)
-    n = m = 0
-    notes, refused, swapped_all = [], None, True
-    for (_, lt, dt), (pos, w) in want.items():
-        kw = {"dtype": dt}
-        if lt is not None and lt_ok:
-            kw["layer_type"] = lt
-        try:
-            got = hf_rope(copy.deepcopy(config), pos.copy(), **kw)
-            got = tuple(got)
-            if len(got) != 2:
-                raise TypeError(f"hf_rope returned {len(got)} arrays")
-        except Exception as e:
-            refused = _message(e)
-            break
-        dn, dm, note = compare(got, w)
-        if dn:
-            sn, _, _ = compare(got[::-1], w)
-            swapped_all = swapped_all and sn == 0
-        if note:
-            notes.extend(f"hf_rope {x}" for x in note.split("; "))
-        n += dn
-        m += dm
-    if refused is not None:
-        res["status"] = f"{REFUSED}: {refused}"
-    elif n == 0:
-        res["status"] = BIT
-    else:
-        extra = "; module returns (sin, cos), hf_rope (cos, sin)" if swapped_all else ""
-        extra += ("; " + "; ".join(sorted(set(notes)))) if notes else ""
-        if nested and not lt_ok:
-            extra += "; hf_rope takes no layer_type"
-        res["status"] = f"{DIFFERS} ({n} of {m} values{extra})"
+    res["status"] = _compare_all(hf_rope, config, nested, want)
     return res
 
 

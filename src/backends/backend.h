@@ -25,7 +25,6 @@ typedef struct {
 } sinpe_bctx;
 
 typedef struct {
-    const char *name;
     /* 1: a result depends on its argument alone, so equal arguments may be computed once
      * and arrays cut anywhere (0: SLEEF, whose vectors couple lanes) */
     int independent;
@@ -53,8 +52,15 @@ typedef struct {
 } sinpe_backend_ops;
 
 /* The registry (backends/registry.c). */
+/* The backends by index: the one list of their names (the registry, the public API and,
+ * through the binding's BACKENDS, the package read it). */
+#define SINPE_BACKEND_LIST(X) X(BUILTIN, "builtin") X(MKL, "mkl") X(TORCH, "torch") X(SLEEF, "sleef")
+#define SINPE_BACKEND_ENUM_(id, name) SINPE_BACKEND_##id,
+enum { SINPE_BACKEND_LIST(SINPE_BACKEND_ENUM_) SINPE_BACKEND_COUNT };
+
 int sinpe_backends_count(void);
 const sinpe_backend_ops *sinpe_backends_get(int b); /* NULL outside 0 .. count-1 */
+const char *sinpe_backends_name(int b);             /* NULL outside 0 .. count-1 */
 
 /* The SLEEF backend's grouping (backends/sleef.c), for tools and tests: torch's
  * at::parallel_for chunk of an n-element op at `threads` threads (grain 2048). */

@@ -52,6 +52,11 @@ static void builtin_pow(const sinpe_bctx *ctx, float base, const float *y, float
 }
 
 const sinpe_backend_ops sinpe_backend_builtin = {
-    "builtin", 1, NULL, builtin_ready, NULL, NULL, builtin_check, builtin_exp, builtin_sincos,
-    builtin_rows, builtin_pow,
+    .independent = 1,
+    .ready = builtin_ready,
+    .check = builtin_check,
+    .exp = builtin_exp,
+    .sincos = builtin_sincos,
+    .rows = builtin_rows,
+    .pow = builtin_pow,
 };

@@ -84,6 +84,10 @@ static void sleef_pow(const sinpe_bctx *ctx, float base, const float *y, float *
 }
 
 const sinpe_backend_ops sinpe_backend_sleef = {
-    "sleef", 0, NULL, sleef_ready, NULL, NULL, sleef_check, sleef_exp, sleef_sincos, NULL,
-    sleef_pow,
+    .independent = 0,
+    .ready = sleef_ready,
+    .check = sleef_check,
+    .exp = sleef_exp,
+    .sincos = sleef_sincos,
+    .pow = sleef_pow,
 };

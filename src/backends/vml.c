@@ -199,8 +199,15 @@ static void vml_pow(const sinpe_bctx *ctx, float base, const float *y, float *ou
             vml_map(LIB, F_COS, a, c, n);                                                    \
     }                                                                                        \
     const sinpe_backend_ops sinpe_backend_##NAME = {                                         \
-        #NAME, 1, NAME##_load, NAME##_ready, NAME##_version, NAME##_layer, vml_check,        \
-        NAME##_exp, NAME##_sincos, NULL, vml_pow,                                            \
+        .independent = 1,                                                                    \
+        .load = NAME##_load,                                                                 \
+        .ready = NAME##_ready,                                                               \
+        .version = NAME##_version,                                                           \
+        .threading_layer = NAME##_layer,                                                     \
+        .check = vml_check,                                                                  \
+        .exp = NAME##_exp,                                                                   \
+        .sincos = NAME##_sincos,                                                             \
+        .pow = vml_pow,                                                                      \
     };
 
 VML_BACKEND(mkl, LIB_MKL)

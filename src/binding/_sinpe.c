@@ -24,64 +24,11 @@
  * values: about 20 ms on the scalar path). */
 #define STEP_VALUES ((int64_t)1 << 21)
 
-const char *const SINPE_TYPE_NAMES[SINPE_TYPE_COUNT] = {
-    "float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64",
-    "uint8", "uint16", "uint32", "uint64",
-};
 #define TYPE_NAMES SINPE_TYPE_NAMES
 
-/* ---- one call -------------------------------------------------------------------------------- */
-
-void call_init(call *c, const char *what, const char *rows_name, const char *cols_name)
-{
-    memset(c, 0, sizeof *c);
-    c->job.want_type = -1;
-    c->what = what;
-    c->noun = "a table";
-    c->base_name = "base";
-    c->rows_name = rows_name;
-    c->cols_name = cols_name;
-}
-
-void call_clear(call *c)
-{
-    for (int i = 0; i < 2; i++)
-        if (c->have_buf[i])
-            PyBuffer_Release(&c->buf[i]);
-    for (int i = 0; i < c->nowned; i++)
-        Py_DECREF(c->owned[i]);
-    c->nowned = 0;
-    c->have_buf[0] = c->have_buf[1] = 0;
-    Py_CLEAR(c->descr);
-}
-
-PyObject *own(call *c, PyObject *o)
-{
-    if (o && c->nowned == (int)(sizeof c->owned / sizeof c->owned[0])) {
-        Py_DECREF(o); /* no call owns more than a handful; never past the array */
-        PyErr_SetString(PyExc_RuntimeError, "sinpe: too many objects held by one call");
-        return NULL;
-    }
-    if (o)
-        c->owned[c->nowned++] = o;
-    return o;
-}
-
-PyObject *shape_tuple(int n, const int64_t *shape)
-{
-    PyObject *t = PyTuple_New(n < 0 ? 0 : n);
-    for (int i = 0; t && i < n; i++) {
-        PyObject *v = PyLong_FromLongLong(shape[i]);
-        if (!v) {
-            Py_CLEAR(t);
-            break;
-        }
-        PyTuple_SET_ITEM(t, i, v);
-    }
-    return t;
-}
-
 /* ---- running a call: the one loop that releases the GIL -------------------------------- */
+
+static int make_kept(call *c);
 
 static int allocate(call *c)
 {
@@ -101,9 +48,9 @@ static int allocate(call *c)
     return 0;
 }
 
-/* Prepares the job (every rule), allocates a fresh result, and runs the plan in steps with
- * the GIL released, handling signals between steps (an interrupted job has done a prefix of
- * its work: sinpe.h).  Returns the result (new reference): the fresh array, or inplace. */
+/* Prepares the job's plan (every rule once), allocates a fresh result, and runs the plan in
+ * steps with the GIL released, handling signals between steps (an interrupted job has done
+ * a prefix of its work: sinpe.h).  Returns the result (new reference): the fresh array, or inplace. */
 static PyObject *run_call(call *c, PyObject *inplace)
 {
     PyObject *ret = NULL;
@@ -111,7 +58,20 @@ static PyObject *run_call(call *c, PyObject *inplace)
     if (c->job.kind == SINPE_JOB_MAP || c->job.kind == SINPE_JOB_FREQS) /* float32 or 64 */
         c->job.dst.type = c->job.kind == SINPE_JOB_FREQS && c->freq.kind == SINPE_FREQ_POW64
                               ? SINPE_F64 : SINPE_F32;
-    int st = sinpe_job_prepare(&c->job, &c->opts), done = 0;
+    int st, done = 0;
+    if (c->kept_make) { /* a kept buffer to make: every rule first (its bytes admitted with the
+                         * result's), then the buffer, then the plan with it */
+        st = sinpe_job_prepare(&c->job, &c->opts);
+        if (st != SINPE_OK) {
+            raise_status(st, c);
+            goto out;
+        }
+        if (make_kept(c) < 0)
+            goto out;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    st = sinpe_plan_prepare(&c->job, &c->opts, &p); /* every rule once, memory included */
+    Py_END_ALLOW_THREADS
     if (st != SINPE_OK) {
         raise_status(st, c);
         goto out;
@@ -122,10 +82,8 @@ static PyObject *run_call(call *c, PyObject *inplace)
             goto out;
         if (allocate(c) < 0)
             goto out;
+        st = sinpe_plan_bind(p, c->job.dst.data, c->job.dst.strides);
     }
-    Py_BEGIN_ALLOW_THREADS
-    st = sinpe_plan_new(&c->job, &c->opts, &p);
-    Py_END_ALLOW_THREADS
     while (st == SINPE_OK) {
         Py_BEGIN_ALLOW_THREADS
         st = sinpe_plan_step(p, STEP_VALUES * c->opts.threads, &done);
@@ -210,16 +168,27 @@ static int to_preset(call *c, PyObject *t)
 
 /* Where the rows' positions come from: rows (an int: offset .. offset + rows - 1), positions
  * (array-like), or grid (h, w, lead). */
-/* kept: None, or (rows, first, fill_first, fill_end) with rows a C-contiguous float32
- * array (n, stride) the caller keeps (sinpe.h: sinpe_job.kept; the core checks the rest). */
+/* kept: None; (rows, first, ready_first, ready_end, fill_first, fill_end) with rows a
+ * C-contiguous float32 array (n, stride) the caller keeps (sinpe.h: sinpe_job.kept; the core
+ * checks the rest); or (reserve, make): make() is called once the job is checked (reserve
+ * bytes counted with the result's by the memory rule), before its plan is prepared and returns None or such a
+ * tuple. */
 static int to_kept(call *c, PyObject *kept)
 {
     if (kept == Py_None)
         return 0;
+    sinpe_kept *k = &c->job.kept;
+    if (PyTuple_Check(kept) && PyTuple_GET_SIZE(kept) == 2) {
+        long long reserve;
+        if (!PyArg_ParseTuple(kept, "LO;kept must be (reserve, make)", &reserve, &c->kept_make))
+            return -1;
+        k->reserve = reserve;
+        return 0;
+    }
     PyObject *rows;
-    long long first, f0, f1;
-    if (!PyArg_ParseTuple(kept, "OLLL;kept must be (rows, first, fill_first, fill_end)", &rows,
-                          &first, &f0, &f1))
+    long long first, r0, r1, f0, f1;
+    if (!PyArg_ParseTuple(kept, "OLLLLL;kept must be (rows, first, ready_first, ready_end, "
+                          "fill_first, fill_end)", &rows, &first, &r0, &r1, &f0, &f1))
         return -1;
     PyArrayObject *a = (PyArrayObject *)rows;
     if (!PyArray_Check(rows) || PyArray_TYPE(a) != NPY_FLOAT || PyArray_NDIM(a) != 2
@@ -228,14 +197,26 @@ static int to_kept(call *c, PyObject *kept)
                         "array (rows, stride)");
         return -1;
     }
-    sinpe_kept *k = &c->job.kept;
     k->data = (float *)PyArray_DATA(a);
     k->rows = PyArray_DIM(a, 0);
     k->stride = PyArray_DIM(a, 1);
     k->first = first;
+    k->ready_first = r0;
+    k->ready_end = r1;
     k->fill_first = f0;
     k->fill_end = f1;
+    k->reserve = 0;
     return 0;
+}
+
+/* The kept rows made once the job is checked (to_kept's make). */
+static int make_kept(call *c)
+{
+    PyObject *make = c->kept_make;
+    c->kept_make = NULL;
+    c->job.kept.reserve = 0;
+    PyObject *t = own(c, PyObject_CallNoArgs(make));
+    return !t || to_kept(c, t) < 0 ? -1 : 0; /* the plan's preparation checks it */
 }
 
 static int to_rows(call *c, PyObject *rows, PyObject *positions, PyObject *grid)
@@ -264,28 +245,35 @@ static const char *utf8_or(PyObject *o, const char *fallback)
     return s ? s : fallback;
 }
 
+#define TABLE_PARAMS(X) X(opts) X(out) X(rows) X(cols) X(base) X(offset) X(positions) X(grid) \
+    X(dtype) X(dtype_asked) X(table_rows) X(preset) X(names) X(huge) X(fill) X(flags) X(kept)
+static const char *const TABLE_KW[] = KEYWORDS(TABLE_PARAMS);
+
 PyDoc_STRVAR(table_doc,
-"table($module, opts, out, rows, cols, base, offset, positions, grid, dtype, dtype_asked,\n"
-"      table_rows, preset, names, huge, fill, flags, kept, /)\n"
-"--\n\n"
+SIGNATURE("table", TABLE_PARAMS)
 "A table (a TABLE job): rows offset .. offset+rows-1 (rows an int), or positions (an\n"
 "array-like), or a grid (h, w, lead) of 2-d positions; cols columns (d_model), or a preset\n"
 "(freq, col, comp, scale, zero_row, trow_shift, f64_div).  out: a buffer to fill, or None for\n"
 "a fresh array of np.dtype dtype (huge: advise huge pages).  names: (out, rows, cols) as\n"
 "the messages name them.  fill=False returns the fresh array (or out) after every check,\n"
 "unfilled.  flags: 1, out may have one more leading axis of length 1; 2, torch's tensor\n"
-"is the rows offset .. offset+rows-1 themselves.  kept: None, or (rows, first, fill_first,\n"
-"fill_end): float32 rows of the table a cache keeps (sinpe.h, sinpe_job.kept).\n");
+"is the rows offset .. offset+rows-1 themselves.  kept: None, (rows, first, ready_first,\n"
+"ready_end, fill_first, fill_end): float32 rows of the table a cache keeps (sinpe.h,\n"
+"sinpe_job.kept), or (reserve, make): make() returns None or such a tuple once the job is\n"
+"checked (reserve bytes admitted with its result).\n");
 
-static PyObject *py_table(PyObject *self, PyObject *args)
+static PyObject *py_table(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                          PyObject *kwnames)
 {
     (void)self;
-    PyObject *o_opts, *out, *rows, *cols, *base, *offset, *positions, *grid, *dtype, *asked;
-    PyObject *table_rows, *preset, *names, *huge, *fill, *flags, *kept;
-    if (!PyArg_UnpackTuple(args, "table", 17, 17, &o_opts, &out, &rows, &cols, &base, &offset,
-                           &positions, &grid, &dtype, &asked, &table_rows, &preset, &names,
-                           &huge, &fill, &flags, &kept))
+    ARGS(TABLE_PARAMS) a;
+    if (parse_args("table", args, nargs, kwnames, TABLE_KW, NPARAMS(TABLE_PARAMS), a.a) < 0)
         return NULL;
+    PyObject *o_opts = a.p.opts, *out = a.p.out, *rows = a.p.rows, *cols = a.p.cols;
+    PyObject *base = a.p.base, *offset = a.p.offset, *positions = a.p.positions;
+    PyObject *grid = a.p.grid, *dtype = a.p.dtype, *asked = a.p.dtype_asked;
+    PyObject *table_rows = a.p.table_rows, *preset = a.p.preset, *names = a.p.names;
+    PyObject *huge = a.p.huge, *fill = a.p.fill, *flags = a.p.flags, *kept = a.p.kept;
     long f = PyLong_AsLong(flags);
     if (f == -1 && PyErr_Occurred())
         return NULL;
@@ -325,19 +313,24 @@ static PyObject *py_table(PyObject *self, PyObject *args)
     return run_call(&c, out);
 }
 
+#define ADD_PARAMS(X) X(opts) X(x) X(base) X(offset) X(positions) X(table_rows) X(grow) X(kept)
+static const char *const ADD_KW[] = KEYWORDS(ADD_PARAMS);
+
 PyDoc_STRVAR(add_doc,
-"add($module, opts, x, base, offset, positions, table_rows, grow, kept, /)\n"
-"--\n\n"
+SIGNATURE("add", ADD_PARAMS)
 "x += the table, in place (an ADD job); returns x.  table_rows: the length of the table the\n"
 "rows come from (grow: it may be too short, then the rows' own).  kept: as for table.\n");
 
-static PyObject *py_add(PyObject *self, PyObject *args)
+static PyObject *py_add(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames)
 {
     (void)self;
-    PyObject *o_opts, *x, *base, *offset, *positions, *table_rows, *grow, *kept;
-    if (!PyArg_UnpackTuple(args, "add", 8, 8, &o_opts, &x, &base, &offset, &positions,
-                           &table_rows, &grow, &kept))
+    ARGS(ADD_PARAMS) a;
+    if (parse_args("add", args, nargs, kwnames, ADD_KW, NPARAMS(ADD_PARAMS), a.a) < 0)
         return NULL;
+    PyObject *o_opts = a.p.opts, *x = a.p.x, *base = a.p.base, *offset = a.p.offset;
+    PyObject *positions = a.p.positions, *table_rows = a.p.table_rows, *grow = a.p.grow;
+    PyObject *kept = a.p.kept;
     call c;
     call_init(&c, "x", "seq_len", "d_model");
     c.noun = "adding to an array";
@@ -356,20 +349,25 @@ static PyObject *py_add(PyObject *self, PyObject *args)
     return run_call(&c, x);
 }
 
+#define ROPE_PARAMS(X) X(opts) X(x) X(cos) X(sin) X(seq_axis) X(batch_axis) X(pairs)
+static const char *const ROPE_KW[] = KEYWORDS(ROPE_PARAMS);
+
 PyDoc_STRVAR(rope_doc,
-"rope($module, opts, x, cos, sin, seq_axis, batch_axis, pairs, /)\n"
-"--\n\n"
+SIGNATURE("rope", ROPE_PARAMS)
 "Rotates x in place (a ROPE job) by float32 tables cos and sin of shape\n"
 "(tables, x.shape[seq_axis], rot); returns x.\n");
 
-static PyObject *py_rope(PyObject *self, PyObject *args)
+static PyObject *py_rope(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                         PyObject *kwnames)
 {
     (void)self;
-    PyObject *o_opts, *x, *cos, *sin;
+    ARGS(ROPE_PARAMS) a;
     int seq_axis, batch_axis, pairs;
-    if (!PyArg_ParseTuple(args, "OOOOiip:rope", &o_opts, &x, &cos, &sin, &seq_axis, &batch_axis,
-                          &pairs))
+    if (parse_args("rope", args, nargs, kwnames, ROPE_KW, NPARAMS(ROPE_PARAMS), a.a) < 0
+        || to_int(a.p.seq_axis, "seq_axis", &seq_axis) < 0
+        || to_int(a.p.batch_axis, "batch_axis", &batch_axis) < 0 || to_bool(a.p.pairs, &pairs) < 0)
         return NULL;
+    PyObject *o_opts = a.p.opts, *x = a.p.x, *cos = a.p.cos, *sin = a.p.sin;
     call c;
     call_init(&c, "x", "seq_len", "head_dim");
     c.noun = "rotating an array";
@@ -417,24 +415,37 @@ static PyObject *py_map(PyObject *self, PyObject *args)
     return run_call(&c, NULL);
 }
 
+#define FREQS_PARAMS(X) X(opts) X(kind) X(n) X(start) X(step) X(group) X(a) X(b) X(m) X(base) \
+    X(recip) X(base_name)
+static const char *const FREQS_KW[] = KEYWORDS(FREQS_PARAMS);
+
 PyDoc_STRVAR(freqs_doc,
-"freqs($module, opts, kind, n, start, step, group, a, b, m, base, recip, base_name, /)\n"
-"--\n\n"
+SIGNATURE("freqs", FREQS_PARAMS)
 "A preset's frequency vector (a FREQS job; sinpe.h: sinpe_freq): kind 0 exp_mul, 1\n"
 "exp_muldiv, 2 pow (float32; a, b, m and base rounded to float32 first, as torch rounds\n"
 "Python scalars) or 3 pow64 (float64); base_name names base in messages.\n");
 
-static PyObject *py_freqs(PyObject *self, PyObject *args)
+static PyObject *py_freqs(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                          PyObject *kwnames)
 {
     (void)self;
-    PyObject *o_opts, *o_base;
+    ARGS(FREQS_PARAMS) p;
     int kind, recip;
-    long long n, start, step, group;
+    int64_t n, start, step, group;
     double a, b, m, base;
-    const char *base_name;
-    if (!PyArg_ParseTuple(args, "OiLLLLdddOps:freqs", &o_opts, &kind, &n, &start, &step, &group,
-                          &a, &b, &m, &o_base, &recip, &base_name))
+    if (parse_args("freqs", args, nargs, kwnames, FREQS_KW, NPARAMS(FREQS_PARAMS), p.a) < 0
+        || to_int(p.p.kind, "kind", &kind) < 0 || to_int64(p.p.n, "n", &n) < 0
+        || to_int64(p.p.start, "start", &start) < 0 || to_int64(p.p.step, "step", &step) < 0
+        || to_int64(p.p.group, "group", &group) < 0 || to_double(p.p.a, &a) < 0
+        || to_double(p.p.b, &b) < 0 || to_double(p.p.m, &m) < 0 || to_bool(p.p.recip, &recip) < 0)
         return NULL;
+    const char *base_name = PyUnicode_Check(p.p.base_name) ? PyUnicode_AsUTF8(p.p.base_name) : NULL;
+    if (!base_name) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "freqs: base_name must be a str");
+        return NULL;
+    }
+    PyObject *o_opts = p.p.opts, *o_base = p.p.base;
     call c;
     call_init(&c, "frequencies", "n", "n");
     c.noun = "a frequency vector";
@@ -699,13 +710,26 @@ static PyObject *py_admit(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(physical_memory_doc,
+"physical_memory($module, /)\n"
+"--\n\n"
+"This machine's physical memory in bytes, the memory rule's figure (0: unknown).\n");
+
+static PyObject *py_physical_memory(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyLong_FromLongLong((long long)sinpe_physical_memory());
+}
+
 static PyMethodDef methods[] = {
+    { "physical_memory", py_physical_memory, METH_NOARGS, physical_memory_doc },
     { "admit", py_admit, METH_VARARGS, admit_doc },
-    { "table", py_table, METH_VARARGS, table_doc },
-    { "add", py_add, METH_VARARGS, add_doc },
-    { "rope", py_rope, METH_VARARGS, rope_doc },
+    { "table", (PyCFunction)(void (*)(void))py_table, METH_FASTCALL | METH_KEYWORDS, table_doc },
+    { "add", (PyCFunction)(void (*)(void))py_add, METH_FASTCALL | METH_KEYWORDS, add_doc },
+    { "rope", (PyCFunction)(void (*)(void))py_rope, METH_FASTCALL | METH_KEYWORDS, rope_doc },
     { "map", py_map, METH_VARARGS, map_doc },
-    { "freqs", py_freqs, METH_VARARGS, freqs_doc },
+    { "freqs", (PyCFunction)(void (*)(void))py_freqs, METH_FASTCALL | METH_KEYWORDS, freqs_doc },
     { "round", py_round, METH_VARARGS, round_doc },
     { "check", py_check, METH_O, check_doc },
     { "positive", py_positive, METH_VARARGS, positive_doc },
@@ -715,10 +739,36 @@ static PyMethodDef methods[] = {
     { NULL, NULL, 0, NULL },
 };
 
+/* A tuple of the names n(0) .. n(count - 1). */
+static PyObject *names_tuple(int count, const char *(*n)(int))
+{
+    PyObject *t = PyTuple_New(count);
+    for (int i = 0; t && i < count; i++) {
+        PyObject *v = PyUnicode_FromString(n(i));
+        if (!v) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, v);
+    }
+    return t;
+}
+
+/* BACKENDS and PATHS: the core's names by index (the one list of each, backends/backend.h
+ * and paths/path.h), for the package to read instead of repeating them. */
 static int module_exec(PyObject *m)
 {
-    (void)m;
     import_array1(-1);
+    PyObject *b = names_tuple(sinpe_backend_count(), sinpe_backend_name);
+    if (!b || PyModule_AddObject(m, "BACKENDS", b) < 0) {
+        Py_XDECREF(b);
+        return -1;
+    }
+    PyObject *p = names_tuple(sinpe_path_count(), sinpe_path_name);
+    if (!p || PyModule_AddObject(m, "PATHS", p) < 0) {
+        Py_XDECREF(p);
+        return -1;
+    }
     return 0;
 }
 

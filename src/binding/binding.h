@@ -1,6 +1,7 @@
-/* The binding's shared pieces (binding layer): one call's job and what its messages name,
- * the converters (binding/convert.c) and the status-to-exception mapper (binding/errors.c).
- * The module itself is binding/_sinpe.c. */
+/* The binding's shared pieces (binding layer): one call's job and what its messages name
+ * (binding/call.c), the converters (binding/convert.c) and the status-to-exception map
+ * (binding/errors.c).  The module itself is binding/_sinpe.c.  Who uses whom, one way only:
+ * _sinpe.c -> convert.c, errors.c -> call.c (a test checks it). */
 #ifndef SINPE_BINDING_BINDING_H
 #define SINPE_BINDING_BINDING_H
 
@@ -39,9 +40,11 @@ typedef struct {
     sinpe_preset preset;
     sinpe_freq freq;
     int huge;                         /* advise huge pages for a fresh result */
+    PyObject *kept_make;              /* borrowed: called after prepare for the kept rows */
 } call;
 
 
+/* call.c */
 void call_init(call *c, const char *what, const char *rows_name, const char *cols_name);
 void call_clear(call *c);
 PyObject *own(call *c, PyObject *o);
@@ -62,5 +65,24 @@ int float_array(call *c, PyObject *o, const char *what, sinpe_array *v);
 int positions_get(call *c, PyObject *o, sinpe_array *v);
 int to_dtype(call *c, PyObject *dtype, PyObject *asked);
 int to_dst(call *c, PyObject *out);
+/* An entry point's arguments, positional (in the order of kw) or by keyword (kw's names):
+ * out[i] the argument of kw[i], every one required (a TypeError names what is wrong). */
+int parse_args(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+               const char *const *kw, int n, PyObject **out);
+int to_int(PyObject *o, const char *name, int *v);
+int to_double(PyObject *o, double *v);
+int to_bool(PyObject *o, int *v);
+
+/* One declaration of an entry point's parameters, LIST(X) = X(first) X(second) ...: from it
+ * come the docstring's text signature (SIGNATURE), the parser's keyword names (KEYWORDS)
+ * and the parsed arguments by name (ARGS: a.p.name, or a.a[] for the parser). */
+#define BINDING_SIG_(n) ", " #n
+#define BINDING_KW_(n) #n,
+#define BINDING_FIELD_(n) PyObject *n;
+#define BINDING_ONE_(n) +1
+#define SIGNATURE(name, LIST) name "($module" LIST(BINDING_SIG_) ")\n--\n\n"
+#define KEYWORDS(LIST) { LIST(BINDING_KW_) NULL }
+#define NPARAMS(LIST) (0 LIST(BINDING_ONE_))
+#define ARGS(LIST) union { struct { LIST(BINDING_FIELD_) } p; PyObject *a[NPARAMS(LIST)]; }
 
 #endif

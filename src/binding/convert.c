@@ -2,6 +2,7 @@
  * parameter when an object cannot be converted; every rule on values is the core's. */
 #include "binding/binding.h"
 
+#include <limits.h>
 #include <string.h>
 
 #define TYPE_NAMES SINPE_TYPE_NAMES
@@ -536,3 +537,65 @@ int to_dst(call *c, PyObject *out)
     return 0;
 }
 
+/* ---- the entry points' arguments ------------------------------------------------------------ */
+
+int parse_args(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+               const char *const *kw, int n, PyObject **out)
+{
+    if (nargs > n) {
+        PyErr_Format(PyExc_TypeError, "%s() takes %d arguments (%zd given)", fname, n, nargs);
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        out[i] = i < nargs ? args[i] : NULL;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, k);
+        int i = 0;
+        while (i < n && PyUnicode_CompareWithASCIIString(name, kw[i]) != 0)
+            i++;
+        if (i == n) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument %R", fname,
+                         name);
+            return -1;
+        }
+        if (out[i]) {
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", fname,
+                         kw[i]);
+            return -1;
+        }
+        out[i] = args[nargs + k];
+    }
+    for (int i = 0; i < n; i++)
+        if (!out[i]) {
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s' (pos %d)", fname,
+                         kw[i], i + 1);
+            return -1;
+        }
+    return 0;
+}
+
+int to_int(PyObject *o, const char *name, int *v)
+{
+    int64_t x;
+    if (to_int64(o, name, &x) < 0)
+        return -1;
+    if (x < INT_MIN || x > INT_MAX) {
+        PyErr_Format(PyExc_OverflowError, "%s=%R does not fit in a C int", name, o);
+        return -1;
+    }
+    *v = (int)x;
+    return 0;
+}
+
+int to_double(PyObject *o, double *v)
+{
+    *v = PyFloat_AsDouble(o);
+    return *v == -1.0 && PyErr_Occurred() ? -1 : 0;
+}
+
+int to_bool(PyObject *o, int *v)
+{
+    *v = PyObject_IsTrue(o);
+    return *v < 0 ? -1 : 0;
+}

@@ -66,158 +66,273 @@ static void raise_memory(const call *c)
     raise_memory_of(c->noun, &c->job.dst, &n);
 }
 
+/* What the messages of one call say about its job, computed once. */
+typedef struct {
+    int st;
+    const sinpe_array *x;
+    int nd;
+    long long d, rows;
+    const char *tname;
+} facts;
+
+static void on_dmodel(const call *c, const facts *f)
+{
+    PyErr_Format(PyExc_ValueError, "%s must be an even integer >= 2, got %lld%s", c->cols_name,
+                 f->d, c->job.kind == SINPE_JOB_ADD ? " (x.shape[-1])" : "");
+}
+
+static void on_rows(const call *c, const facts *f)
+{
+    PyErr_Format(PyExc_ValueError, "%s must be >= 0, got %lld", c->rows_name, f->rows);
+}
+
+static void on_base(const call *c, const facts *f)
+{
+    (void)f;
+    if (c->base_obj)
+        PyErr_Format(PyExc_ValueError, "%s must be finite and > 0, got %R", c->base_name,
+                     c->base_obj);
+    else
+        PyErr_Format(PyExc_ValueError, "%s must be finite and > 0, got %g", c->base_name,
+                     c->job.base);
+}
+
+static void on_offset(const call *c, const facts *f)
+{
+    (void)f;
+    PyErr_Format(PyExc_ValueError, "offset must be >= 0, got %lld", (long long)c->job.offset);
+}
+
+static void on_lastpos(const call *c, const facts *f)
+{
+    PyErr_Format(PyExc_OverflowError, "offset=%lld is too large for %lld rows: the last "
+                 "position, offset + %lld, does not fit in int64", (long long)c->job.offset, f->rows,
+                 f->rows - 1);
+}
+
+static void on_size(const call *c, const facts *f)
+{
+    PyObject *shape = shape_tuple(f->nd, f->x->shape);
+    if (!shape)
+        return;
+    int64_t w = sinpe_type_size(f->x->type) > 0 ? sinpe_type_size(f->x->type) : 1;
+    if (f->d > ((int64_t)1 << 60) / w)
+        PyErr_Format(PyExc_OverflowError, "%s=%lld is too large: one row of that many %s "
+                     "values is larger than memory can address", c->cols_name, f->d, f->tname);
+    else if (c->job.kind != SINPE_JOB_TABLE || c->job.pos.mode == SINPE_POS_ARRAY)
+        PyErr_Format(PyExc_OverflowError, "%s (shape %R, %s) or its positions reach more "
+                     "bytes than memory can address", c->what, shape, f->tname);
+    else
+        PyErr_Format(PyExc_OverflowError, "a table of %lld rows of %lld %s values is larger "
+                     "than memory can address", f->rows, f->d, f->tname);
+    Py_DECREF(shape);
+}
+
+static void on_memory(const call *c, const facts *f)
+{
+    (void)f;
+    raise_memory(c);
+}
+
+static void on_overlap(const call *c, const facts *f)
+{
+    (void)f;
+    PyErr_Format(PyExc_ValueError, "%s has elements that share memory (a zero or overlapping "
+                 "stride, as from np.broadcast_to or as_strided): writing it in place would "
+                 "be ill-defined; pass a copy (np.ascontiguousarray)", c->what);
+}
+
+static void on_undecided(const call *c, const facts *f)
+{
+    (void)f;
+    PyErr_Format(PyExc_ValueError, "%s has strides for which sinpe could not decide within "
+                 "its search budget whether elements share memory; pass a copy "
+                 "(np.ascontiguousarray)", c->what);
+}
+
+static void on_backend(const call *c, const facts *f)
+{
+    (void)f;
+    PyErr_Format(PyExc_RuntimeError, "backend %s is not available",
+                 sinpe_backend_name(c->opts.backend) ? sinpe_backend_name(c->opts.backend) : "?");
+}
+
+static void on_path(const call *c, const facts *f)
+{
+    (void)c;
+    (void)f;
+    PyErr_SetString(PyExc_RuntimeError, "the selected kernel path is not available here");
+}
+
+static void on_nomem(const call *c, const facts *f)
+{
+    (void)c;
+    (void)f;
+    PyErr_SetString(PyExc_MemoryError, "out of memory for sinpe's scratch space");
+}
+
+static void on_threads(const call *c, const facts *f)
+{
+    (void)f;
+    PyErr_Format(PyExc_ValueError, "threads must be between 1 and 256, got %lld", c->threads);
+}
+
+static void on_torch_threads(const call *c, const facts *f)
+{
+    (void)f;
+    PyErr_Format(PyExc_ValueError, "torch_threads must be between 1 and 4096, got %lld",
+                 c->torch_threads);
+}
+
+static void on_table(const call *c, const facts *f)
+{
+    if (c->job.table_rows < 0)
+        PyErr_Format(PyExc_ValueError, "max_len must be >= 0, got %lld",
+                     (long long)c->job.table_rows);
+    else
+        PyErr_Format(PyExc_ValueError, "max_len=%lld is smaller than offset + seq_len = "
+                     "%lld + %lld", (long long)c->job.table_rows, (long long)c->job.offset,
+                     f->rows);
+}
+
+static void on_null(const call *c, const facts *f)
+{
+    (void)f;
+    PyErr_Format(PyExc_ValueError, "%s: the buffer has no memory (a NULL pointer)", c->what);
+}
+
+static void on_type(const call *c, const facts *f)
+{
+    PyErr_Format(PyExc_TypeError, "%s must have dtype float32, float16, bfloat16 or float64, "
+                 "got %s", c->what, f->tname);
+}
+
+static void on_dtype(const call *c, const facts *f)
+{
+    PyErr_Format(PyExc_TypeError, "%s has dtype %s but dtype=%R asks for %s", c->what, f->tname,
+                 c->dtype_obj ? c->dtype_obj : Py_None,
+                 c->job.want_type >= 0 && c->job.want_type < SINPE_TYPE_COUNT ? TYPE_NAMES[c->job.want_type] : "?");
+}
+
+static void on_readonly(const call *c, const facts *f)
+{
+    (void)f;
+    PyErr_Format(PyExc_ValueError, "%s is read-only", c->what);
+}
+
+static void on_shape(const call *c, const facts *f)
+{
+    (void)f;
+    raise_shape(c);
+}
+
+static void on_dims(const call *c, const facts *f)
+{
+    PyObject *shape = shape_tuple(f->nd, f->x->shape);
+    if (shape && c->job.kind == SINPE_JOB_ADD)
+        PyErr_Format(PyExc_ValueError, "x must have at least 2 dimensions (..., seq_len, "
+                     "d_model), got shape %R", shape);
+    else if (shape)
+        PyErr_Format(PyExc_ValueError, "%s has too many or too few dimensions (shape %R)",
+                     c->what, shape);
+    Py_XDECREF(shape);
+}
+
+static void on_both(const call *c, const facts *f)
+{
+    (void)c;
+    (void)f;
+    PyErr_SetString(PyExc_ValueError, "offset and positions exclude each other");
+}
+
+static void on_broadcast(const call *c, const facts *f)
+{
+    PyObject *p = shape_tuple(c->job.pos.at.ndim, c->job.pos.at.shape);
+    PyObject *xs = shape_tuple(f->nd - 1, f->x->shape);
+    if (p && xs)
+        PyErr_Format(PyExc_ValueError, "positions of shape %R do not broadcast to "
+                     "x.shape[:-1] = %R", p, xs);
+    Py_XDECREF(p);
+    Py_XDECREF(xs);
+}
+
+static void on_rot(const call *c, const facts *f)
+{
+    PyErr_Format(PyExc_ValueError, "the rotated part (%lld columns) must be even, >= 2 and "
+                 "at most x.shape[-1] = %lld", (long long)c->job.rope.cos.shape[2], f->d);
+}
+
+static void on_axis(const call *c, const facts *f)
+{
+    PyErr_Format(PyExc_ValueError, "seq_dim=%d is not an axis of x before the last (x has "
+                 "%d dimensions)", c->job.rope.seq_axis, f->nd);
+}
+
+static void on_tables(const call *c, const facts *f)
+{
+    (void)c;
+    (void)f;
+    PyErr_SetString(PyExc_ValueError, "cos and sin must be float32 tables of shape "
+                    "(tables, x.shape[seq_dim], rot), one table or one per batch element");
+}
+
+static void on_kept(const call *c, const facts *f)
+{
+    (void)c;
+    PyErr_Format(PyExc_RuntimeError, "sinpe: %s (the cache's; sinpe.clear_cache() and "
+                 "report it)", sinpe_strerror(f->st));
+}
+
+static void on_other(const call *c, const facts *f)
+{
+    (void)c;
+    PyErr_Format(PyExc_ValueError, "sinpe: %s", sinpe_strerror(f->st));
+}
+
+/* The status-to-exception map: one raiser per status code (other codes: the core's text). */
+typedef void (*raiser)(const call *c, const facts *f);
+static const raiser RAISERS[SINPE_STATUS_COUNT] = {
+    [SINPE_E_DMODEL] = on_dmodel,
+    [SINPE_E_ROWS] = on_rows,
+    [SINPE_E_BASE] = on_base,
+    [SINPE_E_OFFSET] = on_offset,
+    [SINPE_E_LASTPOS] = on_lastpos,
+    [SINPE_E_SIZE] = on_size,
+    [SINPE_E_MEMORY] = on_memory,
+    [SINPE_E_OVERLAP] = on_overlap,
+    [SINPE_E_UNDECIDED] = on_undecided,
+    [SINPE_E_BACKEND] = on_backend,
+    [SINPE_E_PATH] = on_path,
+    [SINPE_E_NOMEM] = on_nomem,
+    [SINPE_E_THREADS] = on_threads,
+    [SINPE_E_TORCH_THREADS] = on_torch_threads,
+    [SINPE_E_TABLE] = on_table,
+    [SINPE_E_NULL] = on_null,
+    [SINPE_E_TYPE] = on_type,
+    [SINPE_E_DTYPE] = on_dtype,
+    [SINPE_E_READONLY] = on_readonly,
+    [SINPE_E_SHAPE] = on_shape,
+    [SINPE_E_DIMS] = on_dims,
+    [SINPE_E_BOTH] = on_both,
+    [SINPE_E_BROADCAST] = on_broadcast,
+    [SINPE_E_ROT] = on_rot,
+    [SINPE_E_AXIS] = on_axis,
+    [SINPE_E_TABLES] = on_tables,
+    [SINPE_E_KEPT] = on_kept, /* the cache handed rows that do not suit: a bug, not input */
+};
+
 void raise_status(int st, const call *c)
 {
     const sinpe_job *j = &c->job;
-    const sinpe_array *x = &j->dst;
-    int nd = x->ndim;
-    long long d = j->kind == SINPE_JOB_ADD || j->kind == SINPE_JOB_ROPE
-                      ? (nd ? (long long)x->shape[nd - 1] : 0) : (long long)j->cols;
-    long long rows = 0;
-    if (j->kind == SINPE_JOB_ADD && nd >= 2)
-        rows = (long long)x->shape[nd - 2];
-    else
-        rows = (long long)j->rows;
-    const char *tname = (int)x->type >= 0 && x->type < SINPE_TYPE_COUNT ? TYPE_NAMES[x->type] : "?";
-    switch (st) {
-    case SINPE_E_DMODEL:
-        PyErr_Format(PyExc_ValueError, "%s must be an even integer >= 2, got %lld%s", c->cols_name,
-                     d, j->kind == SINPE_JOB_ADD ? " (x.shape[-1])" : "");
-        break;
-    case SINPE_E_ROWS:
-        PyErr_Format(PyExc_ValueError, "%s must be >= 0, got %lld", c->rows_name, rows);
-        break;
-    case SINPE_E_BASE:
-        if (c->base_obj)
-            PyErr_Format(PyExc_ValueError, "%s must be finite and > 0, got %R", c->base_name,
-                         c->base_obj);
-        else
-            PyErr_Format(PyExc_ValueError, "%s must be finite and > 0, got %g", c->base_name,
-                         j->base);
-        break;
-    case SINPE_E_OFFSET:
-        PyErr_Format(PyExc_ValueError, "offset must be >= 0, got %lld", (long long)j->offset);
-        break;
-    case SINPE_E_LASTPOS:
-        PyErr_Format(PyExc_OverflowError, "offset=%lld is too large for %lld rows: the last "
-                     "position, offset + %lld, does not fit in int64", (long long)j->offset, rows,
-                     rows - 1);
-        break;
-    case SINPE_E_SIZE: {
-        PyObject *shape = shape_tuple(nd, x->shape);
-        if (!shape)
-            break;
-        int64_t w = sinpe_type_size(x->type) > 0 ? sinpe_type_size(x->type) : 1;
-        if (d > ((int64_t)1 << 60) / w)
-            PyErr_Format(PyExc_OverflowError, "%s=%lld is too large: one row of that many %s "
-                         "values is larger than memory can address", c->cols_name, d, tname);
-        else if (j->kind != SINPE_JOB_TABLE || j->pos.mode == SINPE_POS_ARRAY)
-            PyErr_Format(PyExc_OverflowError, "%s (shape %R, %s) or its positions reach more "
-                         "bytes than memory can address", c->what, shape, tname);
-        else
-            PyErr_Format(PyExc_OverflowError, "a table of %lld rows of %lld %s values is larger "
-                         "than memory can address", rows, d, tname);
-        Py_DECREF(shape);
-        break;
-    }
-    case SINPE_E_MEMORY:
-        raise_memory(c);
-        break;
-    case SINPE_E_OVERLAP:
-        PyErr_Format(PyExc_ValueError, "%s has elements that share memory (a zero or overlapping "
-                     "stride, as from np.broadcast_to or as_strided): writing it in place would "
-                     "be ill-defined; pass a copy (np.ascontiguousarray)", c->what);
-        break;
-    case SINPE_E_UNDECIDED:
-        PyErr_Format(PyExc_ValueError, "%s has strides for which sinpe could not decide within "
-                     "its search budget whether elements share memory; pass a copy "
-                     "(np.ascontiguousarray)", c->what);
-        break;
-    case SINPE_E_BACKEND:
-        PyErr_Format(PyExc_RuntimeError, "backend %s is not available",
-                     sinpe_backend_name(c->opts.backend) ? sinpe_backend_name(c->opts.backend) : "?");
-        break;
-    case SINPE_E_PATH:
-        PyErr_SetString(PyExc_RuntimeError, "the selected kernel path is not available here");
-        break;
-    case SINPE_E_NOMEM:
-        PyErr_SetString(PyExc_MemoryError, "out of memory for sinpe's scratch space");
-        break;
-    case SINPE_E_THREADS:
-        PyErr_Format(PyExc_ValueError, "threads must be between 1 and 256, got %lld", c->threads);
-        break;
-    case SINPE_E_TORCH_THREADS:
-        PyErr_Format(PyExc_ValueError, "torch_threads must be between 1 and 4096, got %lld",
-                     c->torch_threads);
-        break;
-    case SINPE_E_TABLE:
-        if (j->table_rows < 0)
-            PyErr_Format(PyExc_ValueError, "max_len must be >= 0, got %lld", (long long)j->table_rows);
-        else
-            PyErr_Format(PyExc_ValueError, "max_len=%lld is smaller than offset + seq_len = "
-                         "%lld + %lld", (long long)j->table_rows, (long long)j->offset, rows);
-        break;
-    case SINPE_E_NULL:
-        PyErr_Format(PyExc_ValueError, "%s: the buffer has no memory (a NULL pointer)", c->what);
-        break;
-    case SINPE_E_TYPE:
-        PyErr_Format(PyExc_TypeError, "%s must have dtype float32, float16, bfloat16 or float64, "
-                     "got %s", c->what, tname);
-        break;
-    case SINPE_E_DTYPE:
-        PyErr_Format(PyExc_TypeError, "%s has dtype %s but dtype=%R asks for %s", c->what, tname,
-                     c->dtype_obj ? c->dtype_obj : Py_None,
-                     j->want_type >= 0 && j->want_type < SINPE_TYPE_COUNT ? TYPE_NAMES[j->want_type] : "?");
-        break;
-    case SINPE_E_READONLY:
-        PyErr_Format(PyExc_ValueError, "%s is read-only", c->what);
-        break;
-    case SINPE_E_SHAPE:
-        raise_shape(c);
-        break;
-    case SINPE_E_DIMS: {
-        PyObject *shape = shape_tuple(nd, x->shape);
-        if (shape && j->kind == SINPE_JOB_ADD)
-            PyErr_Format(PyExc_ValueError, "x must have at least 2 dimensions (..., seq_len, "
-                         "d_model), got shape %R", shape);
-        else if (shape)
-            PyErr_Format(PyExc_ValueError, "%s has too many or too few dimensions (shape %R)",
-                         c->what, shape);
-        Py_XDECREF(shape);
-        break;
-    }
-    case SINPE_E_BOTH:
-        PyErr_SetString(PyExc_ValueError, "offset and positions exclude each other");
-        break;
-    case SINPE_E_BROADCAST: {
-        PyObject *p = shape_tuple(j->pos.at.ndim, j->pos.at.shape);
-        PyObject *xs = shape_tuple(nd - 1, x->shape);
-        if (p && xs)
-            PyErr_Format(PyExc_ValueError, "positions of shape %R do not broadcast to "
-                         "x.shape[:-1] = %R", p, xs);
-        Py_XDECREF(p);
-        Py_XDECREF(xs);
-        break;
-    }
-    case SINPE_E_ROT:
-        PyErr_Format(PyExc_ValueError, "the rotated part (%lld columns) must be even, >= 2 and "
-                     "at most x.shape[-1] = %lld", (long long)j->rope.cos.shape[2], d);
-        break;
-    case SINPE_E_AXIS:
-        PyErr_Format(PyExc_ValueError, "seq_dim=%d is not an axis of x before the last (x has "
-                     "%d dimensions)", j->rope.seq_axis, nd);
-        break;
-    case SINPE_E_TABLES:
-        PyErr_SetString(PyExc_ValueError, "cos and sin must be float32 tables of shape "
-                        "(tables, x.shape[seq_dim], rot), one table or one per batch element");
-        break;
-    case SINPE_E_KEPT: /* the package's cache handed rows that do not suit: a bug, not input */
-        PyErr_Format(PyExc_RuntimeError, "sinpe: %s (the cache's; sinpe.clear_cache() and "
-                     "report it)", sinpe_strerror(st));
-        break;
-    default:
-        PyErr_Format(PyExc_ValueError, "sinpe: %s", sinpe_strerror(st));
-        break;
-    }
+    facts f;
+    f.st = st;
+    f.x = &j->dst;
+    f.nd = f.x->ndim;
+    f.d = j->kind == SINPE_JOB_ADD || j->kind == SINPE_JOB_ROPE
+              ? (f.nd ? (long long)f.x->shape[f.nd - 1] : 0) : (long long)j->cols;
+    f.rows = j->kind == SINPE_JOB_ADD && f.nd >= 2 ? (long long)f.x->shape[f.nd - 2]
+                                                   : (long long)j->rows;
+    f.tname = (int)f.x->type >= 0 && f.x->type < SINPE_TYPE_COUNT ? TYPE_NAMES[f.x->type] : "?";
+    raiser r = st > 0 && st < SINPE_STATUS_COUNT && RAISERS[st] ? RAISERS[st] : on_other;
+    r(c, &f);
 }
-

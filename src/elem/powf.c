@@ -230,11 +230,12 @@ void sinpe_torch_powf(float x, const float *y, float *out, int64_t e0, int64_t n
                       const sinpe_pow_profile *p)
 {
     int64_t chunk = chunk_of(total, p->threads);
+    sinpe_sleef_powf_fn vector_pow = sinpe_sleef_powf_for_cpu(); /* once, not per element */
     for (int64_t i = 0; i < n; i++) {
         int64_t e = e0 + i, c0 = e / chunk * chunk;
         int64_t len = total - c0 < chunk ? total - c0 : chunk;
         int64_t vec = p->lanes > 0 ? len / (2 * p->lanes) * (2 * p->lanes) : 0;
-        out[i] = e - c0 < vec ? sinpe_sleef_powf(x, y[i], p->x86)
+        out[i] = e - c0 < vec ? vector_pow(x, y[i], p->x86)
                  : p->system ? powf(x, y[i]) : sinpe_powf_glibc(x, y[i], p->fused);
     }
 }

@@ -252,11 +252,16 @@ void sinpe_sleef_sincos(sinpe_sleef_trig trig, int path, const float *a, float *
     sincos_generic(trig, path, a, s, c, n);
 }
 
-float sinpe_sleef_powf(float x, float y, int x86)
+sinpe_sleef_powf_fn sinpe_sleef_powf_for_cpu(void)
 {
 #ifdef HAVE_FMA_COPY
     if (use_fma())
-        return powf_fma(x, y, x86);
+        return powf_fma;
 #endif
-    return powf_generic(x, y, x86);
+    return powf_generic;
+}
+
+float sinpe_sleef_powf(float x, float y, int x86)
+{
+    return sinpe_sleef_powf_for_cpu()(x, y, x86);
 }

@@ -26,5 +26,9 @@ void sinpe_sleef_sincos(sinpe_sleef_trig trig, int path, const float *a, float *
 /* SLEEF's Sleef_powf*_u10 (FMA builds; lane-independent).  x86: x86-64's float-to-int
  * conversion (it matters only when |y log x| > 2^31), else AArch64's. */
 float sinpe_sleef_powf(float x, float y, int x86);
+/* The same function as compiled for this CPU (FMA or not), chosen once by the caller of an
+ * element loop, which then calls it per element without asking the CPU probe. */
+typedef float (*sinpe_sleef_powf_fn)(float x, float y, int x86);
+sinpe_sleef_powf_fn sinpe_sleef_powf_for_cpu(void);
 
 #endif

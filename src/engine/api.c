@@ -15,14 +15,13 @@ int sinpe_backend_count(void)
 
 const char *sinpe_backend_name(int backend)
 {
-    const sinpe_backend_ops *be = sinpe_backends_get(backend);
-    return be ? be->name : NULL;
+    return sinpe_backends_name(backend);
 }
 
 int sinpe_backend_find(const char *name)
 {
     for (int b = 0; name && b < sinpe_backends_count(); b++)
-        if (strcmp(sinpe_backends_get(b)->name, name) == 0)
+        if (strcmp(sinpe_backends_name(b), name) == 0)
             return b;
     return -1;
 }
@@ -85,14 +84,6 @@ int sinpe_path_count(void)
 const char *sinpe_path_name(int path)
 {
     return sinpe_paths_name(path);
-}
-
-int sinpe_path_find(const char *name)
-{
-    for (int p = 0; name && p < sinpe_paths_count(); p++)
-        if (strcmp(sinpe_path_name(p), name) == 0)
-            return p;
-    return -1;
 }
 
 int sinpe_path_available(int path)

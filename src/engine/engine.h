@@ -1,6 +1,7 @@
 /* The engine's own declarations (engine layer, pure C): the plan every job kind runs as,
  * and the functions its files share.
  *
+ *   engine/kinds.c   the job kinds, one row each: check, fresh shape, layout, stages
  *   engine/job.c     the one check of every job (and its memory), scratch sizes
  *   engine/plan.c    plans: geometry, scratch, stages run in steps over threads
  *   engine/tiles.c   tables and in-place adds: positions, divisors, tiles of rows
@@ -109,13 +110,49 @@ struct sinpe_plan {
     int64_t next;
 };
 
+/* The job kinds (engine/kinds.c): what each one checks, how a fresh result of it is shaped,
+ * how its plan is laid out and allocated, and its stages; one row per sinpe_job_kind. */
+typedef struct {
+    int table;                          /* TABLE and ADD: tiles of rows, scratch, kept rows */
+    int (*check)(const sinpe_job *j);   /* the kind's own rules */
+    int (*fresh)(sinpe_job *j);         /* a fresh result's shape; NULL: in place only */
+    void (*layout)(sinpe_plan *p);      /* the plan of a checked job, nothing allocated */
+    int (*alloc)(sinpe_plan *p);        /* the plan's memory; NULL: none */
+    const sinpe_stage *stages;
+    int nstages;
+} sinpe_kind;
+/* The row of a kind, NULL outside 0 .. SINPE_JOB_KIND_COUNT - 1. */
+const sinpe_kind *sinpe_kind_of(sinpe_job_kind kind);
+
 /* job.c */
+int sinpe_table_check(const sinpe_job *j);
+int sinpe_map_check(const sinpe_job *j);
+int sinpe_table_fresh(sinpe_job *j);
+int sinpe_map_fresh(sinpe_job *j);
+int sinpe_freq_fresh(sinpe_job *j);
 int sinpe_job_rows(const sinpe_job *j, int64_t *rows);
 int64_t sinpe_job_torch_rows(const sinpe_job *j, int64_t rows, int64_t pairs);
 int sinpe_ncomp(const sinpe_job *j);
 int sinpe_positions_alias(const sinpe_job *j);
+int sinpe_kept_span(const sinpe_kept *k, int64_t *lo, int64_t *hi);
 int sinpe_broadcast_positions(const sinpe_job *j, int64_t *strides);
 int sinpe_opts_check(const sinpe_opts *o, sinpe_bctx *ctx, const sinpe_backend_ops **be);
+/* The one check of a complete job (fresh: its destination is not allocated yet), returning
+ * the options' backend context and operations; and the same after completing the job (a
+ * fresh destination's shape, a growing table_rows), as sinpe_job_prepare and
+ * sinpe_plan_prepare run it. */
+int sinpe_job_checked(const sinpe_job *j, const sinpe_opts *o, int fresh, sinpe_bctx *ctx,
+                      const sinpe_backend_ops **be);
+int sinpe_job_complete_check(sinpe_job *j, const sinpe_opts *o, sinpe_bctx *ctx,
+                             const sinpe_backend_ops **be);
+/* plan.c: the bytes a plan allocates (its scratch, slots and itself) */
+int64_t sinpe_plan_scratch_bytes(const sinpe_plan *p);
+
+/* plan.c: each kind's plan laid out, a table's memory */
+void sinpe_table_layout(sinpe_plan *p);
+void sinpe_map_layout(sinpe_plan *p);
+void sinpe_freq_layout(sinpe_plan *p);
+int sinpe_table_alloc(sinpe_plan *p);
 
 /* tiles.c: the table stages, the plan's geometry and scratch for tables and adds */
 extern const sinpe_stage sinpe_table_stages[4];

@@ -58,7 +58,9 @@ static void map_run(sinpe_plan *p, int64_t item, int tid)
     }
 }
 
-const sinpe_stage sinpe_map_stages[1] = { { block_items, block_work, map_run } };
+const sinpe_stage sinpe_map_stages[1] = {
+    { .items = block_items, .work = block_work, .run = map_run },
+};
 
 /* ---- frequency vectors ------------------------------------------------------------------- */
 
@@ -102,4 +104,6 @@ static void freq_run(sinpe_plan *p, int64_t item, int tid)
             out[i] = f->m * out[i];
 }
 
-const sinpe_stage sinpe_freq_stages[1] = { { block_items, block_work, freq_run } };
+const sinpe_stage sinpe_freq_stages[1] = {
+    { .items = block_items, .work = block_work, .run = freq_run },
+};

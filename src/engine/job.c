@@ -70,7 +70,7 @@ int sinpe_opts_check(const sinpe_opts *o, sinpe_bctx *ctx, const sinpe_backend_o
     if (!be || o->pow_lanes < 0 || !be->ready())
         return SINPE_E_BACKEND;
     /* the built-in backend runs on the asked path; the others store through the best */
-    int builtin = be == sinpe_backends_get(0);
+    int builtin = o->backend == SINPE_BACKEND_BUILTIN;
     const sinpe_path_ops *path = sinpe_paths_get(builtin ? o->path : sinpe_paths_best());
     if (!path)
         return SINPE_E_PATH;
@@ -311,7 +311,7 @@ static int check_offset(const sinpe_job *j, int64_t len, int64_t d)
     return SINPE_OK;
 }
 
-static int check_table(const sinpe_job *j)
+int sinpe_table_check(const sinpe_job *j)
 {
     const sinpe_array *x = &j->dst;
     int add = j->kind == SINPE_JOB_ADD;
@@ -390,6 +390,24 @@ int sinpe_positions_alias(const sinpe_job *j)
 
 /* Kept rows (sinpe.h, sinpe_job.kept): a table job's own rows, in range, apart from dst;
  * read by positions only where the backend's results do not couple. */
+int sinpe_kept_span(const sinpe_kept *k, int64_t *lo, int64_t *hi)
+{
+    *lo = k->fill_first;
+    *hi = k->fill_end;
+    if (k->ready_end <= k->ready_first)
+        return SINPE_OK; /* no rows filled before */
+    if (k->ready_first < k->first || k->ready_end - k->first > k->rows)
+        return SINPE_E_KEPT;
+    if (k->fill_end > k->fill_first
+        && (k->fill_first > k->ready_end || k->ready_first > k->fill_end))
+        return SINPE_E_KEPT; /* two intervals apart */
+    if (k->fill_end <= k->fill_first || k->ready_first < *lo)
+        *lo = k->ready_first;
+    if (k->fill_end <= k->fill_first || k->ready_end > *hi)
+        *hi = k->ready_end;
+    return SINPE_OK;
+}
+
 static int check_kept(const sinpe_job *j, const sinpe_backend_ops *be)
 {
     const sinpe_kept *k = &j->kept;
@@ -403,6 +421,9 @@ static int check_kept(const sinpe_job *j, const sinpe_backend_ops *be)
         || k->fill_end > k->first + k->rows
         || (k->rows > 0 && k->stride > SINPE_MAX_SPAN / 4 / k->rows))
         return SINPE_E_KEPT;
+    int64_t rlo, rhi;
+    if (sinpe_kept_span(k, &rlo, &rhi) != SINPE_OK)
+        return SINPE_E_KEPT;
     if (j->pos.mode == SINPE_POS_ARRAY && !be->independent)
         return SINPE_E_KEPT;
     /* the fill computes positions fill_first .. fill_end - 1 as rows of torch's tensor from
@@ -413,7 +434,7 @@ static int check_kept(const sinpe_job *j, const sinpe_backend_ops *be)
         return SINPE_E_KEPT;
     if (j->pos.mode == SINPE_POS_OFFSET) {
         sinpe_job_rows(j, &len);
-        if (len > 0 && (j->offset < k->first || j->offset - k->first > k->rows - len))
+        if (len > 0 && (j->offset < rlo || j->offset - rlo > rhi - rlo - len))
             return SINPE_E_KEPT;
         if (sinpe_job_torch_rows(j, len, pairs) < 0)
             return SINPE_E_KEPT;
@@ -431,7 +452,7 @@ static int check_kept(const sinpe_job *j, const sinpe_backend_ops *be)
 
 /* ---- maps --------------------------------------------------------------------------------- */
 
-static int check_map(const sinpe_job *j)
+int sinpe_map_check(const sinpe_job *j)
 {
     const sinpe_array *s = &j->src, *x = &j->dst;
     if ((int)j->func < 0 || j->func >= SINPE_FN_COUNT)
@@ -454,24 +475,23 @@ static int check_map(const sinpe_job *j)
 
 /* ---- the check -------------------------------------------------------------------------- */
 
+/* The kind's own rules (engine/kinds.c: the table of job kinds). */
 static int check_kind(const sinpe_job *j)
 {
-    switch (j->kind) {
-    case SINPE_JOB_TABLE:
-    case SINPE_JOB_ADD: return check_table(j);
-    case SINPE_JOB_ROPE: return sinpe_rope_check(j);
-    case SINPE_JOB_MAP: return check_map(j);
-    case SINPE_JOB_FREQS: return sinpe_freq_check(j);
-    default: return SINPE_E_FUNC;
-    }
+    const sinpe_kind *k = sinpe_kind_of(j->kind);
+    return k ? k->check(j) : SINPE_E_FUNC;
 }
 
-static int check(const sinpe_job *j, const sinpe_opts *o, int fresh)
+/* Every rule of a complete job, once; the options' backend context and operations come
+ * back to the plan (ctx, be: NULL when not wanted). */
+int sinpe_job_checked(const sinpe_job *j, const sinpe_opts *o, int fresh, sinpe_bctx *ctx,
+                      const sinpe_backend_ops **be)
 {
     if (!j || !o)
         return SINPE_E_NULL;
     int st = check_dst(&j->dst, j->want_type);
-    if (st == SINPE_OK && j->kind != SINPE_JOB_TABLE && j->kind != SINPE_JOB_ADD)
+    const sinpe_kind *k = sinpe_kind_of(j->kind);
+    if (st == SINPE_OK && !(k && k->table))
         st = check_axes(&j->dst); /* tables check d_model first */
     if (st == SINPE_OK)
         st = check_kind(j);
@@ -486,22 +506,33 @@ static int check(const sinpe_job *j, const sinpe_opts *o, int fresh)
         if (elements(x, x->ndim) > 0 && !x->data)
             return SINPE_E_NULL;
     }
-    const sinpe_backend_ops *be;
-    st = sinpe_opts_check(o, NULL, &be);
-    return st == SINPE_OK ? check_kept(j, be) : st;
+    const sinpe_backend_ops *ops;
+    st = sinpe_opts_check(o, ctx, &ops);
+    if (be)
+        *be = ops;
+    return st == SINPE_OK ? check_kept(j, ops) : st;
 }
 
 int sinpe_job_check(const sinpe_job *j, const sinpe_opts *o)
 {
-    return check(j, o, 0);
+    return sinpe_job_checked(j, o, 0, NULL, NULL);
 }
 
 /* ---- memory ------------------------------------------------------------------------------ */
 
+/* The bytes of a kept buffer the caller allocates after prepare (sinpe.h: kept.reserve). */
+static int64_t reserve_bytes(const sinpe_kept *k)
+{
+    if (k->data || k->reserve <= 0)
+        return 0;
+    return k->reserve < SINPE_MAX_SPAN ? k->reserve : SINPE_MAX_SPAN;
+}
+
 /* The scratch of a job's plan: its geometry, on the stack, without allocating. */
 static int64_t scratch_bytes(const sinpe_job *j, const sinpe_opts *o)
 {
-    if (j->kind != SINPE_JOB_TABLE && j->kind != SINPE_JOB_ADD)
+    const sinpe_kind *k = sinpe_kind_of(j->kind);
+    if (!k || !k->table)
         return 0;
     static const sinpe_plan zero;
     sinpe_plan p = zero;
@@ -511,8 +542,7 @@ static int64_t scratch_bytes(const sinpe_job *j, const sinpe_opts *o)
     p.npos = sinpe_positions_alias(j) ? elements(&j->dst, j->dst.ndim - 1) : 0;
     sinpe_table_geometry(&p);
     p.nslots = (int)sinpe_table_threads(&p);
-    return sinpe_table_scratch_floats(&p) * (int64_t)sizeof(float)
-           + p.nslots * (int64_t)sizeof(sinpe_slot) + (int64_t)sizeof(sinpe_plan);
+    return sinpe_plan_scratch_bytes(&p);
 }
 
 void sinpe_job_need(const sinpe_job *j, const sinpe_opts *o, sinpe_need *need)
@@ -520,38 +550,44 @@ void sinpe_job_need(const sinpe_job *j, const sinpe_opts *o, sinpe_need *need)
     memset(need, 0, sizeof *need);
     need->physical = sinpe_physical_memory();
     if (j && o)
-        sinpe_admit(j->fresh ? j->dst.ndim : -1, j->dst.shape, j->dst.type, scratch_bytes(j, o), need);
+        sinpe_admit(j->fresh ? j->dst.ndim : -1, j->dst.shape, j->dst.type,
+                    scratch_bytes(j, o) + reserve_bytes(&j->kept), need);
 }
 
-/* The fresh destination's shape: the result's. */
-static int fresh_shape(sinpe_job *j)
+/* A fresh destination's shape, the result's, per kind (adds and rotations work in place). */
+int sinpe_table_fresh(sinpe_job *j)
+{
+    int st = check_dst(&j->dst, j->want_type);
+    if (st != SINPE_OK)
+        return st;
+    if ((int)j->pos.mode < 0 || j->pos.mode > SINPE_POS_GRID)
+        return SINPE_E_FUNC;
+    return table_shape(j, &j->dst.ndim, j->dst.shape);
+}
+
+int sinpe_map_fresh(sinpe_job *j)
 {
     sinpe_array *x = &j->dst;
-    switch (j->kind) {
-    case SINPE_JOB_TABLE: {
-        int st = check_dst(x, j->want_type);
-        if (st != SINPE_OK)
-            return st;
-        if ((int)j->pos.mode < 0 || j->pos.mode > SINPE_POS_GRID)
-            return SINPE_E_FUNC;
-        st = table_shape(j, &x->ndim, x->shape);
-        if (st != SINPE_OK)
-            return st;
-        break;
-    }
-    case SINPE_JOB_MAP:
-        x->ndim = j->src.ndim < 0 || j->src.ndim > SINPE_MAX_DIMS ? 0 : j->src.ndim;
-        memcpy(x->shape, j->src.shape, (size_t)x->ndim * sizeof(int64_t));
-        break;
-    case SINPE_JOB_FREQS:
-        x->ndim = 1;
-        x->shape[0] = j->rows;
-        break;
-    default:
-        return SINPE_E_FUNC; /* adds and rotations work in place */
-    }
-    c_order(x);
-    x->readonly = 0;
+    x->ndim = j->src.ndim < 0 || j->src.ndim > SINPE_MAX_DIMS ? 0 : j->src.ndim;
+    memcpy(x->shape, j->src.shape, (size_t)x->ndim * sizeof(int64_t));
+    return SINPE_OK;
+}
+
+int sinpe_freq_fresh(sinpe_job *j)
+{
+    j->dst.ndim = 1;
+    j->dst.shape[0] = j->rows;
+    return SINPE_OK;
+}
+
+static int fresh_shape(sinpe_job *j)
+{
+    const sinpe_kind *k = sinpe_kind_of(j->kind);
+    int st = k && k->fresh ? k->fresh(j) : SINPE_E_FUNC;
+    if (st != SINPE_OK)
+        return st;
+    c_order(&j->dst);
+    j->dst.readonly = 0;
     return SINPE_OK;
 }
 
@@ -572,10 +608,9 @@ int sinpe_admit(int ndim, const int64_t *shape, sinpe_type t, int64_t scratch, s
     return n.physical > 0 && n.fresh + n.scratch > n.physical ? SINPE_E_MEMORY : SINPE_OK;
 }
 
-int sinpe_job_prepare(sinpe_job *j, const sinpe_opts *o)
+/* A job made complete: a fresh destination's shape and strides, a growing table_rows. */
+static int complete(sinpe_job *j)
 {
-    if (!j || !o)
-        return SINPE_E_NULL;
     if (j->fresh) {
         int st = fresh_shape(j);
         if (st != SINPE_OK)
@@ -589,11 +624,26 @@ int sinpe_job_prepare(sinpe_job *j, const sinpe_opts *o)
         if (j->table_rows - len < j->offset) /* the rows' own table holds them */
             j->table_rows = 0;
     }
-    int st = check(j, o, j->fresh);
+    return SINPE_OK;
+}
+
+int sinpe_job_complete_check(sinpe_job *j, const sinpe_opts *o, sinpe_bctx *ctx,
+                             const sinpe_backend_ops **be)
+{
+    if (!j || !o)
+        return SINPE_E_NULL;
+    int st = complete(j);
+    return st == SINPE_OK ? sinpe_job_checked(j, o, j->fresh, ctx, be) : st;
+}
+
+int sinpe_job_prepare(sinpe_job *j, const sinpe_opts *o)
+{
+    int st = sinpe_job_complete_check(j, o, NULL, NULL);
     if (st != SINPE_OK)
         return st;
     const sinpe_array *x = &j->dst;
-    return sinpe_admit(j->fresh ? x->ndim : -1, x->shape, x->type, scratch_bytes(j, o), NULL);
+    return sinpe_admit(j->fresh ? x->ndim : -1, x->shape, x->type,
+                       scratch_bytes(j, o) + reserve_bytes(&j->kept), NULL);
 }
 
 const char *sinpe_strerror(int status)

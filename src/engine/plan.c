@@ -10,29 +10,6 @@
 
 #include "platform/threads.h"
 
-static void stages_of(sinpe_plan *p)
-{
-    switch (p->j.kind) {
-    case SINPE_JOB_TABLE:
-    case SINPE_JOB_ADD:
-        p->stages = sinpe_table_stages;
-        p->nstages = 4;
-        break;
-    case SINPE_JOB_ROPE:
-        p->stages = sinpe_rope_stages;
-        p->nstages = 1;
-        break;
-    case SINPE_JOB_MAP:
-        p->stages = sinpe_map_stages;
-        p->nstages = 1;
-        break;
-    default:
-        p->stages = sinpe_freq_stages;
-        p->nstages = 1;
-        break;
-    }
-}
-
 /* The elements of an array's first n axes. */
 static int64_t count_of(const sinpe_array *a, int n)
 {
@@ -48,7 +25,9 @@ static float map_argument(const void *plan, int64_t element)
     return ((const float *)p->j.src.data)[element];
 }
 
-static int table_plan(sinpe_plan *p)
+/* A table's or an add's plan laid out: geometry, threads, the backend's view; nothing
+ * allocated. */
+void sinpe_table_layout(sinpe_plan *p)
 {
     const sinpe_job *j = &p->j;
     p->c = (float)(-log(j->base) / (double)j->dst.shape[j->dst.ndim - 1]);
@@ -58,11 +37,25 @@ static int table_plan(sinpe_plan *p)
     p->nslots = (int)sinpe_table_threads(p);
     p->ctx.argument = sinpe_table_argument;
     p->ctx.src = p;
+}
+
+int64_t sinpe_plan_scratch_bytes(const sinpe_plan *p)
+{
+    int64_t nf = sinpe_kind_of(p->j.kind)->table ? sinpe_table_scratch_floats(p) : 0;
+    return nf * (int64_t)sizeof(float) + p->nslots * (int64_t)sizeof(sinpe_slot)
+           + (int64_t)sizeof(sinpe_plan);
+}
+
+/* A table's memory: the preset's program, the slots, then the floats (slots are a multiple
+ * of 8 bytes). */
+int sinpe_table_alloc(sinpe_plan *p)
+{
+    const sinpe_job *j = &p->j;
     if (j->preset && sinpe_preset_compile(j->preset, j->preset->ncol, p->be->independent,
                                           &p->prog) != SINPE_OK)
         return SINPE_E_NOMEM;
     int64_t nf = sinpe_table_scratch_floats(p);
-    if (nf > 0) { /* the slots, then the floats (slots are a multiple of 8 bytes) */
+    if (nf > 0) {
         size_t head = (size_t)p->nslots * sizeof(sinpe_slot);
         if ((uint64_t)nf > (SIZE_MAX - head) / sizeof(float)
             || !(p->mem = malloc(head + (size_t)nf * sizeof(float))))
@@ -73,48 +66,110 @@ static int table_plan(sinpe_plan *p)
     return SINPE_OK;
 }
 
-int sinpe_plan_new(const sinpe_job *j, const sinpe_opts *o, sinpe_plan **out)
+/* A plan of a checked job (ctx, be: what the check found of the options), laid out. */
+static sinpe_plan *layout(const sinpe_job *j, const sinpe_opts *o, const sinpe_bctx *ctx,
+                          const sinpe_backend_ops *be)
 {
-    if (!out)
-        return SINPE_E_NULL;
-    *out = NULL;
-    int st = sinpe_job_check(j, o);
-    if (st != SINPE_OK)
-        return st;
     sinpe_plan *p = calloc(1, sizeof *p);
     if (!p)
-        return SINPE_E_NOMEM;
+        return NULL;
     p->j = *j;
     p->o = *o;
-    sinpe_opts_check(o, &p->ctx, &p->be);
+    p->ctx = *ctx;
+    p->be = be;
     p->path = p->ctx.path;
-    stages_of(p);
-    switch (j->kind) {
-    case SINPE_JOB_TABLE:
-    case SINPE_JOB_ADD:
-        st = table_plan(p);
-        break;
-    case SINPE_JOB_ROPE:
-        sinpe_rope_setup(p);
-        break;
-    case SINPE_JOB_MAP:
-        p->count = count_of(&j->dst, j->dst.ndim);
-        p->ctx.tensor_len = p->count;
-        p->ctx.argument = map_argument;
-        p->ctx.src = p;
-        p->nslots = o->threads;
-        break;
-    default:
-        p->count = j->rows;
-        p->ctx.tensor_len = p->count;
-        p->nslots = o->threads;
-        break;
-    }
+    const sinpe_kind *k = sinpe_kind_of(j->kind); /* a checked job's kind */
+    p->stages = k->stages;
+    p->nstages = k->nstages;
+    k->layout(p);
+    return p;
+}
+
+void sinpe_map_layout(sinpe_plan *p)
+{
+    p->count = count_of(&p->j.dst, p->j.dst.ndim);
+    p->ctx.tensor_len = p->count;
+    p->ctx.argument = map_argument;
+    p->ctx.src = p;
+    p->nslots = p->o.threads;
+}
+
+void sinpe_freq_layout(sinpe_plan *p)
+{
+    p->count = p->j.rows;
+    p->ctx.tensor_len = p->count;
+    p->nslots = p->o.threads;
+}
+
+/* The plan's own memory (tables and adds only), or the plan freed on failure. */
+static int allocate(sinpe_plan *p, sinpe_plan **out)
+{
+    const sinpe_kind *k = sinpe_kind_of(p->j.kind);
+    int st = k->alloc ? k->alloc(p) : SINPE_OK;
     if (st != SINPE_OK) {
         sinpe_plan_free(p);
         return st;
     }
     *out = p;
+    return SINPE_OK;
+}
+
+int sinpe_plan_new(const sinpe_job *j, const sinpe_opts *o, sinpe_plan **out)
+{
+    if (!out)
+        return SINPE_E_NULL;
+    *out = NULL;
+    sinpe_bctx ctx;
+    const sinpe_backend_ops *be;
+    int st = sinpe_job_checked(j, o, 0, &ctx, &be);
+    if (st != SINPE_OK)
+        return st;
+    sinpe_plan *p = layout(j, o, &ctx, be);
+    return p ? allocate(p, out) : SINPE_E_NOMEM;
+}
+
+int sinpe_plan_prepare(sinpe_job *j, const sinpe_opts *o, sinpe_plan **out)
+{
+    if (!out)
+        return SINPE_E_NULL;
+    *out = NULL;
+    sinpe_bctx ctx;
+    const sinpe_backend_ops *be;
+    int st = sinpe_job_complete_check(j, o, &ctx, &be);
+    if (st != SINPE_OK)
+        return st;
+    sinpe_plan *p = layout(j, o, &ctx, be);
+    if (!p)
+        return SINPE_E_NOMEM;
+    const sinpe_array *x = &j->dst;
+    st = sinpe_admit(j->fresh ? x->ndim : -1, x->shape, x->type, sinpe_plan_scratch_bytes(p), NULL);
+    if (st != SINPE_OK) {
+        sinpe_plan_free(p);
+        return st;
+    }
+    return allocate(p, out);
+}
+
+int sinpe_plan_bind(sinpe_plan *p, void *data, const int64_t *strides)
+{
+    if (!p || !strides || !p->j.fresh)
+        return SINPE_E_NULL;
+    sinpe_array *x = &p->j.dst;
+    if (count_of(x, x->ndim) == 0) { /* nothing is written: any strides (NumPy's are 0) */
+        x->data = data;
+        return SINPE_OK;
+    }
+    if (!data)
+        return SINPE_E_NULL;
+    if ((uintptr_t)data % (uintptr_t)sinpe_type_size(x->type) != 0)
+        return SINPE_E_SHAPE;
+    for (int k = 0; k < x->ndim; k++) /* the layout the plan was made for: C order */
+        if (x->shape[k] > 1 && strides[k] != x->strides[k])
+            return SINPE_E_SHAPE;
+    x->data = data;
+    if (p->mem) /* the slots' rows aligned like the data */
+        sinpe_table_scratch_assign(p, (float *)(void *)((char *)p->mem
+                                                         + (size_t)p->nslots * sizeof(sinpe_slot)));
     return SINPE_OK;
 }
 
@@ -172,15 +227,14 @@ int sinpe_plan_step(sinpe_plan *p, int64_t budget, int *done)
 
 int sinpe_run(sinpe_job *j, const sinpe_opts *o)
 {
-    int st = sinpe_job_prepare(j, o);
-    if (st != SINPE_OK)
-        return st;
-    if (j->fresh)
-        return SINPE_E_NULL; /* the caller allocates a fresh destination */
     sinpe_plan *p;
-    st = sinpe_plan_new(j, o, &p);
+    int st = sinpe_plan_prepare(j, o, &p);
     if (st != SINPE_OK)
         return st;
+    if (j->fresh) { /* the caller allocates a fresh destination */
+        sinpe_plan_free(p);
+        return SINPE_E_NULL;
+    }
     int done = 0;
     while (st == SINPE_OK && !done)
         st = sinpe_plan_step(p, INT64_MAX, &done);

@@ -170,4 +170,6 @@ static void rope_run(sinpe_plan *p, int64_t item, int tid)
     }
 }
 
-const sinpe_stage sinpe_rope_stages[1] = { { rope_items, rope_work, rope_run } };
+const sinpe_stage sinpe_rope_stages[1] = {
+    { .items = rope_items, .work = rope_work, .run = rope_run },
+};

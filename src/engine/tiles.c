@@ -1,8 +1,11 @@
-/* Tables and in-place adds (TABLE and ADD jobs), in three stages whose items threads share:
+/* Tables and in-place adds (TABLE and ADD jobs), in four stages whose items threads share
+ * (sinpe_table_stages, in this order):
  *   0. positions that share memory with the destination are copied first (blocks of rows;
  *      NumPy's rule for outputs aliasing inputs);
  *   1. the divisors div[i] = exp((float)(2i) * c), one item per column block;
- *   2. tiles: a block of rows x a block of columns x a block of the leading axes.  A tile
+ *   2. the fill: the positions of kept rows (a cache) that this job computes into them
+ *      first (kept.fill_first .. fill_end - 1), in blocks of rows;
+ *   3. tiles: a block of rows x a block of columns x a block of the leading axes.  A tile
  *      computes its table rows once (into the destination when that is a plain float32
  *      table, else into per-thread scratch, kept while the next tile of the same thread
  *      needs the same rows) and stores or adds them to each element of its leading-axes
@@ -281,12 +284,13 @@ static const float *kept_row(const sinpe_plan *p, int64_t position, int64_t j0)
 static int kept_positions(const sinpe_plan *p, const float *pos, int64_t n)
 {
     const sinpe_kept *k = &p->j.kept;
-    if (!k->data)
+    int64_t lo, hi; /* the rows filled (sinpe.h): never the buffer's other rows */
+    if (!k->data || sinpe_kept_span(k, &lo, &hi) != SINPE_OK || hi <= lo)
         return 0;
     for (int64_t r = 0; r < n; r++) {
         float q = pos[r];
-        if (!(q >= (float)k->first && q < (float)k->first + (float)k->rows)
-            || q != (float)(int64_t)q || (int64_t)q - k->first >= k->rows)
+        if (!(q >= (float)lo && q <= (float)hi) || q != (float)(int64_t)q
+            || (int64_t)q < lo || (int64_t)q >= hi)
             return 0;
     }
     return 1;
@@ -406,10 +410,10 @@ static int64_t tile_work(const sinpe_plan *p)
 }
 
 const sinpe_stage sinpe_table_stages[4] = {
-    { poscopy_items, poscopy_work, run_poscopy },
-    { divisor_items, divisor_work, run_divisors },
-    { fill_items, fill_work, run_fill },
-    { tile_items, tile_work, run_tile },
+    { .items = poscopy_items, .work = poscopy_work, .run = run_poscopy },
+    { .items = divisor_items, .work = divisor_work, .run = run_divisors },
+    { .items = fill_items, .work = fill_work, .run = run_fill },
+    { .items = tile_items, .work = tile_work, .run = run_tile },
 };
 
 /* ---- geometry and scratch ---------------------------------------------------------------- */

@@ -13,8 +13,9 @@
  * Everything is a job (sinpe_job): a table written, a table added in place, a rotary
  * rotation, an elementwise map, or a frequency vector.  One check (sinpe_job_check) holds
  * every rule, memory included; a plan runs a checked job in steps of bounded work so that
- * a caller can stop between steps (Ctrl-C).  Backends and code paths are registries,
- * addressed by index (sinpe_backend_find, sinpe_path_find).  Functions return a status
+ * a caller can stop between steps (Ctrl-C); sinpe_plan_prepare checks and plans in one
+ * go, each rule once.  Backends and code paths are registries,
+ * addressed by index (sinpe_backend_find, sinpe_path_name).  Functions return a status
  * code; nothing aborts.
  */
 #ifndef SINPE_H
@@ -101,7 +102,6 @@ int sinpe_backend_threading_layer(int backend);    /* mkl_rt's threading layer, 
  * it; best: the last available and verified path. */
 int sinpe_path_count(void);
 const char *sinpe_path_name(int path);
-int sinpe_path_find(const char *name);
 int sinpe_path_available(int path);
 int sinpe_path_verified(int path);
 int sinpe_path_best(void);
@@ -218,6 +218,9 @@ typedef struct {
     float *data;                  /* NULL: none */
     int64_t first, rows, stride;  /* positions first .. first + rows - 1; stride in floats */
     int64_t fill_first, fill_end; /* positions computed into it first */
+    int64_t ready_first, ready_end; /* positions the caller filled before (none: empty) */
+    int64_t reserve;              /* bytes the caller allocates for it after prepare (data
+                                   * NULL then), counted by the memory rule */
 } sinpe_kept;
 
 /* A job.  Every kind writes dst (see sinpe_job_kind); fresh = 1 says dst.data is allocated
@@ -251,9 +254,13 @@ typedef struct {
  *   job's table that the caller keeps (a cache of earlier calls; NULL data: none).  Row r of
  *   kept.data holds position kept.first + r (all cols values, kept.stride floats apart);
  *   positions kept.fill_first .. kept.fill_end - 1 are computed into it first, as this job
- *   computes its rows, and the others are read as they are.  By offset every row must lie
- *   in it; by positions (backends whose results do not couple only) integral positions in
- *   it are read, the others computed.  Not with own_tensor; it must not share memory with
+ *   computes its rows; kept.ready_first .. ready_end - 1 are the rows the caller filled
+ *   before, read as they are.  Only rows of these two ranges (one interval together) are
+ *   read, whatever else the buffer holds: by offset every row must lie in them; by
+ *   positions (backends whose results do not couple only) integral positions in them are
+ *   read, the others computed.  kept.reserve: bytes of a buffer the caller allocates after
+ *   sinpe_job_prepare (data NULL until then; the job is checked again once it is set),
+ *   counted with the fresh destination by the memory rule.  Not with own_tensor; it must not share memory with
  *   dst.
  * MAP: dst (float32) = func(src) for src (float32, C order) of dst's shape.
  * FREQS: dst (rows values, float32, or float64 for POW64) = the frequency vector *freq. */
@@ -318,6 +325,15 @@ int sinpe_admit(int ndim, const int64_t *shape, sinpe_type t, int64_t scratch, s
  * job stopped between steps has done a prefix of that order. */
 typedef struct sinpe_plan sinpe_plan;
 int sinpe_plan_new(const sinpe_job *j, const sinpe_opts *o, sinpe_plan **plan);
+/* One call's preparation with every check run once: completes the job as sinpe_job_prepare
+ * does, checks it, lays out its plan, admits its memory (a fresh destination plus the
+ * scratch) and allocates the scratch; writes nothing.  For a fresh job the caller then
+ * allocates the destination (C order, of the shape prepare set) and hands it over with
+ * sinpe_plan_bind before the first step (SINPE_E_SHAPE when its strides or alignment are
+ * not the ones the plan was laid out for).  The plan keeps its own copy of the job, so a
+ * job changed after preparing changes nothing the plan does. */
+int sinpe_plan_prepare(sinpe_job *j, const sinpe_opts *o, sinpe_plan **plan);
+int sinpe_plan_bind(sinpe_plan *p, void *data, const int64_t *strides);
 int sinpe_plan_step(sinpe_plan *p, int64_t budget, int *done);
 void sinpe_plan_free(sinpe_plan *p);
 

@@ -123,7 +123,6 @@ static const sinpe_verification avx2_records[] = {
 };
 
 #define PATH_OPS sinpe_path_avx2
-#define PATH_NAME "avx2"
 #define PATH_SUPPORTED avx2_supported
 #define PATH_RECORDS avx2_records
 #define PATH_TARGET TARGET

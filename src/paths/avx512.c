@@ -121,7 +121,6 @@ TARGET static inline void avx512_pairs16(float *dst, __m512 s, __m512 c)
 }
 
 #define PATH_OPS sinpe_path_avx512
-#define PATH_NAME "avx512"
 #define PATH_SUPPORTED avx512_supported
 #define PATH_RECORDS avx512_records
 #define PATH_TARGET TARGET

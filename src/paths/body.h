@@ -5,7 +5,6 @@
  *
  * The path file defines:
  *   PATH_OPS              the name of its table (sinpe_path_avx2, ...)
- *   PATH_NAME             its name ("avx2")
  *   PATH_SUPPORTED        int (*)(void): the CPU (and OS) can run it
  *   PATH_RECORDS          a static const sinpe_verification array: its exhaustive checks
  *   PATH_TARGET           the function attribute its code needs (or nothing)
@@ -221,14 +220,20 @@ PATH_TARGET static void FN(rope_half)(void *v, const float *c, const float *s, s
         FN(rope_body)(v, c, s, h, SINPE_HALF_F32);
 }
 #undef PATH_INLINE
-#define PATH_HALF_OPS FN(half), FN(rope_half)
+#define PATH_HALF_OPS .half = FN(half), .rope_half = FN(rope_half)
 #else
-#define PATH_HALF_OPS sinpe_half_scalar, sinpe_rope_half_scalar
+#define PATH_HALF_OPS .half = sinpe_half_scalar, .rope_half = sinpe_rope_half_scalar
 #endif
 
 const sinpe_path_ops PATH_OPS = {
-    PATH_NAME, PATH_SUPPORTED, FN(rows), FN(sincos), FN(interleave), FN(add), PATH_HALF_OPS,
-    PATH_RECORDS, (int)(sizeof PATH_RECORDS / sizeof PATH_RECORDS[0]),
+    .supported = PATH_SUPPORTED,
+    .rows = FN(rows),
+    .sincos = FN(sincos),
+    .interleave = FN(interleave),
+    .add = FN(add),
+    PATH_HALF_OPS,
+    .records = PATH_RECORDS,
+    .nrecords = (int)(sizeof PATH_RECORDS / sizeof PATH_RECORDS[0]),
 };
 #undef PATH_HALF_OPS
 

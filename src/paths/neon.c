@@ -106,7 +106,6 @@ static inline void neon_pairs_st2(float *dst, float32x4_t s, float32x4_t c)
 }
 
 #define PATH_OPS sinpe_path_neon
-#define PATH_NAME "neon"
 #define PATH_SUPPORTED neon_supported
 #define PATH_RECORDS neon_records
 #define PATH_TARGET

@@ -28,7 +28,6 @@ typedef struct {
 } sinpe_verification;
 
 typedef struct {
-    const char *name;
     /* 1 when this CPU (and OS) can run the path; called once, by the registry */
     int (*supported)(void);
     /* nrows rows of 2*half floats (sin, cos interleaved) at out + r*ostride (floats); row r
@@ -55,8 +54,13 @@ typedef struct {
     int nrecords;
 } sinpe_path_ops;
 
-/* The registry (paths/registry.c): paths by index, in the order scalar, avx2, avx512,
- * neon (fastest last among those a CPU has). */
+/* The code paths by index, fastest last among those a CPU has: the one list of their names
+ * (the registry, the public API and, through the binding's PATHS, the package read it). */
+#define SINPE_PATH_LIST(X) X(SCALAR, "scalar") X(AVX2, "avx2") X(AVX512, "avx512") X(NEON, "neon")
+#define SINPE_PATH_ENUM_(id, name) SINPE_PATH_##id,
+enum { SINPE_PATH_LIST(SINPE_PATH_ENUM_) SINPE_PATH_COUNT };
+
+/* The registry (paths/registry.c). */
 int sinpe_paths_count(void);
 const char *sinpe_paths_name(int p);             /* every path's, built in or not */
 const sinpe_path_ops *sinpe_paths_entry(int p); /* NULL when not built in */

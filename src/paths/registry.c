@@ -17,17 +17,17 @@ extern const sinpe_path_ops sinpe_path_neon;
 #define ARM_PATH(p) NULL
 #endif
 
-/* Fastest last among those one CPU has; a path not built here keeps its name. */
-static const struct {
-    const char *name;
-    const sinpe_path_ops *ops;
-} PATHS[] = {
-    { "scalar", &sinpe_path_scalar },
-    { "avx2", X86_PATH(sinpe_path_avx2) },
-    { "avx512", X86_PATH(sinpe_path_avx512) },
-    { "neon", ARM_PATH(sinpe_path_neon) },
+/* Every path of the list (path.h: SINPE_PATH_LIST), NULL where not built; a path not built
+ * here keeps its name. */
+#define SINPE_PATH_NAME_(id, name) [SINPE_PATH_##id] = name,
+static const char *const NAMES[SINPE_PATH_COUNT] = { SINPE_PATH_LIST(SINPE_PATH_NAME_) };
+static const sinpe_path_ops *const PATHS[SINPE_PATH_COUNT] = {
+    [SINPE_PATH_SCALAR] = &sinpe_path_scalar,
+    [SINPE_PATH_AVX2] = X86_PATH(sinpe_path_avx2),
+    [SINPE_PATH_AVX512] = X86_PATH(sinpe_path_avx512),
+    [SINPE_PATH_NEON] = ARM_PATH(sinpe_path_neon),
 };
-#define NPATHS ((int)(sizeof PATHS / sizeof PATHS[0]))
+#define NPATHS SINPE_PATH_COUNT
 
 int sinpe_paths_count(void)
 {
@@ -36,12 +36,12 @@ int sinpe_paths_count(void)
 
 const char *sinpe_paths_name(int p)
 {
-    return p >= 0 && p < NPATHS ? PATHS[p].name : NULL;
+    return p >= 0 && p < NPATHS ? NAMES[p] : NULL;
 }
 
 const sinpe_path_ops *sinpe_paths_entry(int p)
 {
-    return p >= 0 && p < NPATHS ? PATHS[p].ops : NULL;
+    return p >= 0 && p < NPATHS ? PATHS[p] : NULL;
 }
 
 const sinpe_path_ops *sinpe_paths_get(int p)

@@ -175,6 +175,13 @@ static const sinpe_verification scalar_records[] = {
 };
 
 const sinpe_path_ops sinpe_path_scalar = {
-    "scalar", scalar_supported, scalar_rows, sinpe_sincos_scalar, scalar_interleave, scalar_add,
-    sinpe_half_scalar, sinpe_rope_half_scalar, scalar_records, (int)(sizeof scalar_records / sizeof scalar_records[0]),
+    .supported = scalar_supported,
+    .rows = scalar_rows,
+    .sincos = sinpe_sincos_scalar,
+    .interleave = scalar_interleave,
+    .add = scalar_add,
+    .half = sinpe_half_scalar,
+    .rope_half = sinpe_rope_half_scalar,
+    .records = scalar_records,
+    .nrecords = (int)(sizeof scalar_records / sizeof scalar_records[0]),
 };

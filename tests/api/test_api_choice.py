@@ -85,18 +85,62 @@ def test_text_signatures():
         assert f.__doc__ and inspect.signature(f).parameters
 
 
+def test_binding_stubs_match_its_signatures_and_keywords_work():
+    """sinpe/_sinpe.pyi says what the binding's text signatures say (names, order, which are
+    positional only), and table/add/rope/freqs take every argument by keyword too."""
+    import ast
+    import inspect
+
+    import numpy as np
+    from sinpe import _sinpe
+    with open(os.path.join(os.path.dirname(sinpe.__file__), "_sinpe.pyi")) as f:
+        tree = ast.parse(f.read())
+    stubs = {d.name: d.args for d in tree.body if isinstance(d, ast.FunctionDef)}
+    names = {n for n in dir(_sinpe) if callable(getattr(_sinpe, n)) and not n.startswith("__")}
+    assert set(stubs) == names
+    for name, args in stubs.items():
+        sig = inspect.signature(getattr(_sinpe, name))
+        stub = [(a.arg, "POSITIONAL_ONLY") for a in args.posonlyargs] + \
+            [(a.arg, "POSITIONAL_OR_KEYWORD") for a in args.args]
+        assert stub == [(p.name, p.kind.name) for p in sig.parameters.values()], name
+    for name in ("table", "add", "rope", "freqs"):
+        kinds = {p.kind for p in inspect.signature(getattr(_sinpe, name)).parameters.values()}
+        assert kinds == {inspect.Parameter.POSITIONAL_OR_KEYWORD}, name
+    assert _sinpe.BACKENDS == tuple(b[0] for b in _sinpe.registry()["backends"])
+    assert _sinpe.PATHS == tuple(p[0] for p in _sinpe.registry()["paths"])
+    # the options' 7-tuple (convert.c): builtin backend, the scalar path, 1 thread, SLEEF u10,
+    # 4 lanes, 1 torch thread, default pow lanes
+    core = (_sinpe.BACKENDS.index("builtin"), _sinpe.PATHS.index("scalar"), 1, 0, 4, 1, 0)
+    by_position = _sinpe.freqs(core, 0, 8, 0, 2, 1, -0.5, 1.0, 1.0, 10000.0, False, "base")
+    by_keyword = _sinpe.freqs(base_name="base", recip=False, base=10000.0, m=1.0, b=1.0, a=-0.5,
+                              group=1, step=2, start=0, n=8, kind=0, opts=core)
+    assert by_position.view(np.uint32).tolist() == by_keyword.view(np.uint32).tolist()
+    x = np.zeros((3, 8), np.float32)
+    _sinpe.add(core, x, 10000.0, 0, None, 0, True, None)
+    y = np.zeros((3, 8), np.float32)
+    _sinpe.add(kept=None, grow=True, table_rows=0, positions=None, offset=0, base=10000.0, x=y,
+               opts=core)
+    assert x.any() and x.view(np.uint32).tolist() == y.view(np.uint32).tolist()
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
+        _sinpe.add(core, x, 10000.0, 0, None, 0, True, None, nope=1)
+    with pytest.raises(TypeError, match="multiple values for argument 'x'"):
+        _sinpe.add(core, x, 10000.0, 0, None, 0, True, None, x=x)
+    with pytest.raises(TypeError, match="missing required argument 'kept'"):
+        _sinpe.add(core, x, 10000.0, 0, None, 0, True)
+
+
 @pytest.mark.needs_torch
 @pytest.mark.x86_64
 def test_numerics_with_another_onemkl_release(monkeypatch):
-    real = sinpe._choice.library_info
+    real = sinpe._backends.records.library_info
     other = "Intel(R) oneAPI Math Kernel Library Version 2025.3-Product Build 20251007 for " \
             "Intel(R) 64 architecture applications"
 
     def info(lib):
         d = real(lib)
         return dict(d, version=other) if lib == "mkl" and d else d
-    monkeypatch.setattr(sinpe._choice, "library_info", info)
-    old = sinpe._choice.get_default()
+    monkeypatch.setattr(sinpe._backends.records, "library_info", info)
+    old = sinpe._policy.get_default()
     sinpe.set_backend("mkl")
     try:
         n = sinpe.numerics()
@@ -106,9 +150,9 @@ def test_numerics_with_another_onemkl_release(monkeypatch):
     assert "2025.3" in n["reproduces"] and "not torch's bits" in n["reproduces"]
     assert "vmsExp differs" in n["reproduces"] and "vmsExp differs" in n["mkl"]["why_not_chosen"]
     assert "2024.2 VML" not in n["reproduces"]
-    from sinpe import _choice
+    from sinpe._backends import policy
     monkeypatch.delitem(sys.modules, "torch")  # as if torch were not imported
-    assert _choice.auto() == "builtin"  # another release is never chosen automatically
+    assert policy.auto() == "builtin"  # another release is never chosen automatically
 
 
 # ---- the automatic choice and the fallbacks (x86-64: torch's oneMKL, the mkl wheel) ------
@@ -199,7 +243,7 @@ def test_torch_package_without_its_library(tmp_path):
 
 @pytest.mark.x86_64
 def test_no_torch_installed(monkeypatch):
-    from sinpe import _torchlib
+    from sinpe._backends import torchlib as _torchlib
     monkeypatch.delitem(sys.modules, "torch", raising=False)
     monkeypatch.setattr(_torchlib.importlib.util, "find_spec", lambda name: None)
     monkeypatch.delenv("SINPE_TORCH_LIBRARY", raising=False)
@@ -208,7 +252,7 @@ def test_no_torch_installed(monkeypatch):
 
 @pytest.mark.x86_64
 def test_find_mkl_takes_the_2026_library_name(monkeypatch, tmp_path):
-    from sinpe import _mkl
+    from sinpe._backends import mkl as _mkl
     lib = tmp_path / "lib" / "libmkl_rt.so.3"
     lib.parent.mkdir()
     lib.write_bytes(b"")
@@ -228,14 +272,14 @@ def test_find_mkl_takes_the_2026_library_name(monkeypatch, tmp_path):
     ("Version 2026.2-Product Build 20260915", False), ("Version 2023.2-Product", False),
     ("no version here", False)])
 def test_mkl_release_table(version, equal):
-    from sinpe import _mkl
+    from sinpe._backends import mkl as _mkl
     assert _mkl.release_matches(version) is equal
 
 
 @pytest.mark.x86_64
 @pytest.mark.needs_torch
 def test_pinned_backend_and_auto():
-    old = sinpe._choice.get_default()
+    old = sinpe._policy.get_default()
     try:
         sinpe.set_backend("builtin")
         assert sinpe.get_backend() == "builtin" and sinpe.numerics()["default"] == "builtin"
@@ -274,7 +318,7 @@ def test_torch_backend_in_a_forked_child_after_parallel_torch_work():
 def test_torch_module_uses_torch_kernels_whatever_the_default():
     from reference import SinusoidalPositionalEncoding as Ref
     from sinpe.torch import SinusoidalPositionalEncoding
-    old = sinpe._choice.get_default()
+    old = sinpe._policy.get_default()
     sinpe.set_backend("builtin")
     try:
         m = SinusoidalPositionalEncoding(512, 2000)
@@ -361,3 +405,34 @@ def test_set_kernel_errors():
     if platform.machine().lower() in ("x86_64", "amd64"):
         with pytest.raises(RuntimeError, match="kernel 'neon' is not available"):
             sinpe.set_kernel("neon")
+
+
+# ---- the backends as data ---------------------------------------------------------------
+
+def test_every_backend_the_core_registers_has_one_record_and_backends_is_derived():
+    from sinpe._backends import records
+    core = sinpe._sinpe.registry()["backends"]  # (name, has a library, independent)
+    assert sorted(r.name for r in records.BACKENDS) == sorted(sinpe._sinpe.BACKENDS)
+    assert len(records.BY_NAME) == len(records.BACKENDS)  # one record per name
+    for name, library, independent in core:
+        rec = records.BY_NAME[name]
+        assert (rec.finder is not None) == bool(library), name  # a loader iff a library
+        assert records.INDEPENDENT[records.BACKEND_INDEX[name]] == bool(independent)
+        assert isinstance(rec.sentence(name, None), str) and rec.sentence(name, None)
+    assert records.BACKENDS[-1].name == "builtin" and records.BACKENDS[-1].auto()  # the fallback
+    names = set(records.BY_NAME) | set(records.BY_PROFILE)
+    assert set(sinpe.backends()) == names == set(records.NAMES)
+    for name in names:  # every name a call may pass resolves, or says why not
+        try:
+            sinpe._policy.resolve(name)
+        except RuntimeError as exc:
+            assert name in str(exc) and not sinpe.backends()[name]
+
+
+def test_the_typing_literals_name_what_the_records_and_the_core_register():
+    import typing
+
+    from sinpe import _types
+    from sinpe._backends import records
+    assert set(typing.get_args(_types.Name)) == {"auto"} | set(records.NAMES)
+    assert list(typing.get_args(_types.Kernel)) == records.PATH_NAMES

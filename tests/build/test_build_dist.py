@@ -55,7 +55,8 @@ def tree_files():
     want = {"README.md", "LICENSE", "pyproject.toml", "setup.py", "MANIFEST.in",
             "src/sources.txt", "tools/gen_constants.py", "tools/Makefile", "tools/smoke.py",
             "examples/quickstart.ipynb"}
-    for pat in ["src/*/*.c", "src/*/*.h", "sinpe/*.py", "sinpe/*.pyi", "sinpe/py.typed",
+    for pat in ["src/*/*.c", "src/*/*.h", "sinpe/*.py", "sinpe/*/*.py", "sinpe/*.pyi",
+                "sinpe/py.typed",
                 "tests/*.py", "tests/*/*.py", "tests/*.txt", "tests/c/*.c", "tests/data/*",
                 "tools/*.c", "tools/*.py", "tools/*.sh"]:
         want |= {os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, pat))}

@@ -60,7 +60,7 @@ def test_includes_point_only_downward():
     assert not bad, "\n".join(bad)
 
 
-def test_no_c_file_is_too_long_and_the_binding_calls_no_python_of_the_package():
+def test_no_c_file_is_too_long():
     long = []
     for rel in _core_files():
         with open(os.path.join(ROOT, "src", rel)) as f:
@@ -68,10 +68,87 @@ def test_no_c_file_is_too_long_and_the_binding_calls_no_python_of_the_package():
         if text.count("\n") > 800:
             long.append(f"{rel}: {text.count(chr(10))} lines")
     assert not long, long
-    with open(os.path.join(ROOT, "src", "binding", "_sinpe.c")) as f:
-        binding = f.read()
-    for call in ("PyObject_Call", "PyImport_Import", "PyEval_Call", "PyObject_Vectorcall"):
-        assert call not in binding, call
+
+
+def _functions(text):
+    """(name, first line, lines) of each function defined at the left margin of a C file."""
+    import re
+    lines = text.split("\n")
+    out = []
+    for i, line in enumerate(lines):
+        if line == "{" and i > 0:
+            head = next(lines[k] for k in range(i - 1, -1, -1) if "(" in lines[k])
+            m = re.search(r"(\w+)\s*\(", head)
+            end = lines.index("}", i)
+            out.append((m.group(1) if m else "?", i, end - i + 1))
+    return out
+
+
+#: Calls from the binding into Python, each allowed in one function only: the caller's own
+#: array's DLPack protocol (__dlpack__), torch's negative-view bit (is_neg), and the kept
+#: buffer's maker the caller passes (kept=(reserve, make): called once the job is checked, so
+#: that a cache allocates nothing for a call its rules refuse; issue 25).
+_PY_CALLS = ("PyObject_Call", "PyImport_", "PyEval_", "Vectorcall", "PyRun_")
+_PY_CALLS_ALLOWED = {"dlpack_capsule", "negated_view", "make_kept"}
+
+
+def test_the_binding_calls_no_python_of_the_package():
+    """Every binding file: no import, no evaluation, and calls into Python objects only
+    where an argument's own protocol is asked (never a module of the package)."""
+    import re
+    bad = []
+    for rel in _core_files():
+        if not rel.startswith("binding/"):
+            continue
+        with open(os.path.join(ROOT, "src", rel)) as f:
+            text = f.read()
+        lines = text.split("\n")
+        spans = _functions(text)
+        for n, line in enumerate(lines):
+            if not any(c in line for c in _PY_CALLS):
+                continue
+            owner = [name for name, first, count in spans if first <= n < first + count]
+            if not owner or owner[0] not in _PY_CALLS_ALLOWED:
+                bad.append(f"src/{rel}:{n + 1}: {line.strip()}")
+        assert not re.search(r"[\"']sinpe\.(?!h\")", text), rel  # no module of the package
+    assert not bad, "\n".join(bad)
+
+
+def test_binding_files_use_each_other_one_way():
+    """No circle among the binding's files: who defines what (external functions and data)
+    and who uses it form a graph without a cycle; call.c uses no other binding file."""
+    import re
+    files = [r for r in _core_files() if r.startswith("binding/") and r.endswith(".c")]
+    texts = {}
+    for r in files:
+        with open(os.path.join(ROOT, "src", r)) as f:
+            texts[r] = f.read()
+    defines = {}
+    for r, t in texts.items():
+        for m in re.finditer(r"^(?!static|typedef|extern)[A-Za-z][\w\s\*]*?\b(\w+)\s*(?:\(|\[)", t, re.M):
+            defines.setdefault(m.group(1), r)
+    uses = {r: {defines[n] for n in set(re.findall(r"\b(\w+)\b", t))
+                if n in defines and defines[n] != r} for r, t in texts.items()}
+    assert uses["binding/call.c"] == set(), uses
+
+    def reach(a, seen):
+        for b in uses[a]:
+            if b not in seen:
+                seen.add(b)
+                reach(b, seen)
+        return seen
+    circles = [r for r in files if r in reach(r, set())]
+    assert not circles, uses
+
+
+def test_no_c_function_is_longer_than_100_lines():
+    """Small functions (docs/layout.md); generated headers hold data, not functions."""
+    long = []
+    for rel in _core_files():
+        with open(os.path.join(ROOT, "src", rel)) as f:
+            text = f.read()
+        long += [f"src/{rel}: {name} ({n} lines)" for name, _, n in _functions(text) if n > 100]
+    assert not long, long
 
 
 def test_nothing_cites_files_users_do_not_have():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import sinpe
-from conftest import BF16, TIME_SCALE, run_python, same
+from conftest import BF16, TIME_SCALE, ctrl_c_latency, run_python, same
 from sinpe import presets as P
 
 RNG = np.random.default_rng(17)
@@ -77,6 +77,10 @@ def _presets_with_out():
         "tensor2tensor": (lambda **k: P.tensor2tensor(5, 8, **k), (1, 5, 8)),
         "tensor2tensor_neg": (lambda **k: P.tensor2tensor(5, 8, start_index=-3, **k), (1, 5, 8)),
         "tf_tutorial_legacy": (lambda **k: P.tf_tutorial(5, 8, legacy=True, **k), (1, 5, 8)),
+        "tf_tutorial": (lambda **k: P.tf_tutorial(5, 7, **k), (5, 8)),
+        "xlm": (lambda **k: P.xlm(5, 7, **k), (5, 7)),
+        "marian": (lambda **k: P.marian(5, 7, **k), (5, 7)),
+        "flax_sinusoidal_init": (lambda **k: P.flax_sinusoidal_init(5, 9, **k), (1, 5, 9)),
         "fairseq": (lambda **k: P.fairseq(5, 8, **k), (5, 8)),
         "mae_2d": (lambda **k: P.mae_2d(8, 2, True, **k), (5, 8)),
         "timm_2d": (lambda **k: P.timm_2d((2, 3), 8, **k), (6, 8)),
@@ -112,7 +116,9 @@ def test_presets_out_follows_the_core_rule(name):
 
 def test_results_are_writable_fresh_arrays():
     for r in (P.tatp22_1d(4, (1, 3, 4)), P.keras_hub((1, 3, 4)), P.keras_hub((3, 4)),
-              P.tatp22_2d(4, (1, 2, 2, 4)), *P.llama_rope(8, 4), P.alibi_bias(None, 2, seq_length=3)):
+              P.tatp22_2d(4, (1, 2, 2, 4)), *P.llama_rope(8, 4), P.alibi_bias(None, 2, seq_length=3),
+              P.xlm(3, 4), P.tf_tutorial(3, 4), P.flax_sinusoidal_init(3, 5), P.mae_2d(4, 2),
+              P.keras_hub_rotary(np.ones((1, 3, 4)))):
         assert r.flags.writeable and r.flags.c_contiguous
     x16 = np.zeros((2, 3, 4), np.float16)  # tatp22: the tensor's dtype is the result's
     assert P.tatp22_1d(4, x16).dtype == np.float16
@@ -284,12 +290,11 @@ print("ok")
 def test_apply_rope_ctrl_c(dt, threads):
     """On the scalar path one call takes about a second; calls repeat until the signal
     lands (the vector paths rotate this in a tenth of that)."""
-    from test_robust_runtime import _latency
     x = np.zeros((1, 16, 65536, 128), dt)
     old = sinpe.get_kernel()
     sinpe.set_kernel("scalar")
     try:
-        latency = _latency(lambda: sinpe.apply_rope(x, backend="builtin", threads=threads),
+        latency = ctrl_c_latency(lambda: sinpe.apply_rope(x, backend="builtin", threads=threads),
                            after=0.5, repeat=True)
     finally:
         sinpe.set_kernel(old)

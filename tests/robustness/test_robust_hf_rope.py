@@ -5,11 +5,10 @@ anything is allocated; and the edge cases where transformers returns a result (s
 position_ids' own dtype, NaN positions, empty sequences) bit for bit with it."""
 import time
 
-import ml_dtypes
 import numpy as np
 import pytest
 
-from conftest import TORCH_FREE
+from conftest import TORCH_FREE, same
 
 if not TORCH_FREE:  # the torch-free passes deselect every test here (needs_torch)
     import torch
@@ -17,23 +16,6 @@ if not TORCH_FREE:  # the torch-free passes deselect every test here (needs_torc
     from sinpe.presets import hf_rope
 
 pytestmark = [pytest.mark.needs_torch, pytest.mark.oracle_packages]
-
-
-def bits(a):
-    a = np.asarray(a)
-    return a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
-
-
-def to_np(t):
-    t = t.detach()
-    return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16) if t.dtype == torch.bfloat16 \
-        else t.numpy()
-
-
-def same(got, want, what):
-    want = to_np(want)
-    assert got.shape == want.shape and got.dtype == want.dtype, what
-    assert np.array_equal(bits(got), bits(want)), f"{what}: bits differ"
 
 
 def llama(rp, mpe=4096):
@@ -70,8 +52,8 @@ def test_seq_len_in_position_ids_dtype(rp, mpe, pos):
     cfg = llama(rp, mpe)
     c, s = hf_module(cfg, pos)
     mc, ms = hf_rope(cfg, pos)
-    same(mc, c, "cos")
-    same(ms, s, "sin")
+    assert same(mc, c), "cos"
+    assert same(ms, s), "sin"
 
 
 def test_float_positions_regrowth_refused():
@@ -94,8 +76,8 @@ def test_huge_positions_refused_before_reading_them():
 def test_int_positions():
     cfg = llama(DYN)
     c, s = hf_module(cfg, torch.arange(5000)[None])
-    same(hf_rope(cfg, np.int64(5000))[0], c, "np.int64 n")
-    same(hf_rope(cfg, 5000)[1], s, "int n")
+    assert same(hf_rope(cfg, np.int64(5000))[0], c), "np.int64 n"
+    assert same(hf_rope(cfg, 5000)[1], s), "int n"
 
 
 def test_meta_tensors_named():
@@ -165,3 +147,224 @@ def test_apply_rotary_pos_emb_empty_sequence(dtype):
                           MD.apply_rotary_pos_emb_interleave)):
         for a, b in zip(mine(q, k, cos, sin), theirs(q, k, cos, sin)):
             assert a.shape == b.shape and a.dtype == b.dtype
+
+
+# ---- issue 25: compute what transformers computes, or refuse with the true rule -------------
+
+def _compare_or_both_raise(cfg, pos, exc=None):
+    """hf_rope is transformers' module bit for bit, or (exc given) both raise it."""
+    if exc is not None:
+        with pytest.raises(exc):
+            hf_module(cfg, pos)
+        return
+    c, s = hf_module(cfg, pos)
+    mc, ms = hf_rope(cfg, pos)
+    assert same(mc, c), "cos"
+    assert same(ms, s), "sin"
+
+
+LLAMA3 = {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 1024}
+SCALED = {"default": {}, "linear": {"factor": 2.0}, "dynamic": {"factor": 2.0},
+          "yarn": {"factor": 4.0, "original_max_position_embeddings": 1024},
+          "longrope": {"short_factor": [1.5] * 32, "long_factor": [3.0] * 32,
+                       "original_max_position_embeddings": 1024},
+          "llama3": LLAMA3, "proportional": {"factor": 2.0, "partial_rotary_factor": 0.5}}
+
+
+@pytest.mark.parametrize("rope_type", sorted(SCALED))
+@pytest.mark.parametrize("theta", [1e39, 3.4028235e38, 3.4028236e38, float("inf")])
+def test_rope_theta_past_float32_is_transformers_tables(rope_type, theta):
+    """rope_theta finite as a Python float but inf in float32 (torch's pow rounds it): inv_freq
+    1, 0, 0, ... and finite tables in transformers: the same bits, inside and past the
+    trained length."""
+    rp = dict(SCALED[rope_type], rope_type=rope_type, rope_theta=theta)
+    for pos in (np.array([[0, 1, 5, 100]]), np.array([[0, 5000]])):
+        _compare_or_both_raise(llama(rp, 8192 if rope_type != "dynamic" else 4096), pos)
+
+
+@pytest.mark.parametrize("factor", [1e15, 1e16, 1e20, 1e30])
+def test_dynamic_huge_factor_past_max_position_embeddings(factor):
+    """The init-time base (0 for factor >= 1e16 in Python floats) is replaced by the regrowth,
+    whose float32 base is finite: transformers' tables are finite, and so are hf_rope's."""
+    _compare_or_both_raise(llama(dict(DYN, factor=factor)), np.array([[0, 5000]]))
+
+
+@pytest.mark.parametrize("factor, pos", [(1e16, [[0, 50]]), (1e40, [[0, 5000]])])
+def test_dynamic_factor_with_nan_tables_refused_by_its_rule(factor, pos):
+    c, _ = hf_module(llama(dict(DYN, factor=factor)), np.array(pos))
+    assert torch.isnan(c).any()  # transformers' tables hold NaN there
+    with pytest.raises(ValueError, match=r"factor.*not > 0 in float32.*NaN"):
+        hf_rope(llama(dict(DYN, factor=factor)), np.array(pos))
+
+
+@pytest.mark.parametrize("rope_type", sorted(SCALED))
+def test_rotary_dim_zero(rope_type):
+    """partial_rotary_factor 0 (a rotary dim of 0): transformers' tables (empty where the
+    init honours the factor), or its own failure."""
+    rp = dict(SCALED[rope_type], rope_type=rope_type, rope_theta=1e4, partial_rotary_factor=0.0)
+    rp.pop("short_factor", None), rp.pop("long_factor", None)
+    if rope_type == "longrope":
+        rp.update(short_factor=[], long_factor=[])
+    for pos in (np.array([[0, 1, 5]]), np.array([[0, 5000]])):
+        try:
+            c, s = hf_module(llama(rp, 8192), pos)
+        except Exception as e:  # transformers fails: hf_rope refuses
+            with pytest.raises((TypeError, ValueError, OverflowError, NotImplementedError)):
+                hf_rope(llama(rp, 8192), pos)
+            print(rope_type, "transformers raised", type(e).__name__)
+            continue
+        mc, ms = hf_rope(llama(rp, 8192), pos)
+        assert same(mc, c), "cos"
+        assert same(ms, s), "sin"
+
+
+@pytest.mark.parametrize("key, pos", [("short_factor", [[0, 5]]), ("long_factor", [[0, 5000]])])
+def test_none_in_longrope_factors_refused(key, pos):
+    rp = dict(LONG)
+    rp[key] = [1.5] * 31 + [None]
+    cfg = llama(rp, 8192)
+    with pytest.raises(TypeError):  # torch.tensor([..., None])
+        hf_module(cfg, np.array(pos))
+    with pytest.raises(TypeError, match=rf"{key}.*None at index 31"):
+        hf_rope(cfg, np.array(pos))
+
+
+def test_long_factor_read_inside_the_trained_length_too():
+    """transformers' first forward makes the long inv_freq whatever seq_len (then picks)."""
+    cfg = llama(dict(LONG, long_factor=[None] * 32), 8192)
+    _compare_or_both_raise(cfg, np.array([[0, 5]]), TypeError)
+    with pytest.raises(TypeError, match="long_factor"):
+        hf_rope(cfg, np.array([[0, 5]]))
+
+
+def test_rope_theta_too_large_for_a_float_named():
+    cfg = llama({"rope_type": "default", "rope_theta": 10**400})
+    with pytest.raises(OverflowError):
+        hf_module(cfg, np.array([[0, 1]]))
+    with pytest.raises(OverflowError, match=r"rope_theta.*does not fit in a float"):
+        hf_rope(cfg, np.array([[0, 1]]))
+
+
+@pytest.mark.parametrize("theta, rule", [(0.0, "> 0"), (-1.0, "> 0"), (float("nan"), "NaN"),
+                                         (1e-50, "rounds to 0 in float32")])
+def test_rope_theta_refusals_say_the_rule(theta, rule):
+    with pytest.raises(ValueError, match=rf"rope_theta.*{rule}"):
+        hf_rope(llama({"rope_type": "default", "rope_theta": theta}), np.array([[0, 1]]))
+
+
+def test_mapping_config_is_read_as_a_dict():
+    """A UserDict (or any Mapping) of the config is read as its to_dict() dict."""
+    from collections import UserDict
+    from types import MappingProxyType
+    cfg = llama({"rope_type": "yarn", "rope_theta": 1e4, "factor": 4.0,
+                 "original_max_position_embeddings": 1024})
+    want = hf_rope(cfg.to_dict(), POS)
+    for m in (UserDict(cfg.to_dict()), MappingProxyType(cfg.to_dict())):
+        got = hf_rope(m, POS)
+        assert len(got) == 2 and same(got, want)
+    with pytest.raises(TypeError, match="config must be a transformers config or a Mapping"):
+        hf_rope(42, POS)
+
+
+# ---- at most two calls into the core per call ------------------------------------------------
+
+def _count_core_calls(monkeypatch):
+    from sinpe import _sinpe
+    calls = []
+    for name in dir(_sinpe):
+        f = getattr(_sinpe, name)
+        if callable(f) and not isinstance(f, type) and not name.startswith("__"):
+            def wrap(*a, _f=f, _n=name, **k):
+                calls.append(_n)
+                return _f(*a, **k)
+            monkeypatch.setattr(_sinpe, name, wrap)
+    return calls
+
+
+CALL_CASES = {
+    **{rt: (llama(dict(rp, rope_type=rt, rope_theta=1e4), 8192), np.array([[0, 5, 9000]]))
+       for rt, rp in SCALED.items()},
+    "dynamic inside": (llama(DYN), np.array([[0, 5, 9]])),
+    "longrope inside": (llama(LONG, 8192), np.array([[0, 5, 9]])),
+    "int positions": (llama(DYN), 5000),
+    "theta past float32": (llama({"rope_type": "default", "rope_theta": 1e39}), POS),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CALL_CASES))
+@pytest.mark.parametrize("dtype", [None, "bfloat16"])
+def test_at_most_two_calls_into_the_core(monkeypatch, case, dtype):
+    """One pow job for inv_freq and one table job for cos and sin (the options and the
+    result's memory checked there, once); a third, the rounding, only where transformers
+    multiplies the float32 tables by attention_scaling before casting them (yarn, longrope
+    in a low-precision dtype)."""
+    cfg, pos = CALL_CASES[case]
+    want = hf_rope(cfg, pos, dtype=dtype)
+    calls = _count_core_calls(monkeypatch)
+    got = hf_rope(cfg, pos, dtype=dtype)
+    scaled = case.startswith(("yarn", "longrope")) and dtype is not None
+    assert calls.count("table") == 1, calls
+    assert calls.count("freqs") == (0 if "past float32" in case else 1), calls
+    assert len(calls) == (3 if scaled else calls.count("freqs") + 1), calls
+    assert len(got) == 2 and same(got, want)
+
+
+def test_call_count_is_seen(monkeypatch):
+    """The counter sees calls (a wrapper that saw none would pass the test above)."""
+    hf_rope(llama({"rope_type": "default", "rope_theta": 1e4}), POS)  # warm
+    calls = _count_core_calls(monkeypatch)
+    hf_rope(llama({"rope_type": "default", "rope_theta": 1e4}), POS)
+    assert calls == ["freqs", "table"]
+
+
+def _qwen2_vl():
+    from transformers import Qwen2VLTextConfig
+    return Qwen2VLTextConfig(hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                             rope_parameters={"rope_type": "default", "rope_theta": 1e4,
+                                              "mrope_section": [2, 3, 3]})
+
+
+@pytest.mark.parametrize("positions", ["int", "2d", "3d"])
+def test_mrope_two_calls_and_transformers_bits(monkeypatch, positions):
+    """Multimodal rope: an int n (arange(n) in each of the t, h, w rows, a grid the core
+    walks: no array made), (batch, seq) and (3, batch, seq) positions, each in two calls."""
+    from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VLRotaryEmbedding
+    cfg = _qwen2_vl()
+    thw = np.stack([np.arange(7), np.arange(7) // 2, np.arange(7) % 3])[:, None]
+    arg = {"int": 7, "2d": np.arange(7)[None], "3d": thw}[positions]
+    want_pos = thw if positions == "3d" else np.broadcast_to(np.arange(7), (3, 1, 7))
+    c, s = Qwen2VLRotaryEmbedding(cfg)(torch.zeros(1, dtype=torch.bfloat16),
+                                       torch.as_tensor(np.ascontiguousarray(want_pos)))
+    hf_rope(cfg, arg, dtype="bfloat16")  # warm: the backend policy resolves once per process
+    calls = _count_core_calls(monkeypatch)
+    mc, ms = hf_rope(cfg, arg, dtype="bfloat16")
+    assert calls == ["freqs", "table"]
+    assert same(mc, c), "cos"
+    assert same(ms, s), "sin"
+
+
+def test_axial_two_calls(monkeypatch):
+    from transformers import Qwen2VLConfig
+    vision = Qwen2VLConfig().vision_config
+    hw = np.stack([np.arange(6) // 3, np.arange(6) % 3], axis=-1)
+    want = hf_rope(vision, hw, dtype="bfloat16")
+    calls = _count_core_calls(monkeypatch)
+    got = hf_rope(vision, hw, dtype="bfloat16")
+    assert calls == ["freqs", "table"]
+    assert same(got, want)
+
+
+COMPLEX_INIT = dict(DYN, factor=6.991419697707491e16)  # (f * 3000 / 3000) - (f - 1) < 0
+
+
+@pytest.mark.filterwarnings("ignore:Casting complex values to real")  # transformers' own
+def test_dynamic_complex_init_base():
+    """A factor whose init-time base is complex in Python floats: past max_position_embeddings
+    the regrowth replaces it (transformers' bits); inside, transformers keeps the real part of
+    a complex inv_freq, which hf_rope refuses to guess, saying so."""
+    cfg = llama(COMPLEX_INIT, 3000)
+    _compare_or_both_raise(cfg, np.array([[0, 5000]]))
+    hf_module(cfg, np.array([[0, 50]]))  # transformers returns tables there
+    with pytest.raises(NotImplementedError, match=r"factor.*complex"):
+        hf_rope(cfg, np.array([[0, 50]]))

@@ -1,75 +1,21 @@
-"""More of transformers' rotary modules for :func:`sinpe.presets.hf_rope` (transformers
-5.24.0): the model types of multimodal and partial-factor families that share a form
-:mod:`sinpe._hf` already reproduces, the per-layer view of heterogeneous configs (Gemma 4),
-and the vision towers' axial 2D rope (``rope_type`` "axial").
+"""The vision towers' axial 2D rope of :func:`sinpe.presets.hf_rope` (``rope_type``
+"axial", transformers 5.24.0), and the array conversion hf_rope's inputs share.
 
-Each entry was read from the family's own modeling file and checked bit for bit against its
+Each layout was read from the family's own modeling file and checked bit for bit against its
 ``*RotaryEmbedding`` (tools/hf_rope_coverage.py; tests/numerics/test_numerics_hf_more.py).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from .presets import COS, SIN, _admit, _int, _round_to, _table
+from .. import _dtypes
+from .._jobs import COS, SIN, _int, _table
+from .inits import inv_freq as _inv_freq, theta as _theta
 
 F32 = np.float32
-
-# ---- heterogeneous (per-layer) configs ------------------------------------------------------
-
-#: the config attributes transformers' init functions read (a layer type whose layers
-#: differ in one of them has no single view).
-_READ = frozenset({"head_dim", "hidden_size", "num_attention_heads", "rope_parameters",
-                   "partial_rotary_factor", "max_position_embeddings",
-                   "original_max_position_embeddings", "rope_scaling", "rope_theta"})
-
-
-def layer_config(config: Any, layer_type: Optional[str]) -> Any:
-    """The config transformers' init reads for layer_type: ``config.per_layer_config
-    [layer_type]`` on a heterogeneous config (Gemma 4: head_dim differs per layer type),
-    the config itself when that raises ValueError (the init functions' ``except ValueError:
-    pass``); for a ``to_dict()`` dict, its ``per_layer_config`` overrides (keyed by layer
-    index) of the layers of that type, merged over the dict (a ValueError when those layers
-    differ in an attribute the init reads).  Any other config is returned as it is."""
-    if layer_type is None:
-        return config
-    if isinstance(config, dict):
-        over = config.get("per_layer_config")
-        types = config.get("layer_types")
-        if not isinstance(over, dict) or not over or not isinstance(types, (list, tuple)) or \
-                layer_type not in types:
-            return config
-        try:
-            by_index = {int(k): v for k, v in over.items()}
-        except (TypeError, ValueError):
-            raise ValueError("config['per_layer_config'] must be keyed by layer index") from None
-        if not all(isinstance(v, dict) for v in by_index.values()):
-            raise TypeError("config['per_layer_config'] entries must be dicts")
-        ref = by_index.get(list(types).index(layer_type), {})
-        mine = [by_index.get(i, {}) for i, t in enumerate(types) if t == layer_type]
-        if any(m != ref for m in mine):
-            keys = set().union(*mine) & _READ
-            if keys:
-                raise ValueError(f"layer type {layer_type!r} is not homogeneous across layers "
-                                 f"in {sorted(keys)}: transformers' rotary has no single "
-                                 "config for it")
-            return config
-        out = dict(config)
-        out.update(ref)
-        out.pop("per_layer_config", None)
-        return out
-    try:
-        hetero = bool(getattr(config, "is_heterogeneous", False))
-    except Exception:
-        hetero = False
-    if not hetero:
-        return config
-    try:
-        return config.per_layer_config[layer_type]
-    except ValueError:  # not homogeneous: transformers' init functions fall back likewise
-        return config
-
 
 # ---- vision axial 2D rope ---------------------------------------------------------------------
 
@@ -111,8 +57,43 @@ AXIAL: Dict[str, Tuple[str, str, bool]] = {
 }
 
 
+def array(x: Any, name: str) -> np.ndarray:
+    """x (a NumPy array-like or a torch tensor, bfloat16 as ml_dtypes') as a NumPy array."""
+    if type(x).__module__.startswith("torch"):
+        if getattr(getattr(x, "device", None), "type", None) == "meta":
+            raise ValueError(f"{name} is a meta tensor (it holds no data)")
+        x = x.detach().cpu()
+        if str(x.dtype) == "torch.bfloat16":
+            import torch
+            return np.asarray(x.view(torch.int16).numpy()).view(_dtypes.bfloat16())
+        x = x.numpy()
+    a = np.asarray(x)
+    if a.dtype == object:
+        raise TypeError(f"{name} must be an array of numbers, got {type(x).__name__}")
+    return a
+
+
+def positions(position_ids: Any) -> np.ndarray:
+    """position_ids as an array of numbers, at least 1-d."""
+    a = array(position_ids, "position_ids")
+    if a.dtype.kind not in "iuf" and a.dtype.name != "bfloat16":
+        raise TypeError(f"position_ids must hold integers (or floats), got dtype {a.dtype}")
+    if a.ndim < 1:
+        raise ValueError(f"position_ids must have shape (batch, seq), got shape {a.shape}")
+    return a
+
+
+def given_inv(inv_freq: Any, n: int) -> Tuple[np.ndarray, Any]:
+    a = array(inv_freq, "inv_freq")
+    if a.dtype.kind != "f" and a.dtype.name != "bfloat16":
+        raise TypeError(f"inv_freq must hold floats, got dtype {a.dtype}")
+    if a.ndim != 1 or len(a) != n:
+        raise ValueError(f"inv_freq must have shape ({n},) for this config, got {a.shape}")
+    return np.ascontiguousarray(a.astype(F32)), a.dtype  # .to(dtype=torch.float)
+
+
 def _get(config: Any, key: str) -> Any:
-    if isinstance(config, dict):  # to_dict() keeps attribute_map's targets (num_heads)
+    if isinstance(config, Mapping):  # to_dict() keeps attribute_map's targets (num_heads)
         v = config.get(key)
         return config.get("num_heads") if v is None and key == "num_attention_heads" else v
     return getattr(config, key, None)
@@ -174,7 +155,6 @@ def axial_rope(c: Any, position_ids: Any, inv_freq: Any, opts: Dict[str, Any], d
     module's buffer, or None: ``1.0 / base ** (arange(0, s, 2).float() / s)`` with s =
     head_dim // 2 (``2 * ((head_dim // 3) // 2)`` for MiniMax-M3-VL; head_dim, then
     reordered ``cat(inv[0::2], inv[1::2])``, for Pixtral)."""
-    from . import _hf as H  # (imported here: _hf imports this module)
     model_type = c.model_type
     spec = AXIAL.get(model_type)
     if spec is None:
@@ -185,24 +165,29 @@ def axial_rope(c: Any, position_ids: Any, inv_freq: Any, opts: Dict[str, Any], d
                          f"supports only rope_type 'axial', got {c.p['rope_type']!r}")
     if layer_type is not None:
         raise ValueError("layer_type given, but a vision axial rotary's forward takes none")
-    config = c.raw
     layout, src, cast = spec
-    dim = _axial_dim(config, src)
+    dim = _axial_dim(c.raw, src)
     sd = dim if layout == "pixtral" else 2 * ((dim // 3) // 2) if layout == "flat" else dim // 2
     n = (sd + 1) // 2
-    theta = H._theta(c)
-    H._pow(theta, 1, 2, opts)  # rope_theta itself: refused here, by name, when not usable
+    base = _theta(c)
     if isinstance(position_ids, (bool, int, np.integer, np.bool_)):
         raise TypeError("position_ids must be an array of (h, w) coordinates for a vision "
                         f"axial rotary, got {position_ids!r}")
-    pos = H._positions(position_ids)
+    pos = positions(position_ids)
+    _check_shape(pos, layout, model_type)
+    if layout == "pixtral" and n < 2:
+        raise ValueError(f"head_dim {dim} gives {n} frequencies: Pixtral's rotary chunks them "
+                         "in two (it fails below 2)")
     if inv_freq is not None:
-        inv = H._inv_given(inv_freq, n)[0]
+        inv = given_inv(inv_freq, n)[0]
     else:
-        inv = H._recip(H._pow(theta, n, sd, opts)) if n else np.zeros(0, F32)
+        inv = _inv_freq(base, sd, opts, n)
         if layout == "pixtral":
             inv = np.concatenate([inv[0::2], inv[1::2]])
-    inv = np.ascontiguousarray(inv, F32)
+    return _tables(pos, np.ascontiguousarray(inv, F32), layout, opts, dtype if cast else None)
+
+
+def _check_shape(pos: np.ndarray, layout: str, model_type: str) -> None:
     if layout == "hhww":
         if pos.ndim != 3 or pos.shape[-1] != 2:
             raise ValueError(f"position_ids must have shape (batch, N, 2) (h, w) for "
@@ -211,24 +196,20 @@ def axial_rope(c: Any, position_ids: Any, inv_freq: Any, opts: Dict[str, Any], d
         want = "(N, axes)" if layout == "flat" else "(N, 2) (h, w)"
         raise ValueError(f"position_ids must have shape {want} for {model_type!r}, got "
                          f"{pos.shape}")
-    if layout == "pixtral" and n < 2:
-        raise ValueError(f"head_dim {dim} gives {n} frequencies: Pixtral's rotary chunks them "
-                         "in two (it fails below 2)")
-    axes = pos.shape[-1]
-    a, f = _columns(layout, n, axes)
-    lead = pos.shape[:-1]
-    shape = ((1,) if layout == "sam" else ()) + lead + (len(a),)
-    _admit((3,) + pos.shape + (max(n, 1),), dict(opts, dtype=np.float32))
-    _admit(shape, dict(opts, dtype=np.float32 if not cast else dtype))
-    p = np.ascontiguousarray(pos)
-    out = []
-    for kind in (COS, SIN):
-        if p.size and n:
-            t = _table(p, inv, [4 * j + kind for j in range(n)], dict(opts, dtype=None),
-                       names=("out", "position_ids", "head_dim"))
-        else:
-            t = np.zeros(pos.shape + (n,), F32)
-        full = t[..., a, f]  # (..., columns): column c from axis a[c], frequency f[c]
-        full = np.ascontiguousarray(full.reshape(shape))
-        out.append(_round_to(full, dtype) if cast else full)
-    return out[0], out[1]
+
+
+def _tables(pos: np.ndarray, inv: np.ndarray, layout: str, opts: Dict[str, Any],
+            dtype: Any) -> Tuple[np.ndarray, np.ndarray]:
+    """freqs.cos() and freqs.sin() of the (..., axes, n) freqs in one table job (rounded to
+    dtype there: the layouts only move values), recomposed by the layout."""
+    n = len(inv)
+    a, f = _columns(layout, n, pos.shape[-1])
+    shape = ((1,) if layout == "sam" else ()) + pos.shape[:-1] + (len(a),)
+    k = 4 * np.arange(n, dtype=np.int64)
+    col: Any = np.concatenate([k + COS, k + SIN])
+    t = _table(pos, inv, col, dict(opts, dtype=dtype),
+               names=("out", "position_ids", "head_dim"))
+    t = t.reshape(pos.shape + (2 * n,))
+    # column c from axis a[c], frequency f[c]; cos first, then sin
+    return (np.ascontiguousarray(t[..., a, f].reshape(shape)),
+            np.ascontiguousarray(t[..., a, n + f].reshape(shape)))

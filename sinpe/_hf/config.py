@@ -1,0 +1,187 @@
+"""A model config as transformers' rotary init functions read it: :class:`Cfg` (a config
+object, its ``to_dict()`` dict or any other Mapping; the text part of a composite config; the
+per-layer view of a heterogeneous one; rope_parameters keyed by layer type)."""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Callable, Optional, Tuple
+
+import numpy as np
+
+from .._jobs import _int
+
+#: the config attributes transformers' init functions read (a layer type whose layers
+#: differ in one of them has no single view).
+_READ = frozenset({"head_dim", "hidden_size", "num_attention_heads", "rope_parameters",
+                   "partial_rotary_factor", "max_position_embeddings",
+                   "original_max_position_embeddings", "rope_scaling", "rope_theta"})
+
+
+def layer_config(config: Any, layer_type: Optional[str]) -> Any:
+    """The config transformers' init reads for layer_type: ``config.per_layer_config
+    [layer_type]`` on a heterogeneous config (Gemma 4: head_dim differs per layer type),
+    the config itself when that raises ValueError (the init functions' ``except ValueError:
+    pass``); for a ``to_dict()`` dict, its ``per_layer_config`` overrides (keyed by layer
+    index) of the layers of that type, merged over the dict (a ValueError when those layers
+    differ in an attribute the init reads).  Any other config is returned as it is."""
+    if layer_type is None:
+        return config
+    if isinstance(config, Mapping):
+        over = config.get("per_layer_config")
+        types = config.get("layer_types")
+        if not isinstance(over, Mapping) or not over or not isinstance(types, (list, tuple)) or \
+                layer_type not in types:
+            return config
+        try:
+            by_index = {int(k): v for k, v in over.items()}
+        except (TypeError, ValueError):
+            raise ValueError("config['per_layer_config'] must be keyed by layer index") from None
+        if not all(isinstance(v, Mapping) for v in by_index.values()):
+            raise TypeError("config['per_layer_config'] entries must be dicts")
+        ref = by_index.get(list(types).index(layer_type), {})
+        mine = [by_index.get(i, {}) for i, t in enumerate(types) if t == layer_type]
+        if any(m != ref for m in mine):
+            keys = set().union(*mine) & _READ
+            if keys:
+                raise ValueError(f"layer type {layer_type!r} is not homogeneous across layers "
+                                 f"in {sorted(keys)}: transformers' rotary has no single "
+                                 "config for it")
+            return config
+        out = dict(config)
+        out.update(ref)
+        out.pop("per_layer_config", None)
+        return out
+    try:
+        hetero = bool(getattr(config, "is_heterogeneous", False))
+    except Exception:
+        hetero = False
+    if not hetero:
+        return config
+    try:
+        return config.per_layer_config[layer_type]
+    except ValueError:  # not homogeneous: transformers' init functions fall back likewise
+        return config
+
+
+
+def _getters(config: Any) -> Tuple[Callable[..., Any], Callable[[str], bool]]:
+    """get(key, default) and has(key) of a config object or a Mapping."""
+    if isinstance(config, Mapping):
+        d: Mapping[str, Any] = config
+        return (lambda k, dflt=None: d.get(k, dflt)), (lambda k: k in d)
+    if not hasattr(config, "__dict__") or isinstance(config, type):
+        raise TypeError(f"config must be a transformers config or a Mapping (its to_dict() "
+                        f"dict), got {type(config).__name__}")
+    return (lambda k, dflt=None: getattr(config, k, dflt)), (lambda k: hasattr(config, k))
+
+
+def _text_part(config: Any) -> Any:
+    """A composite (vision-language) config's text_config, when it has no hidden_size."""
+    get, _ = _getters(config)
+    sub = get("text_config")
+    if get("hidden_size") is None and sub is not None and not isinstance(sub, (str, bytes)):
+        _getters(sub)  # a config or a dict
+        return sub
+    return config
+
+
+class Cfg:
+    """The attributes transformers' init functions read, from a config or its to_dict()."""
+
+    def __init__(self, config: Any, layer_type: Optional[str]):
+        # a heterogeneous config (Gemma 4): the layer type's view, as transformers' init reads it
+        config = self.raw = layer_config(_text_part(config), layer_type)
+        get, has = _getters(config)
+        self.model_type = str(get("model_type", "") or "")
+        self.hidden_size: Any = get("hidden_size")
+        self.num_attention_heads: Any = get("num_attention_heads")
+        self.max_position_embeddings: Any = get("max_position_embeddings")
+        self.has_head_dim, self.head_dim = has("head_dim"), get("head_dim")
+        self.omp_attr = get("original_max_position_embeddings") if has(
+            "original_max_position_embeddings") else None
+        rp = get("rope_parameters")
+        if rp is None:
+            rp = get("rope_scaling")
+        if rp is not None and not isinstance(rp, Mapping):
+            raise TypeError(f"config.rope_parameters must be a dict (a Mapping), got "
+                            f"{type(rp).__name__}")
+        rp = dict(rp or {})
+        labels = get("_rope_type_labels") or get("layer_types") or ()
+        nested = [k for k in rp if k in labels]
+        theta = get("rope_theta", 10000.0)
+        prf = get("partial_rotary_factor", None)
+        if nested:
+            if layer_type is None:
+                raise ValueError(f"config.rope_parameters is keyed by layer type ({nested}): "
+                                 "pass layer_type= (the module's forward takes it)")
+            if layer_type not in nested:
+                raise ValueError(f"layer_type={layer_type!r} is not one of the config's "
+                                 f"rope_parameters keys {nested}")
+            p = rp[layer_type]
+            if p is None:
+                raise ValueError(f"layer type {layer_type!r} has no rope (rope_parameters None)")
+            if not isinstance(p, Mapping):
+                raise TypeError(f"config.rope_parameters[{layer_type!r}] must be a dict, got "
+                                f"{type(p).__name__}")
+            p = dict(p)
+            self.top_truncate = rp.get("truncate", True)  # yarn reads the top-level dict
+        else:
+            if layer_type is not None:
+                raise ValueError(f"layer_type={layer_type!r} given, but config.rope_parameters "
+                                 "is not keyed by layer type")
+            p = rp
+            self.top_truncate = None
+        p.setdefault("rope_type", p.get("type", "default"))
+        p.setdefault("rope_theta", theta)
+        if prf is not None:
+            p.setdefault("partial_rotary_factor", prf)
+        if p["rope_type"] in ("llama3", "yarn", "longrope"):
+            if self.omp_attr is not None and not nested:
+                p["original_max_position_embeddings"] = self.omp_attr
+            else:
+                p.setdefault("original_max_position_embeddings", self.max_position_embeddings)
+        self.p = p
+        if self.top_truncate is None:
+            self.top_truncate = p.get("truncate", True)
+
+    def need(self, key: str) -> Any:
+        if self.p.get(key) is None:
+            raise ValueError(f"config.rope_parameters needs {key!r} for rope_type "
+                             f"{self.p['rope_type']!r}")
+        return self.p[key]
+
+    def num(self, key: str, value: Any = None) -> Any:
+        v = self.need(key) if value is None else value
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
+                                                                  np.floating)):
+            raise TypeError(f"config.rope_parameters[{key!r}] must be a number, got {v!r}")
+        return v
+
+    def head(self, or_none: bool) -> int:
+        """head_dim as the init reads it: ``getattr(config, "head_dim", None) or hidden //
+        heads`` (or_none) or ``getattr(config, "head_dim", hidden // heads)`` (dynamic, yarn,
+        longrope)."""
+        if or_none:
+            return _int(self.head_dim, "config.head_dim") if self.head_dim else self._derived()
+        if self.has_head_dim:
+            if self.head_dim is None:
+                raise ValueError(f"config.head_dim is None: transformers' "
+                                 f"{self.p['rope_type']!r} init multiplies it (a TypeError)")
+            return _int(self.head_dim, "config.head_dim")
+        return self._derived()
+
+    def _derived(self) -> int:
+        h = _int(self.hidden_size, "config.hidden_size", minimum=1)
+        n = _int(self.num_attention_heads, "config.num_attention_heads", minimum=1)
+        return h // n
+
+    def dim(self, or_none: bool = True) -> int:
+        prf = self.num("partial_rotary_factor", self.p.get("partial_rotary_factor", 1.0))
+        head = self.head(or_none)
+        if not (math.isfinite(prf) and prf >= 0):
+            raise ValueError(f"config.partial_rotary_factor must be finite and >= 0, got {prf!r}")
+        if head * prf >= 2.0 ** 62:
+            raise OverflowError(f"config.partial_rotary_factor {prf!r} makes a rotary dim of "
+                                f"{head * prf:g}")
+        return int(head * prf)

@@ -1,0 +1,303 @@
+"""transformers' rotary modules (``*RotaryEmbedding.forward``) from a model's config, bit for
+bit: :func:`hf_rope` (exported by :mod:`sinpe.presets`).  The config is read by
+:mod:`.config`, the first call's inv_freq made by :data:`.inits.ROPE_INIT_FUNCTIONS`, the
+vision towers' axial rope by :mod:`.axial`; here, the forward: positions, the regrowth
+switches and the cos/sin tables.  One call makes at most two calls into the core: the
+frequencies (one "pow" job) and both tables (one table job); a third, the rounding to x's
+dtype, only where transformers scales the tables first (yarn, longrope) and casts them.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, Optional, Tuple
+
+import numpy as np
+
+from .. import _dtypes
+from .._backends import policy
+from .._jobs import COS, SIN, _int, _round_to, _table
+from .axial import AXIAL, axial_rope, given_inv as _inv_given, positions as _array_positions
+from .config import Cfg
+from .families import HALF_WIDTH, INTERLEAVED, MROPE, MROPE_REFUSED, NO_CAST, OTHER
+from .inits import ROPE_INIT_FUNCTIONS, omp_factor
+
+__all__ = ["hf_rope", "ROPE_TYPES"]
+
+F32 = np.float32
+#: the rope types hf_rope computes (besides the vision towers' "axial").
+ROPE_TYPES = tuple(ROPE_INIT_FUNCTIONS)
+NAMES = ("out", "position_ids", "head_dim")
+
+
+def _opts(dtype: Any, backend: Optional[str], threads: Optional[int],
+          torch_threads: Optional[int]) -> Dict[str, Any]:
+    """The call's options: dtype checked here; the core's (backend, threads, ...) are
+    checked by the core at the call's first job (no separate call for them)."""
+    if dtype is not None:
+        _dtypes.resolve(dtype)
+    return {"dtype": dtype, "out": None, "core": policy.opts(backend, threads, torch_threads)}
+
+
+# ---- inputs ----------------------------------------------------------------------------------
+
+def _positions(position_ids: Any) -> Tuple[Optional[np.ndarray], Tuple[int, ...]]:
+    """(the positions array, its shape); (None, (1, n)) for an int n (``arange(n)[None]``,
+    never made: the core computes its rows)."""
+    if isinstance(position_ids, (bool, np.bool_, int, np.integer)) or \
+            np.ndim(position_ids) == 0 and not hasattr(position_ids, "shape"):
+        if isinstance(position_ids, (int, np.integer)) and not isinstance(position_ids, bool):
+            return None, (1, _int(position_ids, "position_ids"))
+        raise TypeError(f"position_ids must be an integer array (batch, seq), got "
+                        f"{position_ids!r}")
+    a = _array_positions(position_ids)
+    return a, a.shape
+
+
+def _seq_len(pos: Optional[np.ndarray], shape: Tuple[int, ...]) -> Any:
+    """The dynamic/longrope forwards' ``seq_len = torch.max(position_ids) + 1``, computed in
+    position_ids' own dtype as torch computes it (int32 wraps, float16 rounds, NaN stays NaN
+    and compares False), as a Python int or float; 0 for no positions.  A broadcast array
+    is read once per stored element (its axes of stride 0 at index 0)."""
+    if pos is None:
+        return shape[-1]
+    if not pos.size:
+        return 0
+    data = pos[tuple(0 if st == 0 else slice(None) for st in pos.strides)]
+    with np.errstate(all="ignore"):
+        top = np.add(np.max(data), np.ones((), pos.dtype)).astype(pos.dtype)
+    return int(top) if pos.dtype.kind in "iu" else float(top)
+
+
+# ---- the first call's inv_freq -----------------------------------------------------------------
+
+def _rope_type(c: Cfg) -> str:
+    """The config's rope_type ("axial" for a vision tower), or the refusal of a form hf_rope
+    does not reproduce."""
+    mt, rope_type = c.model_type, c.p["rope_type"]
+    if mt in OTHER:
+        raise NotImplementedError(f"model_type {mt!r}: its rotary module is not the "
+                                  "cos/sin-of-cat(freqs) form hf_rope reproduces")
+    if rope_type == "axial" or mt in AXIAL:
+        return "axial"
+    if mt in MROPE_REFUSED:
+        raise NotImplementedError(f"model_type {mt!r}: its multimodal rope ("
+                                  f"{MROPE_REFUSED[mt]}) is not one hf_rope knows")
+    if not isinstance(rope_type, str) or rope_type not in ROPE_INIT_FUNCTIONS:
+        raise ValueError(f"rope_type {rope_type!r} is not one of {ROPE_TYPES}")
+    if mt not in MROPE and c.p.get("mrope_section") is not None:
+        raise NotImplementedError(f"model_type {mt!r} with mrope_section: its multimodal "
+                                  "recomposition is not one hf_rope knows")
+    return rope_type
+
+
+def _regrowth(c: Cfg, rope_type: str, pos: Optional[np.ndarray],
+              shape: Tuple[int, ...]) -> Optional[Any]:
+    """The seq_len with which the module's first forward calls the init function again
+    (transformers' dynamic_rope_update), or None when it keeps its init's inv_freq:
+    dynamic past max_position_embeddings (seq_len itself), longrope past
+    original_max_position_embeddings (``original_max_position_embeddings + 1``)."""
+    if rope_type not in ("dynamic", "longrope"):
+        return None
+    top = _seq_len(pos, shape)
+    if rope_type == "longrope":
+        omp = omp_factor(c, "longrope", 1)[0]
+        return omp + 1 if top > omp else None
+    mpe = _int(c.max_position_embeddings, "config.max_position_embeddings", minimum=1)
+    if not top > mpe:
+        return None
+    if pos is not None and pos.dtype.kind not in "iu" and pos.dtype != np.float32:
+        raise NotImplementedError(f"position_ids of dtype {pos.dtype} past "
+                                  "max_position_embeddings: the dynamic rope's regrowth "
+                                  f"then runs in {pos.dtype}; pass integer position_ids")
+    if not math.isfinite(top):
+        raise ValueError(f"position_ids reach {top}: the dynamic rope's regrowth from an "
+                         "infinite seq_len has no finite base")
+    return top
+
+
+def _first_inv(c: Cfg, rope_type: str, opts: Dict[str, Any], pos: Optional[np.ndarray],
+               shape: Tuple[int, ...], given: Any) -> Tuple[np.ndarray, float]:
+    """The inv_freq and attention scaling of the module's first forward: its init's, or the
+    regrown ones (the same init function, called with seq_len), or the given buffer."""
+    seq = _regrowth(c, rope_type, pos, shape)
+    inv, scaling = ROPE_INIT_FUNCTIONS[rope_type](c, opts, seq)
+    if given is None or (rope_type == "dynamic" and seq is not None):
+        return inv, scaling  # a regrown dynamic rope registers a new float32 buffer
+    mine, given_dtype = _inv_given(given, len(inv))
+    if rope_type == "longrope" and seq is not None:
+        # the long factors copy_ into the given buffer, rounded to its dtype
+        return np.asarray(_round_to(inv, given_dtype)).astype(F32), scaling
+    return mine, scaling
+
+
+def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any = None,
+            backend: Optional[str] = None, threads: Optional[int] = None,
+            torch_threads: Optional[int] = None,
+            layer_type: Optional[str] = None) -> Tuple[np.ndarray, np.ndarray]:
+    """hf_rope(config, position_ids, *, inv_freq=None, dtype=None, backend=None, threads=None,
+    torch_threads=None, layer_type=None) -> (cos, sin)
+
+    The ``(cos, sin)`` that transformers' (5.24.0) ``*RotaryEmbedding(config)`` returns from
+    its FIRST ``forward(x, position_ids)`` call, bit for bit, as NumPy arrays of shape
+    ``position_ids.shape + (width,)`` (width: head_dim, or the rotary dim with partial
+    rotary) in dtype (x.dtype in the library: float32 default, float16, bfloat16 as an
+    ml_dtypes array; cos and sin are two views of one array, made by one table job).
+    config: a transformers config (or its ``to_dict()``, or any Mapping); a composite
+    config (Qwen2-VL) is read through its text_config.  position_ids: (batch, seq) integers
+    (a NumPy array or torch tensor), for mrope also (3, batch, seq); an int n means
+    ``arange(n)[None]``.  inv_freq: the module's own buffer instead of the config's (any float
+    dtype, e.g. bfloat16 after ``model.to(torch.bfloat16)``: the forward upcasts it with
+    ``.float()``).  layer_type: for configs whose rope_parameters are keyed by layer type
+    (Gemma 3: 'full_attention', 'sliding_attention'), the forward's layer_type.
+
+    The forward (all families but the listed variants): ``freqs = position_ids[..., None]
+    .float() * inv_freq.float()`` (one float32 product), ``emb = cat(freqs, freqs)``,
+    ``cos = emb.cos() * attention_scaling`` (a float32 product, exact when 1.0), ``sin``
+    alike, then ``.to(x.dtype)``.  Variants by ``config.model_type``: Cohere (and Cohere2,
+    BLT) ``repeat_interleave(freqs, 2)``; GPT-OSS ``emb = freqs``; OLMo, ERNIE 4.5 no cast
+    (float32 whatever dtype); mrope (Qwen2-VL, Qwen2.5-VL: chunks of mrope_section from
+    position rows t, h, w then cat; GLM-4V the same then repeat_interleave; Qwen3-VL rows
+    interleaved t, h, w) computed on the (3, batch, seq, dim/2) tensor as the module does.
+    Families with other modules (Llama 4, DeepSeek-V2 complex tables, PhiMoE, GPT-J...)
+    raise NotImplementedError.  More model types of the same forms, the per-layer view of a
+    heterogeneous config (Gemma 4: ``config.per_layer_config[layer_type]``, as the init
+    reads it) and the vision towers' axial 2D rope (rope_type "axial": position_ids (N, 2)
+    h, w coordinates, (batch, N, 2) for Gemma 4's; each family's layout) are in
+    :mod:`sinpe._hf.axial` and :mod:`sinpe._hf.families`.
+
+    inv_freq per rope_type (dim = int(head_dim * partial_rotary_factor); head_dim =
+    ``config.head_dim or hidden_size // num_attention_heads``; ``A = arange(0, dim, 2)
+    .float() / dim`` in float32; ``P = base ** A`` torch's float32 pow; ``1.0 / t`` is
+    ``t.reciprocal() * 1.0``; Python numbers are rounded to float32 where they meet a tensor):
+      default: ``1.0 / P`` with dim = head_dim (partial_rotary_factor honoured only by the
+        families whose own default init reads it: GPT-NeoX, Phi, StableLM, GLM, Persimmon...).
+      linear: ``(1.0 / P) / f32(factor)``.
+      dynamic: at init ``base' = base * (factor * mpe / mpe - (factor - 1)) ** (dim / (dim -
+        2))`` in Python floats, ``1.0 / base' ** A``; on a first call with ``max(position_ids)
+        + 1 = s > max_position_embeddings`` the module regrows: ``t = f32(factor) * f32(s)``,
+        ``t / f32(mpe)``, ``- f32(factor - 1)``, ``f32(double(t) ** (dim / (dim - 2)))``,
+        ``f32(base) * t`` (float32 0-d steps), then ``1.0 / t ** A`` (the history of later
+        calls is not modelled: this is the first call).  s, here and for longrope, is
+        ``max(position_ids) + 1`` in position_ids' own dtype, as torch computes it (int32
+        wraps, float16 rounds, NaN compares False); a regrowth from floating positions
+        other than float32 raises NotImplementedError.
+      yarn: Python floats for attention_factor (get_mscale), beta_fast/slow and
+        find_correction_range (floor/ceil when truncate), ``P``; ``extra = 1.0 / P``,
+        ``inter = 1.0 / (f32(factor) * P)``; ``ramp = clamp((arange(dim // 2) - f32(low)) /
+        f32(high - low), 0, 1)``; ``ef = 1 - ramp``; ``inter * (1 - ef) + extra * ef``;
+        cos/sin multiplied by f32(attention_factor).
+      longrope: ``1.0 / (f32(ext) * P)`` with ext = long_factor when ``max(position_ids) + 1
+        > original_max_position_embeddings`` (the module's per-call switch), short_factor
+        otherwise (a given low-precision inv_freq: the long factors are rounded to its dtype,
+        as the module's ``copy_`` into its buffer rounds them); attention_factor =
+        ``sqrt(1 + log(factor) / log(omp))`` (Python floats) unless given.
+      llama3: ``inv = 1.0 / P``; ``wl = (1.0 / inv) * f32(2 pi)``; ``ill = where(wl >
+        f32(omp / low), inv / f32(factor), inv)``; ``s = ((1.0 / wl) * f32(omp) - f32(low)) /
+        f32(high - low)``; ``((1 - s) * ill) / f32(factor) + s * ill`` where medium.
+      proportional: ``a = int(prf * head_dim // 2)`` angles ``1.0 / base ** (arange(0, 2a, 2)
+        / head_dim)``, then head_dim / 2 - a zeros, all ``/ f32(factor)``; full head_dim.
+    """
+    opts = _opts(dtype, backend, threads, torch_threads)
+    c = Cfg(config, layer_type)
+    rope_type = _rope_type(c)
+    if rope_type == "axial":  # a vision tower's 2D rope
+        return axial_rope(c, position_ids, inv_freq, opts, dtype, layer_type)
+    pos, shape = _positions(position_ids)
+    inv, scaling = _first_inv(c, rope_type, opts, pos, shape, inv_freq)
+    inv = np.ascontiguousarray(inv, F32)
+    out_dtype = None if c.model_type in NO_CAST else dtype
+    mrope = MROPE.get(c.model_type)
+    if mrope is not None:
+        return _mrope(pos, shape, inv, scaling, mrope, c, opts, out_dtype)
+    return _cos_sin(pos, shape, _emb(c.model_type, inv), scaling, opts, out_dtype)
+
+
+# ---- the tables ------------------------------------------------------------------------------
+
+def _emb(mt: str, inv: np.ndarray) -> np.ndarray:
+    """The frequencies of the module's ``emb``: cat(inv, inv), repeat_interleave or inv."""
+    if mt in INTERLEAVED:
+        return np.repeat(inv, 2)
+    if mt in HALF_WIDTH:
+        return inv
+    return np.concatenate([inv, inv])
+
+
+def _cos_sin_table(pos: Optional[np.ndarray], shape: Tuple[int, ...], freq: np.ndarray,
+                   scaling: float, opts: Dict[str, Any], dtype: Any, grid: bool = False
+                   ) -> np.ndarray:
+    """``emb.cos()`` then ``emb.sin()`` side by side, shape + (2 * len(freq),), in one job
+    (scaled by attention_scaling in float32, then rounded to dtype)."""
+    width = len(freq)
+    k = 4 * np.arange(width, dtype=np.int64)
+    col: Any = np.concatenate([k + COS, k + SIN])
+    job = dict(opts, dtype=dtype if scaling == 1.0 else None)
+    freq = np.ascontiguousarray(freq, F32)
+    if pos is not None:
+        t = _table(pos, freq, col, job, names=NAMES)
+    elif grid:  # arange(n) in each of the 3 rows: grid row r has position r % n
+        t = _table(None, freq, col, job, grid=(shape[0], shape[-1], 0),
+                   comp=np.ones(width, np.int32), names=NAMES)
+    else:
+        t = _table(shape[-1], freq, col, job, names=NAMES)
+    t = t.reshape(shape + (2 * width,))
+    if scaling != 1.0:  # in place: the job's fresh float32 table, no second one
+        t *= F32(scaling)
+        t = _round_to(t, dtype)
+    return t
+
+
+def _cos_sin(pos: Optional[np.ndarray], shape: Tuple[int, ...], freq: np.ndarray,
+             scaling: float, opts: Dict[str, Any], dtype: Any) -> Tuple[np.ndarray, np.ndarray]:
+    """(cos, sin): two views of one table."""
+    t = _cos_sin_table(pos, shape, freq, scaling, opts, dtype)
+    w = len(freq)
+    return t[..., :w], t[..., w:]
+
+
+def _sections(spec: Tuple[Any, ...], c: Cfg, h: int) -> np.ndarray:
+    """The position row (t, h, w) of each of the h half columns."""
+    how, _, dflt = spec
+    sec = c.p.get("mrope_section") or dflt
+    try:
+        sec = [_int(v, "mrope_section") for v in sec]
+    except TypeError:
+        raise TypeError(f"config.rope_parameters['mrope_section'] must be a list of ints, got "
+                        f"{sec!r}") from None
+    row = np.zeros(h, np.int64)
+    if how == "chunks":
+        if sum(sec) != h:
+            raise ValueError(f"mrope_section {sec} must sum to dim / 2 = {h}")
+        j = 0
+        for i, n in enumerate(sec):
+            row[j:j + n] = i % 3
+            j += n
+    else:  # qwen3_vl: T everywhere, then H at 1::3 and W at 2::3 up to 3 * section
+        if len(sec) < 3:
+            raise ValueError(f"mrope_section must have 3 entries, got {sec}")
+        for d, off in ((1, 1), (2, 2)):
+            row[slice(off, sec[d] * 3, 3)] = d
+    return row
+
+
+def _mrope(pos: Optional[np.ndarray], shape: Tuple[int, ...], inv: np.ndarray, scaling: float,
+           spec: Tuple[Any, ...], c: Cfg, opts: Dict[str, Any],
+           dtype: Any) -> Tuple[np.ndarray, np.ndarray]:
+    """freqs.cos(), freqs.sin() on the (3, batch, seq, dim/2) tensor, as the module computes
+    them, then each half column from its section's row, expanded (cat or interleave)."""
+    h = len(inv)
+    row = _sections(spec, c, h)
+    if pos is not None and pos.ndim == 2:
+        pos = np.broadcast_to(pos[None], (3,) + pos.shape)
+    shape = (3,) + shape if len(shape) == 2 else shape
+    if len(shape) != 3 or shape[0] != 3:
+        raise ValueError(f"position_ids must have shape (batch, seq) or (3, batch, seq) "
+                         f"for mrope, got {shape}")
+    t = _cos_sin_table(pos, shape, inv, scaling, opts, dtype, grid=True)
+    out = []
+    for k in (0, h):
+        half = t[row, :, :, k + np.arange(h)].transpose(1, 2, 0)  # column j from row row[j]
+        full = np.repeat(half, 2, axis=-1) if spec[1] == "interleave" else \
+            np.concatenate([half, half], axis=-1)
+        out.append(np.ascontiguousarray(full))
+    return out[0], out[1]
