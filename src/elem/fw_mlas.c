@@ -13,8 +13,9 @@
  * Verified (tools/fwcheck.py, 2026-12-02, Intel Xeon (family 6 model 167, AVX-512 incl.
  * BW/VL/FP16, AMX), 2 cores, KVM; glibc 2.36 (its FMA variants)) against onnxruntime 1.32.0
  * Exp node (fused=1), bit for bit, NaN payloads included: specials, subnormals and 1.4M
- * values: 0 wrong each; every 64th bit pattern (67,108,864 inputs) wrong: ort-exp 0;
- * not yet run on all 2^32: ort-exp.
+ * values: 0 wrong each; every 64th bit pattern (67,108,864 inputs) wrong: ort-exp 0; all
+ * 2^32 inputs (`fwcheck.py --fn NAME --all`, one core of a shared machine):
+ *   ort-exp: 4,294,967,296 inputs, 0 wrong, 515 s.
  */
 #include "elem/fwmath.h"
 

@@ -21,8 +21,11 @@
  * BW/VL/FP16, AMX), 2 cores, KVM; glibc 2.36 (its FMA variants)) against numpy 2.4.6
  * np.sin/np.cos/np.exp on float32 arrays, bit for bit, NaN payloads included: specials,
  * subnormals and 1.4M values: 0 wrong each; every 64th bit pattern (67,108,864 inputs)
- * wrong: numpy-sin 0, numpy-cos 0, numpy-exp 0;
- * not yet run on all 2^32: numpy-sin, numpy-cos, numpy-exp.
+ * wrong: numpy-sin 0, numpy-cos 0, numpy-exp 0; all 2^32 inputs (`fwcheck.py --fn NAME
+ * --all`, one core of a shared machine):
+ *   numpy-cos: 4,294,967,296 inputs, 0 wrong, 216 s;
+ *   numpy-exp: 4,294,967,296 inputs, 0 wrong, 252 s;
+ * not yet run on all 2^32: numpy-sin.
  */
 #include "elem/fwmath.h"
 

@@ -11,8 +11,9 @@
  * Verified (tools/fwcheck.py, 2026-12-02, Intel Xeon (family 6 model 167, AVX-512 incl.
  * BW/VL/FP16, AMX), 2 cores, KVM; glibc 2.36 (its FMA variants)) against jax/jaxlib 0.10.2
  * jnp.exp eager, bit for bit, NaN payloads included: specials, subnormals and 1.4M values:
- * 0 wrong each; every 64th bit pattern (67,108,864 inputs) wrong: jax-exp 0;
- * not yet run on all 2^32: jax-exp.
+ * 0 wrong each; every 64th bit pattern (67,108,864 inputs) wrong: jax-exp 0; all 2^32
+ * inputs (`fwcheck.py --fn NAME --all`, one core of a shared machine):
+ *   jax-exp: 4,294,967,296 inputs, 0 wrong, 415 s.
  */
 #include "elem/fwmath.h"
 

@@ -24,8 +24,11 @@
  * BW/VL/FP16, AMX), 2 cores, KVM; glibc 2.36 (its FMA variants)) against the process's own
  * sinf/cosf/expf, bit for bit, NaN payloads included: specials, subnormals and 1.4M values:
  * 0 wrong each; every 64th bit pattern (67,108,864 inputs) wrong: glibc-sin 0, glibc-cos 0,
- * glibc-exp 0, jax-sin 0, jax-cos 0;
- * not yet run on all 2^32: glibc-sin, glibc-cos, glibc-exp.
+ * glibc-exp 0, jax-sin 0, jax-cos 0; all 2^32 inputs (`fwcheck.py --fn NAME --all`, one
+ * core of a shared machine):
+ *   glibc-sin: 4,294,967,296 inputs, 0 wrong, 162 s;
+ *   glibc-cos: 4,294,967,296 inputs, 0 wrong, 161 s;
+ *   glibc-exp: 4,294,967,296 inputs, 0 wrong, 149 s.
  */
 #include "elem/glibcf.h"
 
