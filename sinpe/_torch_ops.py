@@ -4,7 +4,9 @@
   sinpe.torch's rotation forms as an operator ``torch.ops.sinpe.<form>`` with a fake (meta)
   kernel and an autograd formula, and returns the public functions that call it, so that
   ``torch.compile(..., fullgraph=True)`` traces them as one node each, with no graph break,
-  and the compiled call gives the eager call's bits (the kernel *is* the eager form).
+  and the compiled call gives the eager call's bits (the kernel *is* the eager form).  The
+  operator is called while torch.compile traces and when autograd records (the forms); a
+  plain eager call runs the eager form directly (same bits, no dispatcher cost).
 - :func:`add_pe` (``torch.ops.sinpe.add_pe``, mutating x) and :func:`hf_rope`
   (``torch.ops.sinpe.hf_rope``) likewise.
 - :func:`to_torch` and :func:`preset`: NumPy results (ml_dtypes bfloat16 included) as torch
@@ -265,7 +267,7 @@ def _kind_names(fn: Callable[..., Any]) -> Tuple[str, ...]:
     return tuple(inspect.signature(fn).parameters)
 
 
-# ---- add_pe on tensors ----------------------------------------------------------------------------
+# ---- add_pe on tensors ---------------------------------------------------------------------------
 
 def _add_pe_kernel(x: torch.Tensor, base: float, offset: int, positions: Optional[torch.Tensor],
                    max_len: Optional[int], backend: Optional[str]) -> None:
@@ -308,7 +310,7 @@ def add_pe(x: Any, base: float = 10000.0, *, offset: int = 0, positions: Any = N
     return x
 
 
-# ---- tensors out ----------------------------------------------------------------------------------
+# ---- tensors out ---------------------------------------------------------------------------------
 
 def to_torch(a: Any, device: Any = None) -> Any:
     """A NumPy array (float32, float16, float64, integers, or ml_dtypes bfloat16, which
@@ -356,7 +358,7 @@ def preset(name: str, *args: Any, dtype: Any = None, device: Any = None, **kw: A
     return to_torch(res, device)
 
 
-# ---- hf_rope, tensors out, as an operator ---------------------------------------------------------
+# ---- hf_rope, tensors out, as an operator --------------------------------------------------------
 
 def hf_rope_eager(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any = None,
                   layer_type: Optional[str] = None, backend: Optional[str] = None) -> Any:
