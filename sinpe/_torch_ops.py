@@ -433,9 +433,13 @@ def _config(key: int) -> Any:
     by its id: it is alive then, held by the caller (and guarded by identity)."""
     table = getattr(sys.modules.get(__name__), "_CONFIGS", _CONFIGS)
     cfg = table.get(key, _CONFIGS.get(key))
-    if cfg is None:
-        import ctypes
-        cfg = ctypes.cast(key, ctypes.py_object).value
+    if cfg is None:  # found among the live objects, never read from a raw address: a bad
+        import gc    # id (a direct call of the operator) is refused, not dereferenced
+        cfg = next((o for o in gc.get_objects() if id(o) == key), None)
+        if cfg is None:
+            raise ValueError(f"torch.ops.sinpe.hf_rope: config id {key} names no live object "
+                             "(call sinpe.torch.hf_rope with the config itself)")
+        _CONFIGS[key] = cfg
     return cfg
 
 
