@@ -245,3 +245,14 @@ def test_preset_tensors_out(dtype):
     assert isinstance(cos, torch.Tensor) and cos.shape[-2:] == (5, 8)
     with pytest.raises(ValueError, match="name must be"):
         st.preset("nope", 1)
+
+
+def test_hf_rope_operator_refuses_an_unknown_config_id():
+    """A direct call of the operator with an id that names no live object is refused, never
+    read from that address (it crashed the process)."""
+    obj = object()
+    dead = id(obj)
+    del obj
+    for key in (12345, dead, 0, -1):
+        with pytest.raises(ValueError, match="config id"):
+            torch.ops.sinpe.hf_rope(torch.arange(4)[None], None, key, None, None, None)
