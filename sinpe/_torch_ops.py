@@ -439,7 +439,6 @@ def _config(key: int) -> Any:
         if cfg is None:
             raise ValueError(f"torch.ops.sinpe.hf_rope: config id {key} names no live object "
                              "(call sinpe.torch.hf_rope with the config itself)")
-        _CONFIGS[key] = cfg
     return cfg
 
 
