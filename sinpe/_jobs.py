@@ -61,7 +61,7 @@ def table_job(core: tuple, *, rows: Any = None, positions: Any = None, grid: Any
               zero_row: int = -1, trow_shift: int = 0, f64_div: bool = False, offset: Any = 0,
               table_rows: Any = 0, dtype: Any = None, out: Any = None,
               names: tuple = ("out", "rows", "columns"), fill: bool = True,
-              lead: bool = False, own: bool = False) -> Any:
+              lead: bool = False, own: bool = False, out_scale: Any = None) -> Any:
     """A preset table (the presets' one entry into the core) with resolved options core:
     rows offset .. offset+rows-1, or positions (an array-like, with a trailing axis of 2
     when comp names component 1), or a grid (h, w, lead); freq: float32 (or float64)
@@ -69,8 +69,10 @@ def table_job(core: tuple, *, rows: Any = None, positions: Any = None, grid: Any
     column.  fill=False: every check, nothing written (returns out, or a fresh array).
     lead: out may have one more leading axis of length 1 (a library's (1, L, d) result).
     own: by offset, torch's tensor is the rows themselves (arange(offset, offset + rows)),
-    not a table from row 0 (only SLEEF's bits can tell)."""
-    preset = (freq, np.asarray(col, np.int64), comp, scale, zero_row, trow_shift, f64_div)
+    not a table from row 0 (only SLEEF's bits can tell).  out_scale: each float32 value
+    multiplied by it in float32 before the rounding to dtype (transformers' attention scaling)."""
+    preset = (freq, np.asarray(col, np.int64), comp, scale, zero_row, trow_shift, f64_div,
+              out_scale)
     if fill and _dtypes.writable_tensor(out, names[0]):
         _dtypes.bump_version(out)
     return _sinpe.table(core, out, rows, None, 10000.0, offset, positions, grid,

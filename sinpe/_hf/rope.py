@@ -231,20 +231,17 @@ def _cos_sin_table(pos: Optional[np.ndarray], shape: Tuple[int, ...], freq: np.n
     width = len(freq)
     k = 4 * np.arange(width, dtype=np.int64)
     col: Any = np.concatenate([k + COS, k + SIN])
-    job = dict(opts, dtype=dtype if scaling == 1.0 else None)
+    job = dict(opts, dtype=dtype)
+    kw: Dict[str, Any] = {"names": NAMES, "out_scale": None if scaling == 1.0 else scaling}
     freq = np.ascontiguousarray(freq, F32)
     if pos is not None:
-        t = _table(pos, freq, col, job, names=NAMES)
+        t = _table(pos, freq, col, job, **kw)
     elif grid:  # arange(n) in each of the 3 rows: grid row r has position r % n
         t = _table(None, freq, col, job, grid=(shape[0], shape[-1], 0),
-                   comp=np.ones(width, np.int32), names=NAMES)
+                   comp=np.ones(width, np.int32), **kw)
     else:
-        t = _table(shape[-1], freq, col, job, names=NAMES)
-    t = t.reshape(shape + (2 * width,))
-    if scaling != 1.0:  # in place: the job's fresh float32 table, no second one
-        t *= F32(scaling)
-        t = _round_to(t, dtype)
-    return t
+        t = _table(shape[-1], freq, col, job, **kw)
+    return t.reshape(shape + (2 * width,))
 
 
 def _cos_sin(pos: Optional[np.ndarray], shape: Tuple[int, ...], freq: np.ndarray,

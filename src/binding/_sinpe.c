@@ -109,14 +109,15 @@ out:
 
 /* ---- the job builders --------------------------------------------------------------------- */
 
-/* A preset table's description: (freq, col, comp, scale, zero_row, trow_shift, f64_div). */
+/* A preset table's description: (freq, col, comp, scale, zero_row, trow_shift, f64_div
+ * [, out_scale]). */
 static int to_preset(call *c, PyObject *t)
 {
-    PyObject *o_freq, *o_col, *o_comp, *o_scale;
+    PyObject *o_freq, *o_col, *o_comp, *o_scale, *o_out_scale = Py_None;
     long long zero_row, trow_shift;
     int f64_div;
-    if (!PyArg_ParseTuple(t, "OOOOLLp:preset", &o_freq, &o_col, &o_comp, &o_scale, &zero_row,
-                          &trow_shift, &f64_div))
+    if (!PyArg_ParseTuple(t, "OOOOLLp|O:preset", &o_freq, &o_col, &o_comp, &o_scale, &zero_row,
+                          &trow_shift, &f64_div, &o_out_scale))
         return -1;
     sinpe_preset *sp = &c->preset;
     PyArrayObject *freq = (PyArrayObject *)own(c, PyArray_FROM_OF(o_freq, NPY_ARRAY_IN_ARRAY));
@@ -159,6 +160,13 @@ static int to_preset(call *c, PyObject *t)
             return -1;
         sp->scaled = 1;
         sp->scale = (float)v;
+    }
+    if (o_out_scale != Py_None) {
+        double v;
+        if (to_real(o_out_scale, "out_scale", &v) < 0)
+            return -1;
+        sp->out_scaled = 1;
+        sp->out_scale = (float)v;
     }
     sp->zero_row = zero_row;
     sp->trow_shift = trow_shift;

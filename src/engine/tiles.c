@@ -180,6 +180,9 @@ static void preset_rows(const sinpe_plan *p, sinpe_slot *sl, float *out, ptrdiff
             memset(dst, 0, (size_t)p->rowlen * sizeof(float));
         else
             sinpe_preset_gather(pr, p->path, dst, a + r * T, s + r * T, c + r * T);
+        if (sp->out_scaled)
+            for (int64_t k = 0; k < p->rowlen; k++)
+                dst[k] = dst[k] * sp->out_scale;
     }
 }
 

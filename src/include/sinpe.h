@@ -189,6 +189,8 @@ typedef struct {
     int64_t ncol;
     int64_t zero_row;
     int64_t trow_shift;
+    int out_scaled;      /* each float32 value v of a row becomes v * out_scale (before any */
+    float out_scale;     /* rounding to the result's type: transformers' attention scaling) */
 } sinpe_preset;
 
 /* Frequency vectors of the presets: out[i] for i < n, from the integer

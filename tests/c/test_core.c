@@ -450,7 +450,8 @@ static void job_kinds(void)
     const float one[2] = { 1.0f, 1.0f };
     const int32_t comp[2] = { 0, 1 };
     const int64_t col[2] = { 4 * 0 + SINPE_COL_ANGLE, 4 * 1 + SINPE_COL_ANGLE };
-    sinpe_preset sp = { 2, one, NULL, 0, 2, comp, 0, 0.0f, col, 2, -1, 0 };
+    sinpe_preset sp = { .nang = 2, .freq = one, .ncomp = 2, .comp = comp, .col = col, .ncol = 2,
+                        .zero_row = -1 };
     int64_t gs[2] = { 7, 2 };
     sinpe_job_init(&j, g, 2, gs, 0.0);
     j.preset = &sp;
@@ -468,7 +469,8 @@ static void job_kinds(void)
 
     /* a preset with no angles and no columns (rotary-embedding-torch dim=1): an empty table,
      * for 0 rows and for 5 (the fuzzer's division by a zero row length) */
-    sinpe_preset none = { 0, one, NULL, 0, 1, NULL, 0, 0.0f, col, 0, -1, 0 };
+    sinpe_preset none = { .nang = 0, .freq = one, .ncomp = 1, .col = col, .ncol = 0,
+                          .zero_row = -1 };
     float nothing[1];
     float npos[5] = { 0, 1, 2, 3, 4 };
     for (int64_t n = 0; n <= 5; n += 5) {
