@@ -121,8 +121,23 @@ def add_pe(x: X, /, base: SupportsFloat = 10000.0, *, offset: SupportsIndex = 0,
 
 
 def _bump_version(t: Any) -> None:
+    if not _TORCH:
+        _torch_route()
+    _TORCH[0]((t,))
+
+
+_TORCH: list = []  # torch's C-level version bump, once a tensor was seen
+
+
+def _torch_route() -> None:
+    """Hands the binding torch's C-level export of a tensor (the route of later calls; the
+    first call took __dlpack__) and keeps torch's C-level version bump."""
     import torch  # imported: x is one of its tensors
-    torch.autograd.graph.increment_version(t)
+    to_dlpack = getattr(torch._C, "_to_dlpack_versioned", None)
+    if to_dlpack is not None:
+        _sinpe.tensor_route(torch.Tensor, to_dlpack)
+    bump = getattr(torch._C, "_increment_version", None)
+    _TORCH.append(bump if bump is not None else torch.autograd.graph.increment_version)
 
 
 def elementwise(func: Literal["exp", "sin", "cos"], x: npt.NDArray[np.float32], /, *,

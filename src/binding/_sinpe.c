@@ -245,6 +245,7 @@ static PyObject *py_table(PyObject *self, PyObject *const *args, Py_ssize_t narg
     call_init(&c, n0 ? utf8_or(PyTuple_GET_ITEM(n0, 0), "out") : "out",
               n0 ? utf8_or(PyTuple_GET_ITEM(n0, 1), "max_len") : "max_len",
               n0 ? utf8_or(PyTuple_GET_ITEM(n0, 2), "d_model") : "d_model");
+    c.route = PyModule_GetState(self);
     sinpe_job *j = &c.job;
     j->kind = SINPE_JOB_TABLE;
     c.base_obj = base;
@@ -296,6 +297,7 @@ static PyObject *py_add(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     PyObject *kept = a.p.kept;
     call c;
     call_init(&c, "x", "seq_len", "d_model");
+    c.route = PyModule_GetState(self);
     c.noun = "adding to an array";
     sinpe_job *j = &c.job;
     j->kind = SINPE_JOB_ADD;
@@ -333,6 +335,7 @@ static PyObject *py_rope(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     PyObject *o_opts = a.p.opts, *x = a.p.x, *cos = a.p.cos, *sin = a.p.sin;
     call c;
     call_init(&c, "x", "seq_len", "head_dim");
+    c.route = PyModule_GetState(self);
     c.noun = "rotating an array";
     sinpe_job *j = &c.job;
     j->kind = SINPE_JOB_ROPE;
@@ -673,7 +676,60 @@ static PyObject *py_admit(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(tensor_route_doc,
+"tensor_route($module, tensor_type, to_dlpack, /)\n"
+"--\n\n"
+"Export a tensor of exactly type tensor_type (torch.Tensor) by to_dlpack(t) (torch's C-level\n"
+"torch._C._to_dlpack_versioned) instead of its Python-level __dlpack__; every refusal is\n"
+"kept (a tensor that requires grad, a conjugate or negative view, another device or layout\n"
+"takes the __dlpack__ route and its message).  None, None: no route.\n");
+
+static PyObject *py_tensor_route(PyObject *self, PyObject *args)
+{
+    PyObject *type, *fn;
+    if (!PyArg_ParseTuple(args, "OO:tensor_route", &type, &fn))
+        return NULL;
+    if ((type == Py_None) != (fn == Py_None) || (type != Py_None && !PyType_Check(type))
+        || (fn != Py_None && !PyCallable_Check(fn))) {
+        PyErr_SetString(PyExc_TypeError, "tensor_route() takes a type and a callable, or None, "
+                        "None");
+        return NULL;
+    }
+    tensor_route *r = PyModule_GetState(self);
+    Py_CLEAR(r->tensor_type);
+    Py_CLEAR(r->to_dlpack);
+    if (type != Py_None) {
+        Py_INCREF(type);
+        Py_INCREF(fn);
+        r->tensor_type = type;
+        r->to_dlpack = fn;
+    }
+    Py_RETURN_NONE;
+}
+
+static int module_traverse(PyObject *m, visitproc visit, void *arg)
+{
+    tensor_route *r = PyModule_GetState(m);
+    Py_VISIT(r->tensor_type);
+    Py_VISIT(r->to_dlpack);
+    return 0;
+}
+
+static int module_clear(PyObject *m)
+{
+    tensor_route *r = PyModule_GetState(m);
+    Py_CLEAR(r->tensor_type);
+    Py_CLEAR(r->to_dlpack);
+    return 0;
+}
+
+static void module_free(void *m)
+{
+    module_clear(m);
+}
+
 static PyMethodDef methods[] = {
+    { "tensor_route", py_tensor_route, METH_VARARGS, tensor_route_doc },
     { "admit", py_admit, METH_VARARGS, admit_doc },
     { "table", (PyCFunction)(void (*)(void))py_table, METH_FASTCALL | METH_KEYWORDS, table_doc },
     { "add", (PyCFunction)(void (*)(void))py_add, METH_FASTCALL | METH_KEYWORDS, add_doc },
@@ -728,8 +784,8 @@ static PyModuleDef_Slot slots[] = {
 };
 
 static struct PyModuleDef moduledef = {
-    PyModuleDef_HEAD_INIT, "_sinpe", "The CPython / NumPy binding of sinpe's C core.", 0, methods,
-    slots, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT, "_sinpe", "The CPython / NumPy binding of sinpe's C core.",
+    sizeof(tensor_route), methods, slots, module_traverse, module_clear, module_free,
 };
 
 PyMODINIT_FUNC PyInit__sinpe(void)

@@ -20,6 +20,15 @@
 
 extern const char *const SINPE_TYPE_NAMES[SINPE_TYPE_COUNT];
 
+/* ---- the module's state: torch's C-level export, when the package has handed it ------------ */
+
+/* tensor_type (torch.Tensor) and to_dlpack (torch._C._to_dlpack_versioned), both NULL until
+ * the package passes them (sinpe._sinpe.tensor_route): a tensor of exactly that type is then
+ * exported by that function, without torch's Python-level __dlpack__ (convert.c). */
+typedef struct {
+    PyObject *tensor_type, *to_dlpack;
+} tensor_route;
+
 /* ---- one call: the job and what its messages name ------------------------------------- */
 
 typedef struct {
@@ -40,6 +49,7 @@ typedef struct {
     sinpe_preset preset;
     sinpe_freq freq;
     int huge;                         /* advise huge pages for a fresh result */
+    const tensor_route *route;        /* the module's (NULL: none) */
 } call;
 
 

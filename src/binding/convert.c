@@ -218,7 +218,8 @@ typedef struct {
     dl_tensor t;
 } dl_managed_v1;
 
-enum { DL_CPU = 1, DL_FLOAT = 2, DL_BFLOAT = 4, DL_READ_ONLY = 1, DL_IS_COPIED = 2 };
+enum { DL_CPU = 1, DL_FLOAT = 2, DL_BFLOAT = 4, DL_COMPLEX = 5, DL_READ_ONLY = 1,
+       DL_IS_COPIED = 2 };
 
 /* The exporter's capsule, asked for version 1.0 and no copy; an exporter that predates
  * those keywords is asked plainly. */
@@ -286,6 +287,34 @@ static int negated_view(PyObject *o, const char *what)
     return -1;
 }
 
+/* A torch tensor's capsule by torch's C-level export (the route the package handed, a few
+ * hundred nanoseconds where torch.Tensor.__dlpack__'s Python code takes microseconds), for a
+ * tensor of exactly torch.Tensor (a subclass may define its own export) that does not require
+ * grad; NULL without an error set: take __dlpack__, whose refusals and messages are the rules
+ * (grad, other layouts and devices: torch raises; a complex tensor, which may carry the
+ * conjugate bit, is left to it as well).  The neg bit is checked by the caller either way. */
+static PyObject *route_capsule(const tensor_route *r, PyObject *o)
+{
+    if (!r || !r->tensor_type || (PyObject *)Py_TYPE(o) != r->tensor_type)
+        return NULL;
+    static PyObject *requires_grad;
+    if (!requires_grad && !(requires_grad = PyUnicode_InternFromString("requires_grad")))
+        return NULL;
+    PyObject *g = PyObject_GetAttr(o, requires_grad);
+    int grad = g ? PyObject_IsTrue(g) : -1;
+    Py_XDECREF(g);
+    PyObject *cap = grad == 0 ? PyObject_CallOneArg(r->to_dlpack, o) : NULL;
+    if (!cap || !PyCapsule_IsValid(cap, "dltensor_versioned")
+        || ((const dl_managed_v1 *)PyCapsule_GetPointer(cap, "dltensor_versioned"))->t.dtype.code
+               == DL_COMPLEX) {
+        Py_XDECREF(cap);
+        if (PyErr_Occurred() && PyErr_ExceptionMatches(PyExc_Exception))
+            PyErr_Clear(); /* __dlpack__ says what is wrong; KeyboardInterrupt is the caller's */
+        return NULL;
+    }
+    return cap;
+}
+
 /* A DLPack exporter's tensor as the core sees it, in place: CPU memory only, the element
  * types the core writes; a read-only export or a copy the producer made is refused (a write
  * into it would not reach the tensor). */
@@ -293,7 +322,10 @@ static int dlpack_view(call *c, PyObject *o, const char *what, sinpe_array *v)
 {
     if (negated_view(o, what) < 0)
         return -1;
-    PyObject *cap = own(c, dlpack_capsule(o, what));
+    PyObject *cap = route_capsule(c->route, o);
+    if (!cap && PyErr_Occurred())
+        return -1;
+    cap = own(c, cap ? cap : dlpack_capsule(o, what));
     if (!cap)
         return -1;
     const dl_tensor *t;
