@@ -70,9 +70,9 @@ static void *run_worker(void *p)
 #ifndef _WIN32
 /* ---- the pool ------------------------------------------------------------------------- */
 
-/* Rounds a woken helper or a waiting caller polls before it sleeps (a pause each: some
- * tens of microseconds), so that back-to-back calls need no system call. */
-#define POOL_SPIN 2048
+/* Rounds a helper polls for the next call before it sleeps (a pause each: some
+ * microseconds), so that back-to-back calls need no system call. */
+#define POOL_SPIN 256
 
 static inline void cpu_relax(void)
 {
@@ -83,15 +83,20 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* A call's helpers join it under the lock until the caller, its own grains done, closes it;
+ * the caller then waits for those that joined only, never for a helper still asleep (one
+ * that wakes after the close finds nothing to do, and the call's grains live on the
+ * caller's stack). */
 typedef struct {
-    pthread_mutex_t mu; /* guards everything below but the atomics' fast reads */
+    pthread_mutex_t mu; /* guards everything below but gen's polling reads */
     pthread_cond_t wake, done;
     pthread_t th[SINPE_THREADS_MAX];
     int started;          /* helpers running: tids 1 .. started */
-    int want;             /* helpers that take part in the current call */
-    uint64_t gen;         /* the current call's number (atomic reads) */
+    int want;             /* helpers that may take part in the current call */
+    uint64_t gen;         /* the current call's number */
     shared *sh;
-    int active;           /* helpers of the current call still at work (atomic reads) */
+    int closed;           /* the caller has closed the current call */
+    int joined, finished; /* helpers of the current call that joined it, and left it */
     int stop;
 } pool;
 
@@ -110,13 +115,17 @@ static void *pool_helper(void *p)
     const helper_arg *a = p;
     pool *pl = a->pl;
     uint64_t seen = 0;
+    pthread_mutex_lock(&pl->mu);
     for (;;) {
-        for (int i = 0; i < POOL_SPIN && __atomic_load_n(&pl->gen, __ATOMIC_ACQUIRE) == seen; i++)
-            cpu_relax();
-        pthread_mutex_lock(&pl->mu);
-        while (!pl->stop && (pl->gen == seen || a->tid > pl->want)) {
-            seen = pl->gen; /* a call this helper takes no part in */
-            pthread_cond_wait(&pl->wake, &pl->mu);
+        while (!pl->stop && (pl->gen == seen || pl->closed || a->tid > pl->want)) {
+            seen = pl->gen; /* a call this helper takes no part in (closed, or not its tid) */
+            pthread_mutex_unlock(&pl->mu);
+            for (int i = 0; i < POOL_SPIN && __atomic_load_n(&pl->gen, __ATOMIC_RELAXED) == seen;
+                 i++)
+                cpu_relax();
+            pthread_mutex_lock(&pl->mu);
+            if (pl->gen == seen && !pl->stop)
+                pthread_cond_wait(&pl->wake, &pl->mu);
         }
         if (pl->stop) {
             pthread_mutex_unlock(&pl->mu);
@@ -124,12 +133,12 @@ static void *pool_helper(void *p)
         }
         seen = pl->gen;
         shared *sh = pl->sh;
+        pl->joined++;
         pthread_mutex_unlock(&pl->mu);
         take_grains(sh, a->tid);
         pthread_mutex_lock(&pl->mu);
-        if (__atomic_sub_fetch(&pl->active, 1, __ATOMIC_ACQ_REL) == 0)
+        if (++pl->finished == pl->joined && pl->closed)
             pthread_cond_signal(&pl->done);
-        pthread_mutex_unlock(&pl->mu);
     }
 }
 
@@ -223,15 +232,15 @@ static int pool_run(shared *sh, int t)
     pthread_mutex_lock(&pl->mu);
     pl->sh = sh;
     pl->want = helpers;
-    __atomic_store_n(&pl->active, helpers, __ATOMIC_RELAXED);
-    __atomic_store_n(&pl->gen, pl->gen + 1, __ATOMIC_RELEASE);
+    pl->closed = 0;
+    pl->joined = pl->finished = 0;
+    __atomic_store_n(&pl->gen, pl->gen + 1, __ATOMIC_RELAXED);
     pthread_cond_broadcast(&pl->wake);
     pthread_mutex_unlock(&pl->mu);
     take_grains(sh, 0);
-    for (int i = 0; i < POOL_SPIN && __atomic_load_n(&pl->active, __ATOMIC_ACQUIRE) > 0; i++)
-        cpu_relax();
     pthread_mutex_lock(&pl->mu);
-    while (__atomic_load_n(&pl->active, __ATOMIC_ACQUIRE) > 0)
+    pl->closed = 1;
+    while (pl->finished < pl->joined)
         pthread_cond_wait(&pl->done, &pl->mu);
     pthread_mutex_unlock(&pl->mu);
     pthread_mutex_unlock(&pool_busy);
