@@ -49,6 +49,21 @@ static int allocate(call *c)
 /* Prepares the job's plan (every rule once), allocates a fresh result, and runs the plan in
  * steps with the GIL released, handling signals between steps (an interrupted job has done
  * a prefix of its work: sinpe.h).  Returns the result (new reference): the fresh array, or inplace. */
+/* Destinations of at most this many values are written with the GIL held (some
+ * microseconds of work at most). */
+#define SMALL_VALUES 16384
+
+static int64_t values_of(const sinpe_array *a)
+{
+    int64_t n = 1;
+    for (int k = 0; k < a->ndim; k++) {
+        if (a->shape[k] == 0)
+            return 0;
+        n = n > INT64_MAX / a->shape[k] ? INT64_MAX : n * a->shape[k];
+    }
+    return n;
+}
+
 static PyObject *run_call(call *c, PyObject *inplace)
 {
     PyObject *ret = NULL;
@@ -57,9 +72,16 @@ static PyObject *run_call(call *c, PyObject *inplace)
         c->job.dst.type = c->job.kind == SINPE_JOB_FREQS && c->freq.kind == SINPE_FREQ_POW64
                               ? SINPE_F64 : SINPE_F32;
     int st, done = 0;
-    Py_BEGIN_ALLOW_THREADS
-    st = sinpe_plan_prepare(&c->job, &c->opts, &p); /* every rule once, memory included */
-    Py_END_ALLOW_THREADS
+    /* a small job runs with the GIL held: releasing and taking it back costs more than the
+     * work (and may hand the GIL to another thread for a while) */
+    int small = c->job.dst.data && values_of(&c->job.dst) <= SMALL_VALUES;
+    if (small) {
+        st = sinpe_plan_prepare(&c->job, &c->opts, &p); /* every rule once, memory included */
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        st = sinpe_plan_prepare(&c->job, &c->opts, &p);
+        Py_END_ALLOW_THREADS
+    }
     if (st != SINPE_OK) {
         raise_status(st, c);
         goto out;
@@ -72,10 +94,15 @@ static PyObject *run_call(call *c, PyObject *inplace)
             goto out;
         st = sinpe_plan_bind(p, c->job.dst.data, c->job.dst.strides);
     }
+    small = values_of(&c->job.dst) <= SMALL_VALUES;
     while (st == SINPE_OK) {
-        Py_BEGIN_ALLOW_THREADS
-        st = sinpe_plan_step(p, STEP_VALUES * c->opts.threads, &done);
-        Py_END_ALLOW_THREADS
+        if (small) {
+            st = sinpe_plan_step(p, STEP_VALUES * c->opts.threads, &done);
+        } else {
+            Py_BEGIN_ALLOW_THREADS
+            st = sinpe_plan_step(p, STEP_VALUES * c->opts.threads, &done);
+            Py_END_ALLOW_THREADS
+        }
         if (st != SINPE_OK || done)
             break;
         if (PyErr_CheckSignals() < 0)
@@ -674,58 +701,6 @@ static PyObject *py_admit(PyObject *self, PyObject *args)
         return NULL;
     }
     Py_RETURN_NONE;
-}
-
-PyDoc_STRVAR(tensor_route_doc,
-"tensor_route($module, tensor_type, to_dlpack, /)\n"
-"--\n\n"
-"Export a tensor of exactly type tensor_type (torch.Tensor) by to_dlpack(t) (torch's C-level\n"
-"torch._C._to_dlpack_versioned) instead of its Python-level __dlpack__; every refusal is\n"
-"kept (a tensor that requires grad, a conjugate or negative view, another device or layout\n"
-"takes the __dlpack__ route and its message).  None, None: no route.\n");
-
-static PyObject *py_tensor_route(PyObject *self, PyObject *args)
-{
-    PyObject *type, *fn;
-    if (!PyArg_ParseTuple(args, "OO:tensor_route", &type, &fn))
-        return NULL;
-    if ((type == Py_None) != (fn == Py_None) || (type != Py_None && !PyType_Check(type))
-        || (fn != Py_None && !PyCallable_Check(fn))) {
-        PyErr_SetString(PyExc_TypeError, "tensor_route() takes a type and a callable, or None, "
-                        "None");
-        return NULL;
-    }
-    tensor_route *r = PyModule_GetState(self);
-    Py_CLEAR(r->tensor_type);
-    Py_CLEAR(r->to_dlpack);
-    if (type != Py_None) {
-        Py_INCREF(type);
-        Py_INCREF(fn);
-        r->tensor_type = type;
-        r->to_dlpack = fn;
-    }
-    Py_RETURN_NONE;
-}
-
-static int module_traverse(PyObject *m, visitproc visit, void *arg)
-{
-    tensor_route *r = PyModule_GetState(m);
-    Py_VISIT(r->tensor_type);
-    Py_VISIT(r->to_dlpack);
-    return 0;
-}
-
-static int module_clear(PyObject *m)
-{
-    tensor_route *r = PyModule_GetState(m);
-    Py_CLEAR(r->tensor_type);
-    Py_CLEAR(r->to_dlpack);
-    return 0;
-}
-
-static void module_free(void *m)
-{
-    module_clear(m);
 }
 
 static PyMethodDef methods[] = {

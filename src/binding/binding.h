@@ -29,6 +29,13 @@ typedef struct {
     PyObject *tensor_type, *to_dlpack;
 } tensor_route;
 
+/* convert.c: the module's methods and slots of its state */
+extern const char tensor_route_doc[];
+PyObject *py_tensor_route(PyObject *self, PyObject *args);
+int module_traverse(PyObject *m, visitproc visit, void *arg);
+int module_clear(PyObject *m);
+void module_free(void *m);
+
 /* ---- one call: the job and what its messages name ------------------------------------- */
 
 typedef struct {

@@ -315,6 +315,59 @@ static PyObject *route_capsule(const tensor_route *r, PyObject *o)
     return cap;
 }
 
+/* The module's route (its state): set by the package, cleared with the module. */
+const char tensor_route_doc[] =
+"tensor_route($module, tensor_type, to_dlpack, /)\n"
+"--\n\n"
+"Export a tensor of exactly type tensor_type (torch.Tensor) by to_dlpack(t) (torch's C-level\n"
+"torch._C._to_dlpack_versioned) instead of its Python-level __dlpack__; every refusal is\n"
+"kept (a tensor that requires grad, a conjugate or negative view, another device or layout\n"
+"takes the __dlpack__ route and its message).  None, None: no route.\n";
+
+PyObject *py_tensor_route(PyObject *self, PyObject *args)
+{
+    PyObject *type, *fn;
+    if (!PyArg_ParseTuple(args, "OO:tensor_route", &type, &fn))
+        return NULL;
+    if ((type == Py_None) != (fn == Py_None) || (type != Py_None && !PyType_Check(type))
+        || (fn != Py_None && !PyCallable_Check(fn))) {
+        PyErr_SetString(PyExc_TypeError, "tensor_route() takes a type and a callable, or None, "
+                        "None");
+        return NULL;
+    }
+    tensor_route *r = PyModule_GetState(self);
+    Py_CLEAR(r->tensor_type);
+    Py_CLEAR(r->to_dlpack);
+    if (type != Py_None) {
+        Py_INCREF(type);
+        Py_INCREF(fn);
+        r->tensor_type = type;
+        r->to_dlpack = fn;
+    }
+    Py_RETURN_NONE;
+}
+
+int module_traverse(PyObject *m, visitproc visit, void *arg)
+{
+    tensor_route *r = PyModule_GetState(m);
+    Py_VISIT(r->tensor_type);
+    Py_VISIT(r->to_dlpack);
+    return 0;
+}
+
+int module_clear(PyObject *m)
+{
+    tensor_route *r = PyModule_GetState(m);
+    Py_CLEAR(r->tensor_type);
+    Py_CLEAR(r->to_dlpack);
+    return 0;
+}
+
+void module_free(void *m)
+{
+    module_clear(m);
+}
+
 /* A DLPack exporter's tensor as the core sees it, in place: CPU memory only, the element
  * types the core writes; a read-only export or a copy the producer made is refused (a write
  * into it would not reach the tensor). */
