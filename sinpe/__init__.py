@@ -7,7 +7,7 @@
 
 The work is done by the C core (``sinpe._sinpe``, which decides nothing); this package
 owns the names and the policy: which backend 'auto' means, the SLEEF profiles, the
-defaults, and finding the optional oneMKL libraries (``sinpe._choice``).
+defaults, and finding the optional oneMKL libraries (``sinpe._backends``).
 """
 from __future__ import annotations
 
@@ -29,19 +29,21 @@ except ImportError:  # a message for a common mistake
         "directory, or install it in place (`pip install -e .`), which builds the "
         "extension into this folder."
     ) from None
-from . import _cache, _choice
-from ._api import _round, add_pe, elementwise, positional_encoding
+from . import _cache
+from ._api import add_pe, elementwise, positional_encoding
+from ._jobs import _round
 from . import presets
-from ._extra import apply_rope, shift_matrix
+from ._rope import apply_rope, shift_matrix
 from ._cache import cache_info, clear_cache, get_cache_size, set_cache_size
-from ._choice import (
+from ._backends import policy as _policy
+from ._report import numerics
+from ._backends.policy import (
     backends,
     get_backend,
     get_kernel,
     get_threads,
     kernels,
     load_mkl,
-    numerics,
     reproduces,
     set_backend,
     set_kernel,
@@ -100,7 +102,7 @@ def _configure() -> None:
             set_kernel(kernel)
         except ValueError:
             raise ValueError(f"SINPE_KERNEL={os.environ['SINPE_KERNEL']!r} is not valid: unknown "
-                             f"kernel {kernel!r}; use auto, {', '.join(_choice.PATH_NAMES)} (this "
+                             f"kernel {kernel!r}; use auto, {', '.join(_policy.PATH_NAMES)} (this "
                              f"CPU has {', '.join(kernels())})") from None
         except RuntimeError as exc:
             raise RuntimeError(f"SINPE_KERNEL={kernel!r}: {exc}") from None
@@ -115,7 +117,26 @@ def _configure() -> None:
         set_threads(min(_usable_cpus(), 256))
 
 
+def _command_line() -> bool:
+    """This import is the command line's (python -m sinpe, or the sinpe script)."""
+    import sys
+    if os.path.basename(sys.argv[0] if sys.argv else "") in ("sinpe", "sinpe.exe"):
+        return True
+    orig = list(getattr(sys, "orig_argv", []))
+    if orig:
+        return "-msinpe" in orig or any(a == "-m" and b == "sinpe" for a, b in zip(orig, orig[1:]))
+    return sys.argv[:1] == ["-m"]
+
+
+#: A bad SINPE_* variable met by the command line's import: reported by sinpe.__main__ as
+#: `sinpe: error: ...` with exit status 2, as bad arguments are (any other import raises it).
+_ENV_ERROR = None
 load_mkl()
-_choice.configure_default(os.environ.get("SINPE_BACKEND"))
-_configure()
-_cache.configure(os.environ.get(_cache.ENV))
+try:
+    _policy.configure_default(os.environ.get("SINPE_BACKEND"))
+    _configure()
+    _cache.configure(os.environ.get(_cache.ENV))
+except (ValueError, RuntimeError, TypeError, OverflowError) as _exc:
+    if not _command_line():
+        raise
+    _ENV_ERROR = _exc

@@ -4,7 +4,7 @@
     python -m sinpe --max-len 2048 --d-model 256 --dtype float16 -o pe.npz --plot pe.png
 
 Exit status: 0 on success (also when the reader of stdout stops early, as `| head` does),
-2 for bad arguments, 1 when the file or the report cannot be written, 130 on Ctrl-C.
+2 for bad arguments or a bad SINPE_* environment variable, 1 when the file or the report cannot be written, 130 on Ctrl-C.
 """
 from __future__ import annotations
 
@@ -21,15 +21,18 @@ DTYPES = ("float32", "float16", "bfloat16", "float64")
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m sinpe",
-        description="Write a sinusoidal positional-encoding table (bit for bit equal to the "
-                    "PyTorch reference on the 'mkl' numerics) to a .npy or .npz file.",
+        prog="sinpe",
+        description="Write a sinusoidal positional-encoding table to a .npy or .npz file. Its "
+                    "bits are the backend's: torch's with --backend torch (the installed torch's "
+                    "own kernels) or mkl (the mkl wheel, in the releases measured equal to "
+                    "torch's copy of oneMKL); correctly rounded with builtin (about 5% of values "
+                    "differ from torch's); auto takes torch's bits when it can, else builtin.",
         epilog="The numerics used are printed after the table is written.")
     p.add_argument("--max-len", type=int, required=True, metavar="N", help="number of positions (rows)")
     p.add_argument("--d-model", type=int, required=True, metavar="D", help="embedding width (even, >= 2)")
     p.add_argument("--base", type=float, default=10000.0, help="wavelength base (default 10000)")
     p.add_argument("--dtype", choices=DTYPES, default="float32", help="element type (default float32)")
-    from sinpe._choice import NAMES
+    from sinpe._backends.records import NAMES
     p.add_argument("--numerics", "--backend", dest="numerics", choices=["auto"] + NAMES,
                    default="auto", metavar="BACKEND",
                    help="numerics backend: auto (default: torch's bits when it can, see the "
@@ -51,8 +54,8 @@ def _fill(sinpe: Any, table: Any, args: argparse.Namespace, backend: Optional[st
     the whole job is predicted to take more than a second."""
     n, d = args.max_len, args.d_model
     block = max(1, (1 << 20) // d)
-    from sinpe._choice import PROFILES, resolve
-    if resolve(backend or sinpe._choice.get_default())[0] in PROFILES:
+    from sinpe._backends.policy import PROFILES, get_default, resolve
+    if resolve(backend or get_default())[0] in PROFILES:
         block = max(n, 1)  # torch's vectors on Arm span the whole table: one call
     after = float(os.environ.get("SINPE_PROGRESS_AFTER", "1.0"))  # seconds; tests set 0
     t0 = time.perf_counter()
@@ -75,7 +78,7 @@ def _fill(sinpe: Any, table: Any, args: argparse.Namespace, backend: Optional[st
 
 def _report(sinpe: Any, args: argparse.Namespace, backend: Optional[str], shape: Any) -> None:
     info = sinpe.numerics()
-    used = sinpe._choice.resolve(backend)[0] if backend else info["backend"]
+    used = sinpe._policy.resolve(backend)[0] if backend else info["backend"]
     threads = args.threads if args.threads is not None else info["threads"]
     print(f"wrote {args.out}: {args.dtype} table of shape {shape}, base {args.base:g}")
     if args.dtype == "bfloat16":
@@ -94,6 +97,14 @@ def _report(sinpe: Any, args: argparse.Namespace, backend: Optional[str], shape:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    try:
+        import sinpe  # the environment (SINPE_*) is read at import
+    except (ValueError, RuntimeError, TypeError, OverflowError) as exc:
+        print(f"sinpe: error: {exc}", file=sys.stderr)
+        return 2
+    if sinpe._ENV_ERROR is not None:
+        print(f"sinpe: error: {sinpe._ENV_ERROR}", file=sys.stderr)
+        return 2
     args = _parser().parse_args(argv)
     if not args.out.endswith((".npy", ".npz")):
         print(f"sinpe: error: --out must end in .npy or .npz, got {args.out!r}", file=sys.stderr)
@@ -102,12 +113,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"sinpe: error: --plot must end in .png, got {args.plot!r}", file=sys.stderr)
         return 2
 
-    import sinpe
-
     backend = None if args.numerics == "auto" else args.numerics
     try:
         # every check (sizes, base, dtype, memory) before the (possibly long) fill
-        table = sinpe._api.empty_table(args.max_len, args.d_model, args.base, dtype=args.dtype,
+        table = sinpe._jobs.empty_table(args.max_len, args.d_model, args.base, dtype=args.dtype,
                                          backend=backend, torch_threads=args.torch_threads,
                                          threads=args.threads)
         _fill(sinpe, table, args, backend)

@@ -9,36 +9,49 @@ its bits depend on: the backend (its index names the library loaded in this proc
 code path, d_model and base, and for backends whose lanes couple (SLEEF) their profile and
 the length of the tensor torch evaluates.  The thread count is not in the key (it never
 changes bits).  Entries grow as calls ask for more rows of the same table (only the missing
-rows are computed), and the least recently used go when the budget is passed.  Lookups take
-no lock; misses take one to reserve the fill, so that two threads never compute into the
-same rows; a forked child gets a fresh lock and keeps the rows (they stay valid).
+rows are computed), and the least recently used go when the budget is passed (entries in
+use order: eviction takes the oldest, O(1) each).  apply_rope's tables cheaper than their
+bookkeeping are not kept (MIN_VALUES).  Lookups take the lock only to mark the entry used; misses take it to
+reserve the fill, so that two threads never compute into the same rows; a fresh buffer is
+allocated by the call itself once the core has checked it and admitted the buffer with the
+result (sinpe.h: kept.reserve), and a buffer that cannot be had leaves the call uncached.
+The core is told which rows are filled and reads no others, whatever this module believed
+(a masked array's max(), positions changed by another thread).  Every lease is settled by
+its call (done or failed), whatever it raises; a forked child gets a fresh lock and keeps
+the rows (they stay valid).
 """
 from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from . import _choice
+from . import _jobs
+from ._backends import records
 
 ENV = "SINPE_CACHE_MB"
 DEFAULT_BYTES = 64 << 20
+#: apply_rope's tables of fewer values are not kept (a decode step's one row, a new key at
+#: every step): computing them costs less than keeping them (docs/speed.md).  The rows of
+#: the tables and adds need no such floor: one entry per table, grown in place.
+MIN_VALUES = 4096
 
 
 class _Entry:
-    __slots__ = ("rows", "first", "lo", "hi", "last", "filling", "hit")
+    __slots__ = ("rows", "first", "lo", "hi", "filling", "hit")
 
     def __init__(self, rows: np.ndarray, first: int, lo: int, hi: int) -> None:
         self.rows, self.first, self.lo, self.hi = rows, first, lo, hi
-        self.last = 0
         self.filling = False
-        self.hit = (rows, first, first, first)  # the core's argument on a hit: nothing to fill
+        self.hit = (rows, first, lo, hi, lo, lo)  # the core's argument on a hit (one object,
+        # replaced whole when the filled rows grow: a reader never sees half an update)
 
 
-_ENTRIES: Dict[tuple, _Entry] = {}
-_STATS = {"budget": DEFAULT_BYTES, "used": 0, "hits": 0, "misses": 0, "clock": 0}
+_ENTRIES: "OrderedDict[tuple, _Entry]" = OrderedDict()  # least recently used first
+_STATS = {"budget": DEFAULT_BYTES, "used": 0, "hits": 0, "misses": 0}
 _LOCK = threading.Lock()
 
 
@@ -55,16 +68,39 @@ if hasattr(os, "register_at_fork"):
 
 # ---- the settings --------------------------------------------------------------------------
 
+def _physical() -> int:
+    """This machine's physical memory in bytes (0: unknown), the core's figure."""
+    from . import _sinpe
+    return int(_sinpe.physical_memory())
+
+
+_PHYSICAL: list = []
+
+
+def _quarter() -> int:
+    """The largest buffer an entry gets: a quarter of physical memory (the call's result is
+    admitted with it, and a call must never fail for the cache's sake)."""
+    if not _PHYSICAL:
+        _PHYSICAL.append(_physical())
+    return _PHYSICAL[0] // 4 if _PHYSICAL[0] > 0 else 1 << 62
+
+
 def set_cache_size(nbytes: int) -> None:
     """The bytes of computed rows kept for later calls (0: none kept; the default 64 MiB,
-    or SINPE_CACHE_MB at import).  Shrinking forgets the least recently used rows."""
+    or SINPE_CACHE_MB at import), at most this machine's physical memory.  Shrinking
+    forgets the least recently used rows."""
     if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)):
         raise TypeError(f"nbytes must be an integer, got {nbytes!r} ({type(nbytes).__name__})")
-    if nbytes < 0:
-        raise ValueError(f"nbytes must be >= 0, got {nbytes}")
+    n = int(nbytes)
+    if n < 0:
+        raise ValueError(f"nbytes must be >= 0, got {n}")
+    phys = _physical()
+    if phys > 0 and n > phys:
+        raise ValueError(f"nbytes must be at most this machine's physical memory ({phys} "
+                         f"bytes, {phys / 2**30:.1f} GiB), got {n}")
     with _LOCK:
-        _STATS["budget"] = int(nbytes)
-        _evict(0, None)
+        _STATS["budget"] = n
+        _evict(0)
 
 
 def get_cache_size() -> int:
@@ -93,21 +129,25 @@ def configure(value: Optional[str]) -> None:
         mb = float(value)
     except ValueError:
         mb = -1.0
-    if not mb >= 0 or mb > 1 << 40:
-        raise ValueError(f"{ENV}={value!r} is not valid: use a number of MiB >= 0 (0 turns the "
-                         f"cache off), or leave it unset")
+    phys = _physical()
+    if not mb >= 0 or mb > 1 << 40 or (phys > 0 and mb * (1 << 20) > phys):
+        raise ValueError(f"{ENV}={value!r} is not valid: use a number of MiB from 0 (0 turns "
+                         f"the cache off) to this machine's physical memory "
+                         f"({phys >> 20} MiB), or leave it unset")
     set_cache_size(int(mb * (1 << 20)))
 
 
-def _evict(need: int, keep: Optional[tuple]) -> None:
-    """Forget least recently used entries (not `keep`, none being filled) until `need`
-    more bytes fit the budget.  Under the lock."""
-    while _STATS["used"] + need > _STATS["budget"]:
-        victims = [(e.last, k) for k, e in _ENTRIES.items() if k != keep and not e.filling]
-        if not victims:
-            return
-        k = min(victims, key=lambda v: v[0])[1]  # keys of different kinds do not compare
-        _STATS["used"] -= _ENTRIES.pop(k).rows.nbytes
+def _evict(need: int) -> None:
+    """Forget the least recently used entries until `need` more bytes fit the budget (an
+    entry being filled too: its call keeps its own reference).  Under the lock."""
+    while _ENTRIES and _STATS["used"] + need > _STATS["budget"]:
+        _STATS["used"] -= _ENTRIES.popitem(last=False)[1].rows.nbytes
+
+
+def _touch(key: tuple) -> None:
+    with _LOCK:
+        if key in _ENTRIES:
+            _ENTRIES.move_to_end(key)
 
 
 # ---- leases: the rows a call may read, and those it computes ------------------------------
@@ -124,7 +164,7 @@ def _key(core: tuple, d: int, base: Any, tensor_rows: int) -> Optional[tuple]:
     if not (b > 0 and b != float("inf")):
         return None
     index = core[0]
-    if _choice.INDEPENDENT[index]:
+    if records.INDEPENDENT[index]:
         return (index, core[1], d, b)
     return (index, core[1], core[3], core[4], core[5], d, b, tensor_rows)
 
@@ -139,41 +179,64 @@ def _plain_int(v: Any) -> Optional[int]:
 
 class Lease:
     """What one call reads (kept: the core's argument) and, on a miss, the entry it fills:
-    published with its valid range lo .. hi - 1 once the call succeeds (done), dropped when
-    it fails (failed)."""
-    __slots__ = ("kept", "key", "entry", "lo", "hi")
+    published with its filled range lo .. hi - 1 once the call succeeds (done), released
+    when it fails (failed).  A fresh buffer is made by the call (make), after its checks."""
+    __slots__ = ("kept", "key", "entry", "old", "lo", "hi", "f0", "f1", "cap", "d")
 
-    def __init__(self, kept: tuple, key: tuple = (), entry: Optional[_Entry] = None,
-                 lo: int = 0, hi: int = 0) -> None:
-        self.kept, self.key, self.entry, self.lo, self.hi = kept, key, entry, lo, hi
+    def __init__(self, key: tuple, old: Optional[_Entry], lo: int, hi: int, f0: int, f1: int,
+                 own: Optional[_Entry] = None, cap: int = 0, d: int = 0) -> None:
+        self.key, self.old, self.lo, self.hi, self.f0, self.f1 = key, old, lo, hi, f0, f1
+        self.entry, self.cap, self.d = own, cap, d
+        if own is not None:  # room in its buffer: the call fills the rows past its filled ones
+            self.kept: Any = (own.rows, own.first, own.lo, own.hi, f0, f1)
+        else:
+            self.kept = (cap * d * 4, self.make)
+
+    def make(self) -> Any:
+        """The fresh buffer, once the core has checked the call and admitted the buffer
+        with its result; None (the call computes as without a cache) when it cannot be had."""
+        try:
+            rows = _fresh(self.cap, self.d)
+        except MemoryError:
+            return None
+        old, lo = self.old, self.lo
+        if old is not None:  # the rows it held, from its filled range
+            rows[old.lo - lo:old.hi - lo] = old.rows[old.lo - old.first:old.hi - old.first]
+            r0, r1 = old.lo, old.hi
+        else:
+            r0 = r1 = lo
+        self.entry = _Entry(rows, lo, lo, lo)
+        return (rows, lo, r0, r1, self.f0, self.f1)
+
+    def _release(self) -> None:
+        for e in (self.entry, self.old):
+            if e is not None:
+                e.filling = False
 
     def done(self) -> None:
         e = self.entry
-        if e is None:
-            return
         with _LOCK:
-            e.filling = False
+            self._release()
+            if e is None:
+                return  # no buffer could be made: nothing kept
             e.lo, e.hi = self.lo, self.hi
+            e.hit = (e.rows, e.first, self.lo, self.hi, self.lo, self.lo)
             cur = _ENTRIES.get(self.key)
             if cur is e:
-                return  # filled in its own buffer: the valid range grew
+                _ENTRIES.move_to_end(self.key)
+                return  # filled in its own buffer: the filled range grew
             if cur is not None:
-                cur.filling = False
                 _STATS["used"] -= cur.rows.nbytes
                 del _ENTRIES[self.key]
-            _evict(e.rows.nbytes, self.key)
+            _evict(e.rows.nbytes)
             if _STATS["used"] + e.rows.nbytes <= _STATS["budget"]:
                 _ENTRIES[self.key] = e
                 _STATS["used"] += e.rows.nbytes
 
     def failed(self) -> None:
-        """The call raised (or was interrupted): the entry keeps its valid rows only."""
-        if self.entry is not None:
-            with _LOCK:
-                self.entry.filling = False
-                cur = _ENTRIES.get(self.key)
-                if cur is not None:
-                    cur.filling = False
+        """The call raised (or was interrupted): the entry keeps its filled rows only."""
+        with _LOCK:
+            self._release()
 
 
 def lease(core: tuple, d: Any, base: Any, lo: int, hi: int, tensor_rows: int) -> Any:
@@ -191,12 +254,12 @@ def lease(core: tuple, d: Any, base: Any, lo: int, hi: int, tensor_rows: int) ->
     if key is None:
         return None
     e = _ENTRIES.get(key)
-    clock = _STATS["clock"] = _STATS["clock"] + 1
     if e is not None and e.lo <= lo and hi <= e.hi:
-        e.last = clock
+        hit = e.hit
+        _touch(key)
         _STATS["hits"] += 1
-        return e.hit
-    return _miss(key, d, lo, hi, budget, clock)
+        return hit
+    return _miss(key, d, lo, hi, budget)
 
 
 def _fresh(rows: int, d: int) -> np.ndarray:
@@ -204,11 +267,10 @@ def _fresh(rows: int, d: int) -> np.ndarray:
     are (a first call writes every page of it; 2048 page faults cost about 0.5 ms)."""
     if rows * d * 4 < (4 << 20):
         return np.empty((rows, d), np.float32)
-    from . import _api  # it imports this module
-    return _api.empty_table(rows, d)
+    return _jobs.empty_table(rows, d)
 
 
-def _miss(key: tuple, d: int, lo: int, hi: int, budget: int, clock: int) -> Optional[Lease]:
+def _miss(key: tuple, d: int, lo: int, hi: int, budget: int) -> Optional[Lease]:
     with _LOCK:
         _STATS["misses"] += 1
         e = _ENTRIES.get(key)
@@ -220,25 +282,21 @@ def _miss(key: tuple, d: int, lo: int, hi: int, budget: int, clock: int) -> Opti
         else:
             e, (new_lo, new_hi), (f0, f1) = None, (lo, hi), (lo, hi)
         if e is not None and e.first <= new_lo and new_hi <= e.first + e.rows.shape[0]:
-            e.filling = True  # room in its buffer: the call fills the rows past its valid ones
-            e.last = clock
-            return Lease((e.rows, e.first, f0, f1), key, e, new_lo, new_hi)
+            e.filling = True
+            _ENTRIES.move_to_end(key)
+            return Lease(key, None, new_lo, new_hi, f0, f1, own=e)
         n = new_hi - new_lo
-        if n * d * 4 > budget:
-            return None
+        if n * d * 4 > min(budget, _quarter()):
+            return None  # a buffer that large would weigh on the call's own memory rule
         cap = max(n, 2 * (e.hi - e.lo)) if e is not None else n  # room to grow into
         if len(key) == 8:  # coupled lanes: no rows past torch's tensor
             cap = min(cap, key[7] - new_lo)
-        if cap * d * 4 > budget:
+        if cap * d * 4 > min(budget, _quarter()):
             cap = n
-        rows = _fresh(cap, d)
         if e is not None:
             e.filling = True
-            rows[e.lo - new_lo:e.hi - new_lo] = e.rows[e.lo - e.first:e.hi - e.first]
-        new = _Entry(rows, new_lo, new_lo, new_lo)
-        new.last = clock
-        new.filling = True
-        return Lease((rows, new_lo, f0, f1), key, new, new_lo, new_hi)
+        lease_ = Lease(key, e, new_lo, new_hi, f0, f1, cap=cap, d=d)
+        return lease_
 
 
 def add_rows(core: tuple, x: Any, base: Any, offset: Any, positions: Any, table_rows: int,
@@ -272,10 +330,12 @@ def table_rows_lease(core: tuple, rows: Any, d: Any, base: Any, offset: Any,
 
 
 def _position_rows(core: tuple, d: Any, base: Any, positions: Any) -> Any:
-    if not _choice.INDEPENDENT[core[0]] or not isinstance(positions, np.ndarray) \
+    if not records.INDEPENDENT[core[0]] or not isinstance(positions, np.ndarray) \
             or positions.dtype.kind not in "iu" or positions.size == 0:
         return None
-    top = int(positions.max())
+    # a guess (a masked array's mask, another thread's writes may make it wrong): the core
+    # reads only the rows the cache filled and computes any other
+    top = int(np.asarray(positions).max())
     if top < 0 or top >= 1 << 24:  # float32 holds every integer below 2^24
         return None
     return lease(core, d, base, 0, top + 1, 0)
@@ -304,23 +364,21 @@ def memo_get(key: Optional[tuple]) -> Optional[np.ndarray]:
     e = _ENTRIES.get(key)
     if e is None:
         return None
-    e.last = _STATS["clock"] = _STATS["clock"] + 1
+    _touch(key)
     _STATS["hits"] += 1
     return e.rows
 
 
 def memo_put(key: Optional[tuple], value: np.ndarray) -> None:
-    """Keep a result (made read-only) if it fits the budget."""
-    if key is None:
+    """Keep a result (made read-only) if it fits the budget and is worth keeping."""
+    if key is None or value.size < MIN_VALUES:
         return
     with _LOCK:
         _STATS["misses"] += 1
         if value.nbytes > _STATS["budget"] or key in _ENTRIES:
             return
         value.flags.writeable = False
-        _evict(value.nbytes, key)
+        _evict(value.nbytes)
         if _STATS["used"] + value.nbytes <= _STATS["budget"]:
-            e = _Entry(value, 0, 0, 0)
-            e.last = _STATS["clock"]
-            _ENTRIES[key] = e
+            _ENTRIES[key] = _Entry(value, 0, 0, 0)
             _STATS["used"] += value.nbytes

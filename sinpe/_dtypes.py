@@ -45,3 +45,127 @@ def resolve(obj: Any) -> np.dtype:
         raise TypeError(f"dtype {obj!r} is not in native byte order: sinpe writes native "
                         "float32, float16, bfloat16 or float64")
     return d
+
+
+# ---- torch tensors as arguments: one conversion for every entry point ----------------------
+
+def torch_of(obj: Any) -> Any:
+    """torch (the module) when obj is a torch.Tensor of any subclass (nn.Parameter, user
+    subclasses), else None; torch is never imported here."""
+    import sys
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(obj, getattr(torch, "Tensor", ())):
+        return None
+    return torch
+
+
+def _kind_check(torch: Any, t: Any, name: str) -> None:
+    """A tensor whose memory the core cannot read as a strided CPU array, refused by name."""
+    if getattr(t, "is_nested", False):
+        raise TypeError(f"{name} is a nested tensor: sinpe takes strided CPU tensors (one "
+                        f"shape); pass each of its tensors (.unbind()) or a padded tensor")
+    ft = getattr(getattr(torch, "_C", None), "_functorch", None)
+    if ft is not None and (ft.is_batchedtensor(t) or ft.is_gradtrackingtensor(t)
+                           or ft.is_functionaltensor(t)):
+        raise TypeError(f"{name} is a tensor inside a torch function transform (torch.vmap, "
+                        f"torch.func.grad, functionalize): sinpe reads and writes memory "
+                        f"directly and cannot be transformed; call it outside on the whole "
+                        f"tensor")
+    if t.layout != torch.strided:
+        raise TypeError(f"{name} must be a strided tensor, got layout {t.layout}")
+    if t.device.type != "cpu":
+        raise ValueError(f"{name} is on device {t.device}: sinpe works on CPU tensors")
+
+
+def array_arg(obj: Any, name: str) -> Any:
+    """An array-like parameter read by a call (positions=, timesteps, t, attention_mask):
+    a torch tensor of any dtype and kind as the NumPy array of its values (bfloat16 widened
+    exactly, requires-grad detached, negative and conjugate bits resolved) or refused naming
+    the parameter; anything else as it is (the core converts and checks it)."""
+    torch = torch_of(obj)
+    if torch is None:
+        return obj
+    _kind_check(torch, obj, name)
+    t = obj.detach()
+    if t.is_complex():
+        raise TypeError(f"{name} must hold integers or real numbers, got dtype {t.dtype}")
+    if t.dtype == torch.bfloat16:
+        t = t.float()  # exact: every bfloat16 is a float32
+    t = t.resolve_conj().resolve_neg()
+    try:
+        return t.numpy()
+    except (TypeError, RuntimeError) as exc:
+        raise TypeError(f"{name}: a tensor of dtype {t.dtype} cannot be read ({exc})") from None
+
+
+def writable_tensor(x: Any, name: str) -> bool:
+    """True when x is a torch tensor about to be written in place (then its version counter
+    moves after the write: bump_version), once it passes torch's own rules for in-place
+    writes: not an inference tensor outside inference mode, not nested or transformed."""
+    torch = torch_of(x)
+    if torch is None:
+        return False
+    _kind_check(torch, x, name)
+    if x.is_inference() and not torch.is_inference_mode_enabled():
+        raise ValueError(f"{name} is an inference tensor (made under torch.inference_mode()) "
+                         f"and this call is outside inference mode: torch refuses to write it in "
+                         f"place there (as its add_ does), and so does sinpe; write a clone, or "
+                         f"call inside torch.inference_mode()")
+    return True
+
+
+def bump_version(x: Any) -> None:
+    """A torch tensor written outside autograd: its version counter moves, as torch's own
+    in-place ops move it (a graph that saved it then refuses to backpropagate).  Inference
+    tensors have none."""
+    torch = torch_of(x)
+    if torch is not None and not x.is_inference():
+        if not _TORCH_C:
+            _tensor_route(torch)
+        _TORCH_C[0]((x,))
+
+
+_TORCH_C: list = []  # torch's C-level version bump, once a tensor was written
+
+
+def _tensor_route(torch: Any) -> None:
+    """Hands the binding torch's C-level export of a tensor (later calls take it instead of
+    the Python-level __dlpack__; docs/speed.md) and keeps torch's C-level version bump."""
+    from . import _sinpe
+    to_dlpack = getattr(torch._C, "_to_dlpack_versioned", None)
+    if to_dlpack is not None:
+        _sinpe.tensor_route(torch.Tensor, to_dlpack)
+    bump = getattr(torch._C, "_increment_version", None)
+    _TORCH_C.append(bump if bump is not None else torch.autograd.graph.increment_version)
+
+
+def ndarray_view(out: Any, name: str = "out") -> np.ndarray:
+    """An ndarray over out's own memory (an out= the core has already checked: a NumPy
+    array, a buffer, a torch CPU tensor of any float dtype, a DLPack exporter), for results
+    that are filled by NumPy assignment."""
+    if isinstance(out, np.ndarray):
+        return out
+    torch = torch_of(out)
+    if torch is not None:
+        _kind_check(torch, out, name)
+        t = out.detach()
+        if t.dtype == torch.bfloat16:
+            return t.view(torch.int16).numpy().view(bfloat16())
+        return t.numpy()
+    if hasattr(out, "__array_interface__") or hasattr(out, "__array_struct__"):
+        return np.asarray(out)
+    try:
+        return np.asarray(memoryview(out))
+    except TypeError:
+        pass
+    if hasattr(out, "__dlpack__"):
+        try:
+            return np.from_dlpack(out)
+        except (TypeError, ValueError, BufferError, RuntimeError) as exc:
+            import sys
+            torch = sys.modules.get("torch")  # NumPy reads no bfloat16 export; torch does
+            if torch is None:
+                raise TypeError(f"{name}: its DLPack export cannot be written here ({exc})") \
+                    from None
+            return ndarray_view(torch.from_dlpack(out), name)
+    raise TypeError(f"{name} must be a writable array or buffer, got {type(out).__name__}")

@@ -6,8 +6,8 @@ their dtypes, in ``docs/presets.md`` (which also says which release was compared
 that look alike give different bits, so each preset follows its library's order of
 operations exactly.
 
-All the work is done by sinpe's C core: the frequency vector (``sinpe._api.freq_job``: float32
-exp/pow steps, or float64 ones) and then the table (``sinpe._api.table_job``: each row's
+All the work is done by sinpe's C core: the frequency vector (``sinpe._jobs.freq_job``: float32
+exp/pow steps, or float64 ones) and then the table (``sinpe._jobs.table_job``: each row's
 angles, their sin/cos, and a column map). Float32 steps run on the same backend choice as
 the tutorial table (``backend=``: torch's bits where torch computes them, the built-in's
 correctly rounded functions otherwise).  Where the library itself computes in NumPy float64
@@ -25,12 +25,14 @@ dtype, and is left untouched otherwise.
 from __future__ import annotations
 
 import math
-import operator
 from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _api, _choice, _dtypes
+from . import _dtypes, _rope
+from ._hf import hf_rope  # transformers' rotary modules from a config
+from ._jobs import (ANGLE, COS, SIN, ZERO, _admit, _freqs, _int, _opts, _positive, _real, _result,
+                    _rope_inv_freq, _round_to, _table)
 
 __all__ = [
     "fairseq", "fairseq_positions", "m2m100", "speech2text", "fsmt", "musicgen", "fairseq2",
@@ -41,86 +43,8 @@ __all__ = [
     "hf_rope",
 ]
 
-SIN, COS, ANGLE, ZERO = 0, 1, 2, 3
 
-
-# ---- shared helpers -------------------------------------------------------------------------
-
-def _int(value: Any, name: str, minimum: int = 0) -> int:
-    """An integer parameter (NumPy integers too; bool, float and str refused)."""
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
-    try:
-        v = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {value!r} "
-                        f"({type(value).__name__})") from None
-    if v < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {v}")
-    return v
-
-
-def _real(value: Any, name: str) -> float:
-    """A real parameter (bool, str and complex refused)."""
-    if isinstance(value, (bool, np.bool_, str, bytes, complex, np.complexfloating)):
-        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a real number, got {value!r} "
-                        f"({type(value).__name__})") from None
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return v
-
-
-def _positive(value: Any, name: str) -> float:
-    """A base, period or scale: finite and > 0, by the core's rule."""
-    return _api.positive(value, name)
-
-
-def _opts(dtype: Any, out: Any, backend: Optional[str], threads: Optional[int],
-          torch_threads: Optional[int]) -> dict:
-    """The call's options, resolved once: the core's (backend, path, threads, ...), checked
-    by the core's rules, and dtype= checked, before any work."""
-    if dtype is not None:
-        _dtypes.resolve(dtype)
-    core = _api.check_opts(_choice.opts(backend, threads, torch_threads))
-    return {"dtype": dtype, "out": out, "core": core}
-
-
-def _admit(shape: Tuple[int, ...], opts: dict, noun: str = "a table", dtype: Any = None) -> None:
-    """Refuse, before any work, an array that cannot be made (the core's rule and figures):
-    the result (not with out=, whose shape the core checks), or an input built here."""
-    if noun != "a table" or opts.get("out") is None:
-        _api.admit(shape, dtype if noun != "a table" else opts.get("dtype"), noun)
-
-
-def _freqs(kind: str, n: int, opts: dict, **kw: Any) -> np.ndarray:
-    return _api.freq_job(opts["core"], kind, n, **kw)
-
-
-def _table(rows: Any, freq: np.ndarray, col: Sequence[int], opts: dict, **kw: Any) -> np.ndarray:
-    """The preset table of rows: an int (positions offset .. offset + rows - 1), an array of
-    positions, or a grid (grid=(h, w, lead))."""
-    where = {"rows": rows} if isinstance(rows, int) else {} if rows is None else {"positions": rows}
-    return _api.table_job(opts["core"], freq=freq, col=col, dtype=opts["dtype"], out=opts["out"],
-                          **where, **kw)
-
-
-def _result(shape: Tuple[int, ...], opts: dict) -> np.ndarray:
-    """The array a batch-repeated result goes into: out= (checked by the core's rules for a
-    result of that shape: a writable buffer of the result's dtype whose elements do not
-    share memory, else untouched), as an ndarray view, or a fresh array (admitted first)."""
-    out = opts["out"]
-    if out is None:
-        _admit(shape, opts)
-        return np.empty(shape, _dtypes.resolve(opts["dtype"]))
-    rows = np.broadcast_to(np.float32(0), shape[:-1])
-    _api.table_job(opts["core"], positions=rows, freq=np.zeros(1, np.float32),
-                   col=[ZERO] * shape[-1], dtype=opts["dtype"], out=out, fill=False)
-    return np.asarray(out)
-
+# ---- column layouts ---------------------------------------------------------------------------
 
 def _halves(n_sin: int, n_cos: Optional[int] = None, *, first: int = SIN, pad: int = 0,
             t0: int = 0) -> list:
@@ -135,13 +59,6 @@ def _halves(n_sin: int, n_cos: Optional[int] = None, *, first: int = SIN, pad: i
 def _interleaved(n_cols: int, t0: int = 0) -> list:
     """sin a_t, cos a_t, sin a_t+1, ... for n_cols columns."""
     return [4 * (t0 + j // 2) + (SIN if j % 2 == 0 else COS) for j in range(n_cols)]
-
-
-def _round_to(values: np.ndarray, dtype: Any) -> np.ndarray:
-    """float32 values rounded to dtype as torch rounds them (and the tables do)."""
-    if dtype is None or _dtypes.resolve(dtype) == np.float32:
-        return values
-    return _api._round(np.ascontiguousarray(values, np.float32).ravel(), dtype).reshape(values.shape)
 
 
 def _pad_row(padding_idx: Optional[int], n: int) -> int:
@@ -188,7 +105,7 @@ def fairseq_positions(tokens: Any, padding_idx: int, cache_length: int = 0) -> n
     """fairseq's ``make_positions`` (and transformers' ``create_position_ids_from_input_ids``):
     the table rows tokens of shape (batch, seq) read: padding_idx + 1, + 2, ... for real
     tokens (shifted by cache_length), padding_idx for pads. int64."""
-    t = np.asarray(tokens)
+    t = np.asarray(_dtypes.array_arg(tokens, "tokens"))
     if t.ndim != 2:
         raise ValueError(f"tokens must have shape (batch, seq), got {t.shape}")
     mask = (t != padding_idx).astype(np.int64)
@@ -313,7 +230,9 @@ def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
     if positions is None:
         pos = None
     else:
-        pos = np.asarray(positions)
+        pos = np.asarray(_dtypes.array_arg(positions, "positions"))
+        if pos.dtype.kind in "USbcMmV":
+            raise TypeError(f"positions must be integers or real numbers, got dtype {pos.dtype}")
         if pos.ndim not in (1, 2) or pos.shape[-1] != L:
             raise ValueError(f"positions must have shape (seq,) or (batch, seq) with seq = {L}, "
                              f"got {pos.shape}")
@@ -327,7 +246,7 @@ def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
     col = [4 * j + (SIN if j % 2 == 0 else COS) for j in range(d)]
     one = dict(opts, out=None, dtype=dst.dtype)  # the library's own table, then broadcast
     if pos is not None:
-        pe = _table(pos.astype(np.float32), freq, col, one)
+        pe = _table(pos, freq, col, one)  # rounded to float32 by the core, as keras' cast
     elif start >= 0:
         pe = _table(L, freq, col, one, offset=start, own=True)
     else:
@@ -354,15 +273,14 @@ def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor:
     sin(emb)``, moved back. inputs: an array of rank >= 3 (floats are rounded to float32, as
     the layer's compute dtype). Keras under JAX or TensorFlow is not reproduced yet
     (NotImplementedError)."""
-    from ._extra import apply_rope  # (it imports this module)
     if isinstance(backend, str) and backend.split("-")[0] in _FRAMEWORKS:
         raise NotImplementedError(
             f"keras_hub_rotary with backend={backend!r}: keras-hub's RotaryEmbedding under "
             f"{backend.split('-')[0]} is not reproduced yet; the torch Keras backend's bits come "
             "from backend=None, 'auto', 'torch', 'mkl' or 'builtin'")
     opts = _opts(None, None, backend, threads, torch_threads)
-    if type(inputs).__module__ == "torch":
-        inputs = inputs.detach().cpu().float().numpy()
+    if _dtypes.torch_of(inputs) is not None:  # any subclass; bfloat16 widened exactly
+        inputs = _dtypes.array_arg(inputs.detach().cpu().float(), "inputs")
     x = np.asarray(inputs)
     if x.dtype.kind not in "iuf" and x.dtype.name != "bfloat16":
         raise TypeError(f"inputs must hold numbers, got dtype {x.dtype}")
@@ -390,7 +308,7 @@ def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor:
     if positions is None:
         pos = None
     else:
-        pos = np.asarray(positions)
+        pos = np.asarray(_dtypes.array_arg(positions, "positions"))
         if pos.dtype.kind not in "iuf":
             raise TypeError(f"positions must hold real numbers, got dtype {pos.dtype}")
         pos = pos[None] if pos.ndim == 1 else pos
@@ -413,7 +331,7 @@ def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor:
         one = dict(opts, out=None, dtype=None)
         cos = _table(p32, freq, [4 * k + COS for k in range(d)], one)
         sin = _table(p32, freq, [4 * k + SIN for k in range(d)], one)
-        apply_rope(xm, cos=cos, sin=sin, seq_dim=1, backend=backend, threads=threads,
+        _rope.apply_rope(xm, cos=cos, sin=sin, seq_dim=1, backend=backend, threads=threads,
                    torch_threads=torch_threads)
     return np.moveaxis(xm, (-1, 1), (fa, sa))
 
@@ -618,7 +536,7 @@ def diffusers_timestep(timesteps: Any, embedding_dim: int, flip_sin_to_cos: bool
     * (t * freq)`` for 1-D timesteps (fractional allowed; rounded as ``.float()``),
     ``[sin | cos]`` (``[cos | sin]`` with flip_sin_to_cos), a zero column when
     embedding_dim is odd. Shape (N, embedding_dim)."""
-    t = np.asarray(timesteps)
+    t = np.asarray(_dtypes.array_arg(timesteps, "timesteps"))
     if t.ndim != 1:
         raise ValueError(f"timesteps must be a 1-d array, got shape {t.shape}")
     d = _int(embedding_dim, "embedding_dim")
@@ -713,13 +631,6 @@ def timm_2d(feat_shape: Sequence[int], dim: int = 64, temperature: float = 10000
 
 # ---- rotary ------------------------------------------------------------------------------------
 
-def _rope_inv_freq(dim: int, theta: Any, opts: dict, name: str = "theta") -> np.ndarray:
-    """``1 / (theta ** (arange(0, dim, 2).float() / dim))``: HF Llama's default rope,
-    rotary-embedding-torch's 'lang' freqs and tatp22's inv_freq (with dim = its channels)."""
-    return _freqs("pow", (dim + 1) // 2, opts, step=2, b=float(dim), base=theta, recip=True,
-                  base_name=name)
-
-
 def llama_rope(head_dim: int, position_ids: Any, rope_theta: float = 10000.0,
                attention_scaling: float = 1.0, *, dtype: Any = None,
                backend: Optional[str] = None, threads: Optional[int] = None,
@@ -736,6 +647,7 @@ def llama_rope(head_dim: int, position_ids: Any, rope_theta: float = 10000.0,
     theta = _positive(rope_theta, "rope_theta")
     scaling = _real(attention_scaling, "attention_scaling")
     opts = _opts(dtype, None, backend, threads, torch_threads)
+    position_ids = _dtypes.array_arg(position_ids, "position_ids")
     count = np.ndim(position_ids) == 0  # an int n: arange(n)
     rows = _int(position_ids, "position_ids") if count else None
     pos = None if count else np.asarray(position_ids)
@@ -786,9 +698,11 @@ def rotary_embedding_torch(dim: int, seq_len: Optional[int] = None, *, t: Any = 
                            torch_threads: Optional[int] = None) -> np.ndarray:
     """rotary-embedding-torch ``RotaryEmbedding(dim, ...)(t)``: the angles
     ``t[:, None] * freqs``, each repeated for a pair of columns ``[a0, a0, a1, a1, ...]``
-    (its apply_rotary_emb takes their cos and sin: :func:`sinpe.apply_rope` with
-    layout='pairs'). t: positions (float32 values); default
-    ``(arange(seq_len) + offset) / interpolate_factor`` in float32 (its get_seq_pos).
+    (its apply_rotary_emb takes their cos and sin, as torch computes them:
+    ``sinpe.apply_rope(x, layout='pairs', cos=torch.from_numpy(angles).cos(),
+    sin=torch.from_numpy(angles).sin())``, or the tables of its ``freqs``).
+    t: positions (float32 values); default ``(arange(seq_len) + offset) /
+    interpolate_factor`` in float32 (its get_seq_pos).
     Shape (len(t), 2 * len(freqs))."""
     opts = _opts(dtype, out, backend, threads, torch_threads)
     freqs = rotary_embedding_torch_freqs(dim, theta, theta_rescale_factor, freqs_for, num_freqs,
@@ -801,7 +715,7 @@ def rotary_embedding_torch(dim: int, seq_len: Optional[int] = None, *, t: Any = 
         t = np.arange(n, dtype=np.float32)  # in place: one array of n, the same bits
         t += np.float32(off)
         t /= np.float32(interp)
-    pos = np.asarray(t)
+    pos = np.asarray(_dtypes.array_arg(t, "t"))
     _admit(pos.shape + (2 * len(freqs),), opts)
     col = [4 * (j // 2) + ANGLE for j in range(2 * len(freqs))]
     return _table(pos, np.ascontiguousarray(freqs, np.float32), col, opts,
@@ -945,7 +859,8 @@ def alibi_bias(attention_mask: Any = None, num_heads: int = 8, *, seq_length: Op
         raise ValueError(f"method must be 'bloom' or 'paper', got {method!r}")
     heads = _int(num_heads, "num_heads", minimum=1)
     L = None if seq_length is None else _int(seq_length, "seq_length")
-    m = None if attention_mask is None else np.asarray(attention_mask)
+    m = None if attention_mask is None else np.asarray(_dtypes.array_arg(attention_mask,
+                                                                         "attention_mask"))
     if m is not None and (m.ndim != 2 or not (np.issubdtype(m.dtype, np.integer)
                                               or np.issubdtype(m.dtype, np.bool_)
                                               or np.issubdtype(m.dtype, np.floating))):
@@ -971,5 +886,3 @@ def alibi_bias(attention_mask: Any = None, num_heads: int = 8, *, seq_length: Op
     bias = slopes[None, :, None] * ar  # (batch, heads, seq): float32 products
     return _round_to(bias.reshape(mi.shape[0] * heads, 1, L), dtype)
 
-
-from ._hf import hf_rope  # noqa: E402  (transformers' rotary modules from a config)

@@ -17,6 +17,10 @@ gives a float64 buffer and a float64 forward) and on its default device (under
 ``with torch.device('meta')`` it is a meta tensor with no data; on other
 devices the CPU table is copied there).
 
+``batch_first=False`` holds the PyTorch nn.Transformer tutorial's seq-first buffer instead, of
+shape (max_len, 1, d_model), and adds along axis 0 (``x + pe[:x.size(0)]``): the tutorial's
+state_dict loads.
+
 Also transformers' ``apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1)`` (with GPT-NeoX's
 partial form) and its variants ``apply_rotary_pos_emb_interleave`` (DeepSeek-V3),
 ``apply_rotary_pos_emb_glm`` and ``apply_rotary_pos_emb_cohere``: new tensors, bit for bit
@@ -31,7 +35,7 @@ from typing import Any, Optional, Tuple
 import torch
 from torch import nn
 
-from ._choice import torch_kernels
+from ._backends.policy import torch_kernels
 from ._api import positional_encoding
 
 __all__ = ["SinusoidalPositionalEncoding", "apply_rotary_pos_emb",
@@ -65,13 +69,22 @@ class SinusoidalPositionalEncoding(nn.Module):
     """Sinusoidal positional encoding, with the table filled by sinpe."""
 
     def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.1,
-                 base: float = 10000.0) -> None:
+                 base: float = 10000.0, batch_first: bool = True) -> None:
         super().__init__()
+        if not isinstance(batch_first, bool):
+            raise TypeError(f"batch_first must be a bool, got {type(batch_first).__name__}")
+        self.batch_first = batch_first
         self.dropout = nn.Dropout(p=dropout)
-        self.register_buffer("pe", _table(d_model, max_len, base))
+        pe = _table(d_model, max_len, base)
+        if not batch_first:  # the PyTorch tutorial's seq-first buffer: (max_len, 1, d_model)
+            pe = pe.view(max_len, 1, d_model)
+        self.register_buffer("pe", pe)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + self.pe[:, :x.size(1)]
+        if self.batch_first:
+            x = x + self.pe[:, :x.size(1)]
+        else:  # x: (seq, batch, d_model), positions along axis 0
+            x = x + self.pe[:x.size(0)]
         return self.dropout(x)
 
 
@@ -133,12 +146,22 @@ def _tables(t: torch.Tensor, cu_shape: Tuple[int, ...], nd: int, seq: int,
     return np.ascontiguousarray(v.float().contiguous().numpy(), dtype=np.float32)
 
 
+def _wrapped(t: torch.Tensor) -> bool:
+    """A tensor whose memory is not a plain strided CPU array: nested, sparse, or one of
+    torch's function transforms' wrappers (vmap's batched tensors, grad's, functionalized)."""
+    ft = torch._C._functorch
+    return bool(t.is_nested or t.layout != torch.strided or ft.is_batchedtensor(t)
+                or ft.is_gradtrackingtensor(t) or ft.is_functionaltensor(t))
+
+
 def _fast_ok(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
              same_dtype: bool) -> bool:
     ts = (q, k, cos, sin)
     if not all(isinstance(t, torch.Tensor) for t in ts) or any(t.device.type != "cpu" for t in ts):
         return False
     if torch.is_grad_enabled() and any(t.requires_grad for t in ts):
+        return False
+    if any(_wrapped(t) for t in ts):  # nested, or inside vmap/grad: torch's own ops
         return False
     if q.dtype not in _FAST or k.dtype != q.dtype or cos.dtype not in _FAST \
             or sin.dtype != cos.dtype or cos.shape != sin.shape:
@@ -151,7 +174,7 @@ def _rotate(x: torch.Tensor, cu_shape: Tuple[int, ...], cos: torch.Tensor, sin: 
     """Rotate x (a fresh tensor) in place; False when its layout does not fit the core.
     memo: the tables already made in this call (q and k share them), by layout."""
     from . import _sinpe
-    from .presets import _opts
+    from ._jobs import _opts
     lay = _layout(x, cu_shape, cu_shape[-1])
     if lay is None:
         return False
@@ -290,3 +313,73 @@ def apply_rotary_pos_emb_cohere(q: torch.Tensor, k: torch.Tensor, cos: torch.Ten
     qe = (qf * c) + (_pairs_rotate_half(qf) * s)
     ke = (kf * c) + (_pairs_rotate_half(kf) * s)
     return qe.to(dtype=dtype), ke.to(dtype=dtype)
+
+
+# ---- sinpe.torch.patch and the tensor-out hf_rope (sinpe/_torch_patch.py) ---------------------
+
+from ._torch_patch import FORMS as _FORMS, patch, unpatch, patched, hf_rope  # noqa: E402
+
+# ---- the rotation forms sinpe.torch.patch added -----------------------------------------------------------------
+
+def apply_rotary_pos_emb_half(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
+                              sin: torch.Tensor, unsqueeze_dim: int = 1) -> "_Pair":
+    """transformers GPT-OSS's ``apply_rotary_pos_emb`` (gpt_oss, openai_privacy_filter): cos/sin
+    are half-width (the rotary returns ``emb = freqs``), x's halves ``x1, x2`` become
+    ``cat(x1 * cos - x2 * sin, x2 * cos + x1 * sin)``.  Equal, bit for bit, to the standard form
+    with the tables repeated (``a + (-b)`` is ``a - b`` exactly)."""
+    return apply_rotary_pos_emb(q, k, torch.cat((cos, cos), dim=-1),
+                                    torch.cat((sin, sin), dim=-1), unsqueeze_dim)
+
+
+def _widened(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
+             sin: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+    return q.float(), k.float(), cos.float(), sin.float()
+
+
+def apply_rotary_pos_emb_float32(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
+                                 sin: torch.Tensor, unsqueeze_dim: int = 1) -> "_Pair":
+    """transformers ModernBERT's ``apply_rotary_pos_emb`` (modernbert, modernbert_decoder, esm,
+    evolla): q and k widened to float32 (exact), rotated in halves with cos/sin (widened by
+    the products' promotion, exact), then rounded once to q's dtype."""
+    qf, kf, c, s = _widened(q, k, cos, sin)
+    qe, ke = apply_rotary_pos_emb(qf, kf, c, s, unsqueeze_dim)
+    return qe.to(q.dtype), ke.to(k.dtype)
+
+
+def apply_rotary_pos_emb_glm_float32(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
+                                     sin: torch.Tensor, unsqueeze_dim: int = 1) -> "_Pair":
+    """transformers ERNIE 4.5's ``apply_rotary_pos_emb`` (ernie4_5, ernie4_5_moe, hy_v4_vl):
+    GLM's interleaved pairs (the first half of cos/sin repeated pairwise) computed in float32
+    (``rotate_half(q).float()``: a negation, exact in q's dtype), rounded once to q's dtype."""
+    qf, kf, c, s = _widened(q, k, cos, sin)
+    qe, ke = apply_rotary_pos_emb_glm(qf, kf, c, s, unsqueeze_dim)
+    return qe.to(q.dtype), ke.to(k.dtype)
+
+
+def apply_rotary_pos_emb_single(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+                                unsqueeze_dim: int = 1) -> torch.Tensor:
+    """transformers Gemma 3n's ``apply_rotary_pos_emb(x, cos, sin, unsqueeze_dim=1)`` (one
+    tensor: gemma3n, gemma4, diffusion_gemma...): ``x * cos + rotate_half(x) * sin``."""
+    return _single(x, cos, sin, unsqueeze_dim)
+
+
+def _single(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+            unsqueeze_dim: int) -> torch.Tensor:
+    cu = _unsqueezed(cos, unsqueeze_dim)
+    if _fast_ok(x, x, cos, sin, True):
+        xe = x.clone()
+        if _rotate(xe, cu, cos, sin, False):
+            return xe
+    c, s = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
+    return (x * c) + (_hf_rotate_half(x) * s)
+
+
+_FORMS.update({f.__name__: f for f in (
+    apply_rotary_pos_emb, apply_rotary_pos_emb_interleave, apply_rotary_pos_emb_glm,
+    apply_rotary_pos_emb_cohere, apply_rotary_pos_emb_olmo, apply_rotary_pos_emb_half,
+    apply_rotary_pos_emb_float32, apply_rotary_pos_emb_glm_float32,
+    apply_rotary_pos_emb_single)})
+
+__all__ += ["patch", "unpatch", "patched", "hf_rope", "apply_rotary_pos_emb_half",
+            "apply_rotary_pos_emb_float32", "apply_rotary_pos_emb_glm_float32",
+            "apply_rotary_pos_emb_single"]

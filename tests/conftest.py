@@ -11,10 +11,14 @@ docs/testing.md.  Any other test that touched torch would fail there.
 The tests live in one folder per subject (api/, numerics/, robustness/, build/, c/); this
 file, the oracles (reference.py, crmath.py, preset_oracles.py) and the helpers below are
 shared by all of them (pytest puts tests/ on sys.path when it loads this file)."""
+import functools
 import math
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 
 import ml_dtypes
 import numpy as np
@@ -32,7 +36,8 @@ TORCH_FREE = os.environ.get("SINPE_TORCH_FREE") == "1"
 TORCH_MODULES = ["api/test_api_torch_module.py", "numerics/test_numerics_torch.py",
                  "numerics/test_numerics_presets.py", "numerics/test_numerics_hf_rope.py",
                  "numerics/test_numerics_hf_coverage.py", "robustness/test_robust_hf_rope.py",
-                 "numerics/test_numerics_hf_more.py"]
+                 "numerics/test_numerics_hf_more.py", "numerics/test_numerics_hf_patch.py",
+                 "api/test_api_torch_seq_first.py"]
 
 if TORCH_FREE:
     torch = None
@@ -106,9 +111,61 @@ def bits(a):
     return a.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
 
 
+def to_np(a):
+    """A torch tensor as a NumPy array of its dtype and bits (bfloat16 as ml_dtypes'
+    bfloat16, through an int16 view); anything else through np.asarray."""
+    if hasattr(a, "detach"):
+        a = a.detach()
+        if a.dtype == torch.bfloat16:
+            return a.view(torch.int16).numpy().view(BF16)
+        return a.numpy()
+    return np.asarray(a)
+
+
 def same(a, b):
-    """Same shape, same dtype, same bits."""
+    """Same shape, same dtype, same bits (torch tensors compared as to_np gives them).  Two
+    tuples or lists (a (cos, sin) pair, say) are the same when they hold as many arrays,
+    each the same: a short result fails (no zip stops at the shorter)."""
+    seqs = isinstance(a, (tuple, list)), isinstance(b, (tuple, list))
+    if any(seqs):
+        return all(seqs) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    a, b = to_np(a), to_np(b)
     return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(bits(a), bits(b))
+
+
+@functools.lru_cache(maxsize=None)
+def hf_coverage_harness():
+    """tools/hf_rope_coverage.py loaded as a module, once per session (the HF rope tests run
+    its configs, positions and comparisons in-process)."""
+    import importlib.util
+    path = os.path.join(ROOT, "tools", "hf_rope_coverage.py")
+    spec = importlib.util.spec_from_file_location("hf_rope_coverage", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def ctrl_c_latency(f, after=0.3, repeat=False):
+    """Seconds from a SIGINT sent `after` seconds into f() to its KeyboardInterrupt (repeat:
+    f is called again until one comes, so that a call faster than `after` cannot let the
+    signal land in the test's own code)."""
+    # Python's own handler, whatever this process inherited: a shell starts background jobs
+    # with SIGINT ignored, and then no KeyboardInterrupt could come (seen running the suite
+    # with nohup ... &)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(after, lambda: os.kill(os.getpid(), signal.SIGINT))
+    t0 = time.perf_counter()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            f()
+            while repeat and time.perf_counter() - t0 < after + 60:
+                f()
+    finally:
+        timer.cancel()
+        timer.join()
+        signal.signal(signal.SIGINT, old)
+    return time.perf_counter() - t0 - after
 
 
 def added(x, offset=0, base=10000.0):
@@ -270,8 +327,8 @@ def sleef_oracle(tmp_path_factory):
     (width=16); oracle.widths lists the widths this CPU and torch offer (8 always: a missing
     export or a CPU without AVX2 + FMA fails the tests that need the oracle)."""
     import ctypes
-    from sinpe._torchlib import find_torch_library
-    cpu = sinpe._choice.cpu_features()
+    from sinpe._backends.torchlib import find_torch_library
+    cpu = sinpe._policy.cpu_features()
     assert cpu["avx2"] and cpu["fma"], "the SLEEF oracle needs a CPU with AVX2 and FMA"
     path, why = find_torch_library()
     assert path, "the SLEEF oracle is torch's libtorch_cpu: " + why

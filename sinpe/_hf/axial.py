@@ -12,7 +12,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from .. import _dtypes
-from ..presets import COS, SIN, _int, _table
+from .._jobs import COS, SIN, _int, _table
 from .inits import inv_freq as _inv_freq, theta as _theta
 
 F32 = np.float32

@@ -9,7 +9,7 @@ from typing import Any, Callable, Optional, Tuple
 
 import numpy as np
 
-from ..presets import _int
+from .._jobs import _int
 
 #: the config attributes transformers' init functions read (a layer type whose layers
 #: differ in one of them has no single view).

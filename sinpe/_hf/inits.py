@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
-from ..presets import _freqs, _int
+from .._jobs import _freqs, _int
 from .config import Cfg
 from .families import PARTIAL_DEFAULT, PARTIAL_FALLBACK
 

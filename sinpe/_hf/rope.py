@@ -13,8 +13,9 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from .. import _choice, _dtypes
-from ..presets import COS, SIN, _int, _round_to, _table
+from .. import _dtypes
+from .._backends import policy
+from .._jobs import COS, SIN, _int, _round_to, _table
 from .axial import AXIAL, axial_rope, given_inv as _inv_given, positions as _array_positions
 from .config import Cfg
 from .families import HALF_WIDTH, INTERLEAVED, MROPE, MROPE_REFUSED, NO_CAST, OTHER
@@ -34,7 +35,7 @@ def _opts(dtype: Any, backend: Optional[str], threads: Optional[int],
     checked by the core at the call's first job (no separate call for them)."""
     if dtype is not None:
         _dtypes.resolve(dtype)
-    return {"dtype": dtype, "out": None, "core": _choice.opts(backend, threads, torch_threads)}
+    return {"dtype": dtype, "out": None, "core": policy.opts(backend, threads, torch_threads)}
 
 
 # ---- inputs ----------------------------------------------------------------------------------

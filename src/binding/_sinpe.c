@@ -28,6 +28,8 @@
 
 /* ---- running a call: the one loop that releases the GIL -------------------------------- */
 
+static int make_kept(call *c);
+
 static int allocate(call *c)
 {
     sinpe_array *x = &c->job.dst;
@@ -49,21 +51,6 @@ static int allocate(call *c)
 /* Prepares the job's plan (every rule once), allocates a fresh result, and runs the plan in
  * steps with the GIL released, handling signals between steps (an interrupted job has done
  * a prefix of its work: sinpe.h).  Returns the result (new reference): the fresh array, or inplace. */
-/* Destinations of at most this many values are written with the GIL held (some
- * microseconds of work at most). */
-#define SMALL_VALUES 16384
-
-static int64_t values_of(const sinpe_array *a)
-{
-    int64_t n = 1;
-    for (int k = 0; k < a->ndim; k++) {
-        if (a->shape[k] == 0)
-            return 0;
-        n = n > INT64_MAX / a->shape[k] ? INT64_MAX : n * a->shape[k];
-    }
-    return n;
-}
-
 static PyObject *run_call(call *c, PyObject *inplace)
 {
     PyObject *ret = NULL;
@@ -72,16 +59,20 @@ static PyObject *run_call(call *c, PyObject *inplace)
         c->job.dst.type = c->job.kind == SINPE_JOB_FREQS && c->freq.kind == SINPE_FREQ_POW64
                               ? SINPE_F64 : SINPE_F32;
     int st, done = 0;
+    if (c->kept_make) { /* a kept buffer to make: every rule first (its bytes admitted with the
+                         * result's), then the buffer, then the plan with it */
+        st = sinpe_job_prepare(&c->job, &c->opts);
+        if (st != SINPE_OK) {
+            raise_status(st, c);
+            goto out;
+        }
+        if (make_kept(c) < 0)
+            goto out;
+    }
     /* a small job runs with the GIL held: releasing and taking it back costs more than the
      * work (and may hand the GIL to another thread for a while) */
     int small = c->job.dst.data && values_of(&c->job.dst) <= SMALL_VALUES;
-    if (small) {
-        st = sinpe_plan_prepare(&c->job, &c->opts, &p); /* every rule once, memory included */
-    } else {
-        Py_BEGIN_ALLOW_THREADS
-        st = sinpe_plan_prepare(&c->job, &c->opts, &p);
-        Py_END_ALLOW_THREADS
-    }
+    UNLOCKED_UNLESS(small, st = sinpe_plan_prepare(&c->job, &c->opts, &p)); /* every rule once */
     if (st != SINPE_OK) {
         raise_status(st, c);
         goto out;
@@ -96,13 +87,7 @@ static PyObject *run_call(call *c, PyObject *inplace)
     }
     small = values_of(&c->job.dst) <= SMALL_VALUES;
     while (st == SINPE_OK) {
-        if (small) {
-            st = sinpe_plan_step(p, STEP_VALUES * c->opts.threads, &done);
-        } else {
-            Py_BEGIN_ALLOW_THREADS
-            st = sinpe_plan_step(p, STEP_VALUES * c->opts.threads, &done);
-            Py_END_ALLOW_THREADS
-        }
+        UNLOCKED_UNLESS(small, st = sinpe_plan_step(p, STEP_VALUES * c->opts.threads, &done));
         if (st != SINPE_OK || done)
             break;
         if (PyErr_CheckSignals() < 0)
@@ -183,16 +168,27 @@ static int to_preset(call *c, PyObject *t)
 
 /* Where the rows' positions come from: rows (an int: offset .. offset + rows - 1), positions
  * (array-like), or grid (h, w, lead). */
-/* kept: None, or (rows, first, fill_first, fill_end) with rows a C-contiguous float32
- * array (n, stride) the caller keeps (sinpe.h: sinpe_job.kept; the core checks the rest). */
+/* kept: None; (rows, first, ready_first, ready_end, fill_first, fill_end) with rows a
+ * C-contiguous float32 array (n, stride) the caller keeps (sinpe.h: sinpe_job.kept; the core
+ * checks the rest); or (reserve, make): make() is called once the job is checked (reserve
+ * bytes counted with the result's by the memory rule), before its plan is prepared and returns None or such a
+ * tuple. */
 static int to_kept(call *c, PyObject *kept)
 {
     if (kept == Py_None)
         return 0;
+    sinpe_kept *k = &c->job.kept;
+    if (PyTuple_Check(kept) && PyTuple_GET_SIZE(kept) == 2) {
+        long long reserve;
+        if (!PyArg_ParseTuple(kept, "LO;kept must be (reserve, make)", &reserve, &c->kept_make))
+            return -1;
+        k->reserve = reserve;
+        return 0;
+    }
     PyObject *rows;
-    long long first, f0, f1;
-    if (!PyArg_ParseTuple(kept, "OLLL;kept must be (rows, first, fill_first, fill_end)", &rows,
-                          &first, &f0, &f1))
+    long long first, r0, r1, f0, f1;
+    if (!PyArg_ParseTuple(kept, "OLLLLL;kept must be (rows, first, ready_first, ready_end, "
+                          "fill_first, fill_end)", &rows, &first, &r0, &r1, &f0, &f1))
         return -1;
     PyArrayObject *a = (PyArrayObject *)rows;
     if (!PyArray_Check(rows) || PyArray_TYPE(a) != NPY_FLOAT || PyArray_NDIM(a) != 2
@@ -201,14 +197,26 @@ static int to_kept(call *c, PyObject *kept)
                         "array (rows, stride)");
         return -1;
     }
-    sinpe_kept *k = &c->job.kept;
     k->data = (float *)PyArray_DATA(a);
     k->rows = PyArray_DIM(a, 0);
     k->stride = PyArray_DIM(a, 1);
     k->first = first;
+    k->ready_first = r0;
+    k->ready_end = r1;
     k->fill_first = f0;
     k->fill_end = f1;
+    k->reserve = 0;
     return 0;
+}
+
+/* The kept rows made once the job is checked (to_kept's make). */
+static int make_kept(call *c)
+{
+    PyObject *make = c->kept_make;
+    c->kept_make = NULL;
+    c->job.kept.reserve = 0;
+    PyObject *t = own(c, PyObject_CallNoArgs(make));
+    return !t || to_kept(c, t) < 0 ? -1 : 0; /* the plan's preparation checks it */
 }
 
 static int to_rows(call *c, PyObject *rows, PyObject *positions, PyObject *grid)
@@ -249,8 +257,10 @@ SIGNATURE("table", TABLE_PARAMS)
 "a fresh array of np.dtype dtype (huge: advise huge pages).  names: (out, rows, cols) as\n"
 "the messages name them.  fill=False returns the fresh array (or out) after every check,\n"
 "unfilled.  flags: 1, out may have one more leading axis of length 1; 2, torch's tensor\n"
-"is the rows offset .. offset+rows-1 themselves.  kept: None, or (rows, first, fill_first,\n"
-"fill_end): float32 rows of the table a cache keeps (sinpe.h, sinpe_job.kept).\n");
+"is the rows offset .. offset+rows-1 themselves.  kept: None, (rows, first, ready_first,\n"
+"ready_end, fill_first, fill_end): float32 rows of the table a cache keeps (sinpe.h,\n"
+"sinpe_job.kept), or (reserve, make): make() returns None or such a tuple once the job is\n"
+"checked (reserve bytes admitted with its result).\n");
 
 static PyObject *py_table(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                           PyObject *kwnames)
@@ -703,8 +713,21 @@ static PyObject *py_admit(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(physical_memory_doc,
+"physical_memory($module, /)\n"
+"--\n\n"
+"This machine's physical memory in bytes, the memory rule's figure (0: unknown).\n");
+
+static PyObject *py_physical_memory(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyLong_FromLongLong((long long)sinpe_physical_memory());
+}
+
 static PyMethodDef methods[] = {
     { "tensor_route", py_tensor_route, METH_VARARGS, tensor_route_doc },
+    { "physical_memory", py_physical_memory, METH_NOARGS, physical_memory_doc },
     { "admit", py_admit, METH_VARARGS, admit_doc },
     { "table", (PyCFunction)(void (*)(void))py_table, METH_FASTCALL | METH_KEYWORDS, table_doc },
     { "add", (PyCFunction)(void (*)(void))py_add, METH_FASTCALL | METH_KEYWORDS, add_doc },

@@ -57,6 +57,7 @@ typedef struct {
     sinpe_freq freq;
     int huge;                         /* advise huge pages for a fresh result */
     const tensor_route *route;        /* the module's (NULL: none) */
+    PyObject *kept_make;              /* borrowed: called after prepare for the kept rows */
 } call;
 
 
@@ -65,6 +66,20 @@ void call_init(call *c, const char *what, const char *rows_name, const char *col
 void call_clear(call *c);
 PyObject *own(call *c, PyObject *o);
 PyObject *shape_tuple(int n, const int64_t *shape);
+/* The values of an array (INT64_MAX past int64). */
+int64_t values_of(const sinpe_array *a);
+/* Destinations of at most this many values are written with the GIL held (some microseconds
+ * of work at most); stmt runs with the GIL released unless small. */
+#define SMALL_VALUES 16384
+#define UNLOCKED_UNLESS(small, stmt) \
+    do { \
+        if (small) { \
+            stmt; \
+        } else { \
+            Py_BEGIN_ALLOW_THREADS stmt; \
+            Py_END_ALLOW_THREADS \
+        } \
+    } while (0)
 
 /* errors.c */
 void raise_status(int st, const call *c);

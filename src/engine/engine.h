@@ -134,6 +134,7 @@ int sinpe_job_rows(const sinpe_job *j, int64_t *rows);
 int64_t sinpe_job_torch_rows(const sinpe_job *j, int64_t rows, int64_t pairs);
 int sinpe_ncomp(const sinpe_job *j);
 int sinpe_positions_alias(const sinpe_job *j);
+int sinpe_kept_span(const sinpe_kept *k, int64_t *lo, int64_t *hi);
 int sinpe_broadcast_positions(const sinpe_job *j, int64_t *strides);
 int sinpe_opts_check(const sinpe_opts *o, sinpe_bctx *ctx, const sinpe_backend_ops **be);
 /* The one check of a complete job (fresh: its destination is not allocated yet), returning

@@ -390,6 +390,24 @@ int sinpe_positions_alias(const sinpe_job *j)
 
 /* Kept rows (sinpe.h, sinpe_job.kept): a table job's own rows, in range, apart from dst;
  * read by positions only where the backend's results do not couple. */
+int sinpe_kept_span(const sinpe_kept *k, int64_t *lo, int64_t *hi)
+{
+    *lo = k->fill_first;
+    *hi = k->fill_end;
+    if (k->ready_end <= k->ready_first)
+        return SINPE_OK; /* no rows filled before */
+    if (k->ready_first < k->first || k->ready_end - k->first > k->rows)
+        return SINPE_E_KEPT;
+    if (k->fill_end > k->fill_first
+        && (k->fill_first > k->ready_end || k->ready_first > k->fill_end))
+        return SINPE_E_KEPT; /* two intervals apart */
+    if (k->fill_end <= k->fill_first || k->ready_first < *lo)
+        *lo = k->ready_first;
+    if (k->fill_end <= k->fill_first || k->ready_end > *hi)
+        *hi = k->ready_end;
+    return SINPE_OK;
+}
+
 static int check_kept(const sinpe_job *j, const sinpe_backend_ops *be)
 {
     const sinpe_kept *k = &j->kept;
@@ -403,6 +421,9 @@ static int check_kept(const sinpe_job *j, const sinpe_backend_ops *be)
         || k->fill_end > k->first + k->rows
         || (k->rows > 0 && k->stride > SINPE_MAX_SPAN / 4 / k->rows))
         return SINPE_E_KEPT;
+    int64_t rlo, rhi;
+    if (sinpe_kept_span(k, &rlo, &rhi) != SINPE_OK)
+        return SINPE_E_KEPT;
     if (j->pos.mode == SINPE_POS_ARRAY && !be->independent)
         return SINPE_E_KEPT;
     /* the fill computes positions fill_first .. fill_end - 1 as rows of torch's tensor from
@@ -413,7 +434,7 @@ static int check_kept(const sinpe_job *j, const sinpe_backend_ops *be)
         return SINPE_E_KEPT;
     if (j->pos.mode == SINPE_POS_OFFSET) {
         sinpe_job_rows(j, &len);
-        if (len > 0 && (j->offset < k->first || j->offset - k->first > k->rows - len))
+        if (len > 0 && (j->offset < rlo || j->offset - rlo > rhi - rlo - len))
             return SINPE_E_KEPT;
         if (sinpe_job_torch_rows(j, len, pairs) < 0)
             return SINPE_E_KEPT;
@@ -499,6 +520,14 @@ int sinpe_job_check(const sinpe_job *j, const sinpe_opts *o)
 
 /* ---- memory ------------------------------------------------------------------------------ */
 
+/* The bytes of a kept buffer the caller allocates after prepare (sinpe.h: kept.reserve). */
+static int64_t reserve_bytes(const sinpe_kept *k)
+{
+    if (k->data || k->reserve <= 0)
+        return 0;
+    return k->reserve < SINPE_MAX_SPAN ? k->reserve : SINPE_MAX_SPAN;
+}
+
 /* The scratch of a job's plan: its geometry, on the stack, without allocating. */
 static int64_t scratch_bytes(const sinpe_job *j, const sinpe_opts *o)
 {
@@ -521,7 +550,8 @@ void sinpe_job_need(const sinpe_job *j, const sinpe_opts *o, sinpe_need *need)
     memset(need, 0, sizeof *need);
     need->physical = sinpe_physical_memory();
     if (j && o)
-        sinpe_admit(j->fresh ? j->dst.ndim : -1, j->dst.shape, j->dst.type, scratch_bytes(j, o), need);
+        sinpe_admit(j->fresh ? j->dst.ndim : -1, j->dst.shape, j->dst.type,
+                    scratch_bytes(j, o) + reserve_bytes(&j->kept), need);
 }
 
 /* A fresh destination's shape, the result's, per kind (adds and rotations work in place). */
@@ -612,7 +642,8 @@ int sinpe_job_prepare(sinpe_job *j, const sinpe_opts *o)
     if (st != SINPE_OK)
         return st;
     const sinpe_array *x = &j->dst;
-    return sinpe_admit(j->fresh ? x->ndim : -1, x->shape, x->type, scratch_bytes(j, o), NULL);
+    return sinpe_admit(j->fresh ? x->ndim : -1, x->shape, x->type,
+                       scratch_bytes(j, o) + reserve_bytes(&j->kept), NULL);
 }
 
 const char *sinpe_strerror(int status)

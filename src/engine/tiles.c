@@ -284,12 +284,13 @@ static const float *kept_row(const sinpe_plan *p, int64_t position, int64_t j0)
 static int kept_positions(const sinpe_plan *p, const float *pos, int64_t n)
 {
     const sinpe_kept *k = &p->j.kept;
-    if (!k->data)
+    int64_t lo, hi; /* the rows filled (sinpe.h): never the buffer's other rows */
+    if (!k->data || sinpe_kept_span(k, &lo, &hi) != SINPE_OK || hi <= lo)
         return 0;
     for (int64_t r = 0; r < n; r++) {
         float q = pos[r];
-        if (!(q >= (float)k->first && q < (float)k->first + (float)k->rows)
-            || q != (float)(int64_t)q || (int64_t)q - k->first >= k->rows)
+        if (!(q >= (float)lo && q <= (float)hi) || q != (float)(int64_t)q
+            || (int64_t)q < lo || (int64_t)q >= hi)
             return 0;
     }
     return 1;

@@ -218,6 +218,9 @@ typedef struct {
     float *data;                  /* NULL: none */
     int64_t first, rows, stride;  /* positions first .. first + rows - 1; stride in floats */
     int64_t fill_first, fill_end; /* positions computed into it first */
+    int64_t ready_first, ready_end; /* positions the caller filled before (none: empty) */
+    int64_t reserve;              /* bytes the caller allocates for it after prepare (data
+                                   * NULL then), counted by the memory rule */
 } sinpe_kept;
 
 /* A job.  Every kind writes dst (see sinpe_job_kind); fresh = 1 says dst.data is allocated
@@ -251,9 +254,13 @@ typedef struct {
  *   job's table that the caller keeps (a cache of earlier calls; NULL data: none).  Row r of
  *   kept.data holds position kept.first + r (all cols values, kept.stride floats apart);
  *   positions kept.fill_first .. kept.fill_end - 1 are computed into it first, as this job
- *   computes its rows, and the others are read as they are.  By offset every row must lie
- *   in it; by positions (backends whose results do not couple only) integral positions in
- *   it are read, the others computed.  Not with own_tensor; it must not share memory with
+ *   computes its rows; kept.ready_first .. ready_end - 1 are the rows the caller filled
+ *   before, read as they are.  Only rows of these two ranges (one interval together) are
+ *   read, whatever else the buffer holds: by offset every row must lie in them; by
+ *   positions (backends whose results do not couple only) integral positions in them are
+ *   read, the others computed.  kept.reserve: bytes of a buffer the caller allocates after
+ *   sinpe_job_prepare (data NULL until then; the job is checked again once it is set),
+ *   counted with the fresh destination by the memory rule.  Not with own_tensor; it must not share memory with
  *   dst.
  * MAP: dst (float32) = func(src) for src (float32, C order) of dst's shape.
  * FREQS: dst (rows values, float32, or float64 for POW64) = the frequency vector *freq. */

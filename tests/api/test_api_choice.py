@@ -132,15 +132,15 @@ def test_binding_stubs_match_its_signatures_and_keywords_work():
 @pytest.mark.needs_torch
 @pytest.mark.x86_64
 def test_numerics_with_another_onemkl_release(monkeypatch):
-    real = sinpe._choice.library_info
+    real = sinpe._backends.records.library_info
     other = "Intel(R) oneAPI Math Kernel Library Version 2025.3-Product Build 20251007 for " \
             "Intel(R) 64 architecture applications"
 
     def info(lib):
         d = real(lib)
         return dict(d, version=other) if lib == "mkl" and d else d
-    monkeypatch.setattr(sinpe._choice, "library_info", info)
-    old = sinpe._choice.get_default()
+    monkeypatch.setattr(sinpe._backends.records, "library_info", info)
+    old = sinpe._policy.get_default()
     sinpe.set_backend("mkl")
     try:
         n = sinpe.numerics()
@@ -150,9 +150,9 @@ def test_numerics_with_another_onemkl_release(monkeypatch):
     assert "2025.3" in n["reproduces"] and "not torch's bits" in n["reproduces"]
     assert "vmsExp differs" in n["reproduces"] and "vmsExp differs" in n["mkl"]["why_not_chosen"]
     assert "2024.2 VML" not in n["reproduces"]
-    from sinpe import _choice
+    from sinpe._backends import policy
     monkeypatch.delitem(sys.modules, "torch")  # as if torch were not imported
-    assert _choice.auto() == "builtin"  # another release is never chosen automatically
+    assert policy.auto() == "builtin"  # another release is never chosen automatically
 
 
 # ---- the automatic choice and the fallbacks (x86-64: torch's oneMKL, the mkl wheel) ------
@@ -243,7 +243,7 @@ def test_torch_package_without_its_library(tmp_path):
 
 @pytest.mark.x86_64
 def test_no_torch_installed(monkeypatch):
-    from sinpe import _torchlib
+    from sinpe._backends import torchlib as _torchlib
     monkeypatch.delitem(sys.modules, "torch", raising=False)
     monkeypatch.setattr(_torchlib.importlib.util, "find_spec", lambda name: None)
     monkeypatch.delenv("SINPE_TORCH_LIBRARY", raising=False)
@@ -252,7 +252,7 @@ def test_no_torch_installed(monkeypatch):
 
 @pytest.mark.x86_64
 def test_find_mkl_takes_the_2026_library_name(monkeypatch, tmp_path):
-    from sinpe import _mkl
+    from sinpe._backends import mkl as _mkl
     lib = tmp_path / "lib" / "libmkl_rt.so.3"
     lib.parent.mkdir()
     lib.write_bytes(b"")
@@ -272,14 +272,14 @@ def test_find_mkl_takes_the_2026_library_name(monkeypatch, tmp_path):
     ("Version 2026.2-Product Build 20260915", False), ("Version 2023.2-Product", False),
     ("no version here", False)])
 def test_mkl_release_table(version, equal):
-    from sinpe import _mkl
+    from sinpe._backends import mkl as _mkl
     assert _mkl.release_matches(version) is equal
 
 
 @pytest.mark.x86_64
 @pytest.mark.needs_torch
 def test_pinned_backend_and_auto():
-    old = sinpe._choice.get_default()
+    old = sinpe._policy.get_default()
     try:
         sinpe.set_backend("builtin")
         assert sinpe.get_backend() == "builtin" and sinpe.numerics()["default"] == "builtin"
@@ -318,7 +318,7 @@ def test_torch_backend_in_a_forked_child_after_parallel_torch_work():
 def test_torch_module_uses_torch_kernels_whatever_the_default():
     from reference import SinusoidalPositionalEncoding as Ref
     from sinpe.torch import SinusoidalPositionalEncoding
-    old = sinpe._choice.get_default()
+    old = sinpe._policy.get_default()
     sinpe.set_backend("builtin")
     try:
         m = SinusoidalPositionalEncoding(512, 2000)
@@ -405,3 +405,34 @@ def test_set_kernel_errors():
     if platform.machine().lower() in ("x86_64", "amd64"):
         with pytest.raises(RuntimeError, match="kernel 'neon' is not available"):
             sinpe.set_kernel("neon")
+
+
+# ---- the backends as data ---------------------------------------------------------------
+
+def test_every_backend_the_core_registers_has_one_record_and_backends_is_derived():
+    from sinpe._backends import records
+    core = sinpe._sinpe.registry()["backends"]  # (name, has a library, independent)
+    assert sorted(r.name for r in records.BACKENDS) == sorted(sinpe._sinpe.BACKENDS)
+    assert len(records.BY_NAME) == len(records.BACKENDS)  # one record per name
+    for name, library, independent in core:
+        rec = records.BY_NAME[name]
+        assert (rec.finder is not None) == bool(library), name  # a loader iff a library
+        assert records.INDEPENDENT[records.BACKEND_INDEX[name]] == bool(independent)
+        assert isinstance(rec.sentence(name, None), str) and rec.sentence(name, None)
+    assert records.BACKENDS[-1].name == "builtin" and records.BACKENDS[-1].auto()  # the fallback
+    names = set(records.BY_NAME) | set(records.BY_PROFILE)
+    assert set(sinpe.backends()) == names == set(records.NAMES)
+    for name in names:  # every name a call may pass resolves, or says why not
+        try:
+            sinpe._policy.resolve(name)
+        except RuntimeError as exc:
+            assert name in str(exc) and not sinpe.backends()[name]
+
+
+def test_the_typing_literals_name_what_the_records_and_the_core_register():
+    import typing
+
+    from sinpe import _types
+    from sinpe._backends import records
+    assert set(typing.get_args(_types.Name)) == {"auto"} | set(records.NAMES)
+    assert list(typing.get_args(_types.Kernel)) == records.PATH_NAMES

@@ -192,3 +192,25 @@ def test_import_in_source_tree_says_what_to_do():
                        cwd=ROOT, timeout=60)
     assert r.returncode != 0
     assert "circular import" not in r.stderr and "pip install -e ." in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("env,msg", [
+    ({"SINPE_CACHE_MB": "-1"}, "SINPE_CACHE_MB='-1' is not valid"),
+    ({"SINPE_CACHE_MB": str(1 << 39)}, "physical memory"),
+    ({"SINPE_BACKEND": "nope"}, "SINPE_BACKEND='nope' is not valid"),
+    ({"SINPE_KERNEL": "nope"}, "SINPE_KERNEL='nope' is not valid"),
+    ({"SINPE_NUM_THREADS": "x"}, "SINPE_NUM_THREADS='x' is not valid"),
+    ({"SINPE_NUM_THREADS": "0"}, "SINPE_NUM_THREADS='0' is not valid"),
+])
+def test_cli_bad_environment(tmp_path, env, msg):
+    """Issue 25, 12: a bad SINPE_* variable is a bad argument: `sinpe: error: ...`, exit 2,
+    no traceback, nothing written (it ended in a traceback and exit 1)."""
+    e = dict(os.environ, **env)
+    r = _cli("--max-len", "4", "--d-model", "8", "-o", "pe.npy", cwd=tmp_path, env=e)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert r.stderr.startswith("sinpe: error: ") and msg in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "pe.npy").exists()
+    # a program that imports sinpe still gets the exception at import
+    from conftest import run_python
+    r = run_python("import sinpe", **env)
+    assert r.returncode == 1 and "Traceback" in r.stderr and msg in r.stderr

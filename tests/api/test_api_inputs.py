@@ -320,7 +320,7 @@ def test_tables_larger_than_memory_refused_first(dt):
     with pytest.raises(MemoryError, match=r"needs \d+\.\d GiB .*more than this machine's \d+\.\d GiB"):
         PE(rows, 1024, dtype=dt)
     with pytest.raises(MemoryError, match=r"\d+\.\d GiB"):
-        sinpe._api.empty_table(rows, 1024, dtype=dt)
+        sinpe._jobs.empty_table(rows, 1024, dtype=dt)
     assert time.perf_counter() - t0 < 0.5 * TIME_SCALE
 
 
@@ -330,3 +330,52 @@ def test_cli_refuses_a_table_larger_than_memory(tmp_path):
                        cwd=tmp_path, timeout=60)
     assert r.returncode == 2 and "GiB" in r.stderr and "%" not in r.stderr, r.stderr
     assert not (tmp_path / "big.npy").exists()
+
+
+# ---- issue 25: an empty x is checked as add_pe checks it; base named with its rule ---------
+
+EMPTY_X = [(0, 4, 16, 64), (1, 4, 3, 64), (2, 0, 3, 64)]
+
+
+@pytest.mark.parametrize("shape", EMPTY_X)
+@pytest.mark.parametrize("kw,exc,msg", [
+    ({"offset": 2**63 - 2}, OverflowError, "offset"),
+    ({"offset": 2**63 - 1}, OverflowError, "offset"),
+    ({"offset": -1}, ValueError, "offset"),
+    ({"positions": np.array(["a", "b", "c"])}, TypeError, "positions"),
+    ({"positions": [2**64, 1, 2]}, OverflowError, "positions"),
+    ({"positions": [1.0, 2.0, None]}, TypeError, "positions"),
+    ({"positions": np.array([True, False, True])}, TypeError, "positions"),
+    ({"base": 3.5e38}, ValueError, "base must be at most the largest float32"),
+    ({"base": -1.0}, ValueError, "base"),
+])
+def test_apply_rope_on_empty_x_checks_like_add_pe(shape, kw, exc, msg):
+    """Issue 25, 9: an empty x skipped apply_rope's checks (offset=2**63-2, string
+    positions, integers past uint64 accepted) where add_pe on the same x raises."""
+    if "positions" in kw:  # three positions: seq = 3 (x stays empty)
+        shape = shape[:2] + (3,) + shape[3:]
+    x = np.zeros(shape, np.float32)
+    with pytest.raises(exc, match=msg):
+        sinpe.apply_rope(x, **kw)
+    if "offset" in kw and kw["offset"] >= 0:
+        with pytest.raises(exc, match=msg):
+            sinpe.add_pe(np.zeros(shape[1:], np.float32)[:0], offset=kw["offset"])
+
+
+def test_apply_rope_base_past_float32_names_base():
+    """Issue 25, 10: base=3.5e38 said 'theta must be finite' (another name, and it is
+    finite); the largest float32 is still taken, a value that rounds to it too."""
+    x = np.ones((1, 2, 3, 8), np.float32)
+    with pytest.raises(ValueError, match=r"base must be at most the largest float32.*3\.5e\+38"):
+        sinpe.apply_rope(x.copy(), base=3.5e38)
+    for b in (float(np.finfo(np.float32).max), 3.4028235e38):
+        y = sinpe.apply_rope(x.copy(), base=b)
+        assert np.isfinite(y).all()
+
+
+def test_apply_rope_empty_x_valid_calls_still_pass():
+    for shape in EMPTY_X:
+        x = np.zeros(shape, np.float32)
+        assert sinpe.apply_rope(x, offset=2**62) is x
+        if shape[2] == 3:
+            assert sinpe.apply_rope(x, positions=[1, 2, 2**63]) is x

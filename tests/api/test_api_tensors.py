@@ -187,3 +187,230 @@ def test_negative_views_refused_untouched():
                 with pytest.raises(ValueError, match=f"{what} is a negative view"):
                     f(t)
                 assert torch.equal(t.resolve_neg(), -torch.ones(3, 8))  # values as they were
+
+
+# ---- issue 25: overlap, float64 tables, subclasses, one conversion, named refusals ----------
+
+def _hf_rope(x, cos, sin):
+    """transformers' apply_rotary_pos_emb on one tensor (cos/sin broadcast), in torch."""
+    h = x.shape[-1] // 2
+    return x * cos + torch.cat((-x[..., h:], x[..., :h]), dim=-1) * sin
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+def test_apply_rope_cos_sin_sharing_memory_with_x(dt):
+    """Issue 25, 5: cos/sin that are views of x were read while x was written (96 of 144
+    values differed from transformers'): they are copied first."""
+    torch.manual_seed(0)
+    for make in (lambda b: (b[0, 0], b[0, 1]), lambda b: (b[0, 0].numpy(), b[0, 1].numpy())
+                 if b.dtype not in (torch.bfloat16,) else (b[0, 0], b[0, 1])):
+        base = (torch.rand(1, 3, 6, 8) * 2 - 1).to(dt)
+        cos, sin = make(base)
+        want = _hf_rope(base.clone(), torch.as_tensor(cos).clone(), torch.as_tensor(sin).clone())
+        got = sinpe.apply_rope(base, cos=cos, sin=sin)
+        assert got is base and same(as_numpy(base), as_numpy(want))
+
+
+def test_apply_rope_float64_tables():
+    """Issue 25, 6: float64 x with float64 cos/sin was rotated with float32 tables (240 of
+    240 values differed): float64 tables of float32 values give torch's bits, others are
+    refused naming cos; a float32 x takes any float64 table (rounded as .to(x.dtype))."""
+    torch.manual_seed(1)
+    x = torch.randn(2, 4, 5, 12, dtype=torch.float64)
+    cos, sin = torch.rand(5, 12, dtype=torch.float64), torch.rand(5, 12, dtype=torch.float64)
+    for xd in (torch.float64, torch.float16, torch.bfloat16):
+        with pytest.raises(ValueError, match="cos holds float64 values that are not float32"):
+            sinpe.apply_rope(x.to(xd), cos=cos, sin=sin)
+    c32, s32 = cos.float().double(), sin.float().double()
+    want = _hf_rope(x, c32, s32)
+    got = sinpe.apply_rope(x.clone(), cos=c32, sin=s32)
+    assert same(got.numpy(), want.numpy())
+    x32 = x.float()
+    want = _hf_rope(x32, cos.float(), sin.float())
+    assert same(sinpe.apply_rope(x32.clone(), cos=cos, sin=sin).numpy(), want.numpy())
+    with pytest.raises(ValueError, match="sin holds float64"):
+        sinpe.apply_rope(np.zeros((1, 5, 12)), cos=c32.numpy(), sin=sin.numpy())
+
+
+class MyTensor(torch.Tensor):
+    pass
+
+
+SUBCLASSES = [lambda t: torch.nn.Parameter(t, requires_grad=False),
+              lambda t: t.as_subclass(MyTensor),
+              lambda t: torch.nn.Buffer(t) if hasattr(torch.nn, "Buffer") else t.as_subclass(MyTensor)]
+
+
+@pytest.mark.parametrize("sub", range(len(SUBCLASSES)))
+@pytest.mark.parametrize("call", ["add_pe", "apply_rope", "out", "preset_out"])
+def test_subclasses_written_in_place_bump_their_version(sub, call):
+    """Issue 25, 7: an nn.Parameter (requires_grad=False) or any torch.Tensor subclass
+    written in place kept its version counter: a graph that saved it backpropagated
+    silently wrong gradients, where torch's own add_ makes backward raise."""
+    t = SUBCLASSES[sub](torch.zeros(2, 6, 8))
+    w = torch.ones(2, 6, 8, requires_grad=True)
+    y = (w * t).sum()  # saves t for backward
+    v = t._version
+    if call == "add_pe":
+        sinpe.add_pe(t)
+    elif call == "apply_rope":
+        sinpe.apply_rope(t)
+    elif call == "out":
+        sinpe.positional_encoding(positions=np.zeros((2, 6)), d_model=8, out=t)
+    else:
+        sinpe.presets.keras_hub((2, 6, 8), out=t)
+    assert t._version > v
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+
+
+def test_inference_tensors_outside_inference_mode_refused():
+    """Inference tensors: torch's add_ refuses to write one outside inference mode, and so
+    does sinpe, naming x (or out) before anything is written; inside it, they are written."""
+    with torch.inference_mode():
+        t = torch.zeros(4, 8)
+    for f, name in [(lambda: sinpe.add_pe(t), "x"), (lambda: sinpe.apply_rope(t[None]), "x"),
+                    (lambda: sinpe.positional_encoding(4, 8, out=t), "out"),
+                    (lambda: sinpe.presets.keras_hub((4, 8), out=t), "out")]:
+        with pytest.raises(ValueError, match=f"{name} is an inference tensor"):
+            f()
+        assert not t.any()
+    with torch.inference_mode():
+        sinpe.add_pe(t)
+        assert same(t.numpy(), sinpe.positional_encoding(4, 8))
+
+
+NAMED = {
+    "bfloat16": lambda: torch.arange(6).bfloat16(),
+    "requires_grad": lambda: torch.arange(6.).requires_grad_(),
+    "neg_bit": lambda: torch.arange(6.)._neg_view(),
+    "float16": lambda: torch.arange(6).half(),
+    "int32": lambda: torch.arange(6, dtype=torch.int32),
+    "strided": lambda: torch.arange(12)[::2],
+}
+
+
+@pytest.mark.parametrize("kind", NAMED)
+def test_tensors_as_array_like_parameters(kind):
+    """Issue 25, 8: torch tensors of any dtype and kind as positions=, timesteps, t,
+    attention_mask, position_ids: converted once, with the values' bits (bfloat16 widened
+    exactly, the neg bit resolved) as the NumPy array of the same values."""
+    t = NAMED[kind]()
+    v = t.detach().resolve_neg().float().numpy()
+    P = sinpe.presets
+    pairs = [
+        (lambda p: sinpe.positional_encoding(d_model=8, positions=p), None),
+        (lambda p: sinpe.add_pe(np.zeros((6, 8), np.float32), positions=p), None),
+        (lambda p: sinpe.apply_rope(np.ones((1, 2, 6, 8), np.float32), positions=p), None),
+        (lambda p: P.diffusers_timestep(p, 8), None),
+        (lambda p: P.rotary_embedding_torch(8, t=p), None),
+        (lambda p: P.keras_hub((6, 8), positions=p), None),
+        (lambda p: P.llama_rope(8, p[None]), None),
+    ]
+    for f, _ in pairs:
+        got, want = f(t), f(v)
+        for g, w_ in zip(got if isinstance(got, tuple) else (got,),
+                         want if isinstance(want, tuple) else (want,)):
+            assert same(np.asarray(g), np.asarray(w_))
+    m = (t.detach().resolve_neg().float() >= 0).to(t.dtype)[None]
+    assert same(P.alibi_bias(m, num_heads=2), P.alibi_bias(m.float().numpy(), num_heads=2))
+
+
+def test_complex_and_bool_tensors_refused_naming_the_parameter():
+    with pytest.raises(TypeError, match="positions"):
+        sinpe.add_pe(np.zeros((3, 8), np.float32), positions=torch.zeros(3, dtype=torch.cfloat))
+    with pytest.raises(TypeError, match="positions"):
+        sinpe.positional_encoding(d_model=8, positions=torch.ones(3, dtype=torch.bool))
+    with pytest.raises(TypeError, match="timesteps"):
+        sinpe.presets.diffusers_timestep(torch.zeros(3, dtype=torch.cfloat), 8)
+
+
+class DLPackOnly:
+    def __init__(self, t):
+        self.t = t
+
+    def __dlpack__(self, **kw):
+        return self.t.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.t.__dlpack_device__()
+
+
+@pytest.mark.parametrize("dt", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+def test_presets_take_the_out_positional_encoding_takes(dt):
+    """Issue 25, 8: keras_hub and tatp22_* refused a torch bfloat16 out= and a DLPack-only
+    exporter that positional_encoding fills; now every out= is written alike."""
+    P = sinpe.presets
+    name = str(dt).replace("torch.", "")
+    for f, shape in [(lambda o: P.keras_hub((2, 5, 8), dtype=name, out=o), (2, 5, 8)),
+                     (lambda o: P.tatp22_1d(8, (2, 5, 8), dtype=name, out=o), (2, 5, 8)),
+                     (lambda o: P.tatp22_2d(8, (2, 3, 4, 8), dtype=name, out=o), (2, 3, 4, 8)),
+                     (lambda o: P.tatp22_3d(12, (1, 2, 3, 4, 12), dtype=name, out=o),
+                      (1, 2, 3, 4, 12))]:
+        want = f(None)
+        for wrap in (lambda t: t, DLPackOnly):
+            o = torch.zeros(shape, dtype=dt)
+            r = f(wrap(o))
+            assert isinstance(r, (torch.Tensor, DLPackOnly))
+            assert same(as_numpy(o), want)
+
+
+def test_nested_vmap_and_function_transforms_named():
+    """Issue 25, 11: a nested-tensor x said 'Internal error', a call inside torch.vmap a
+    storage RuntimeError: both name x and the rule."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nt = torch.nested.nested_tensor([torch.zeros(2, 3, 8), torch.zeros(2, 5, 8)])
+    for f in (sinpe.apply_rope, sinpe.add_pe):
+        with pytest.raises(TypeError, match="x is a nested tensor"):
+            f(nt)
+    with pytest.raises(TypeError, match="positions is a nested tensor"):
+        sinpe.add_pe(np.zeros((3, 8), np.float32),
+                     positions=torch.nested.nested_tensor([torch.zeros(3), torch.zeros(2)]))
+    for f in (lambda a: sinpe.apply_rope(a), lambda a: sinpe.add_pe(a)):
+        with pytest.raises(TypeError, match="x is a tensor inside a torch function transform"):
+            torch.vmap(f)(torch.zeros(2, 4, 3, 8))
+    with pytest.raises(TypeError, match="positions is a tensor inside"):
+        torch.vmap(lambda p: sinpe.positional_encoding(d_model=8, positions=p))(torch.zeros(2, 3))
+
+
+def test_keras_hub_string_positions_named():
+    with pytest.raises(TypeError, match="positions must be integers or real numbers"):
+        sinpe.presets.keras_hub((2, 3, 8), positions=np.array(["a", "b", "c"]))
+
+
+def test_tensor_resized_between_calls_is_written_where_it_lives():
+    """A tensor resized between calls (its storage's memory swapped) is written at its new
+    memory: no call, and not the cache, keeps a pointer into a caller's tensor (resizing
+    during a call is a race in the caller's program, as with torch's add_: docs/api.md)."""
+    x = torch.zeros(4, 8)
+    sinpe.add_pe(x)
+    p = x.data_ptr()
+    x.resize_(50000, 8)
+    assert x.data_ptr() != p
+    x.zero_()
+    sinpe.add_pe(x)
+    assert same(x.numpy(), sinpe.positional_encoding(50000, 8))
+    q = torch.zeros(1, 2, 4, 8)
+    sinpe.apply_rope(q)
+    q.resize_(1, 2, 3000, 8)
+    q.fill_(1.0)
+    want = sinpe.apply_rope(np.ones((1, 2, 3000, 8), np.float32))
+    assert same(sinpe.apply_rope(q).numpy(), want)
+
+
+def test_rotary_functions_under_vmap_and_nested_fall_back_to_torch():
+    """Issue 25, 11 (a sibling): sinpe.torch's transformers functions inside torch.vmap
+    took the core's route and failed on the batched tensors' storage; they now run
+    transformers' own ops there, with its bits."""
+    from sinpe.torch import apply_rotary_pos_emb
+
+    def hf(q, k, cos, sin):
+        c, s = cos.unsqueeze(1), sin.unsqueeze(1)
+        return _hf_rope(q, c, s), _hf_rope(k, c, s)
+    torch.manual_seed(3)
+    q, k = torch.randn(3, 2, 4, 5, 8), torch.randn(3, 2, 4, 5, 8)
+    c, s = torch.randn(3, 2, 5, 8), torch.randn(3, 2, 5, 8)
+    got, want = torch.vmap(apply_rotary_pos_emb)(q, k, c, s), torch.vmap(hf)(q, k, c, s)
+    assert all(torch.equal(a, b) for a, b in zip(got, want))

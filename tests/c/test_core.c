@@ -526,7 +526,7 @@ static void kept_rows(const float *t)
     memset(kept, 0xff, sizeof kept);
     sinpe_job_init(&j, u, 2, shape, 10000.0);
     j.offset = 6;
-    j.kept = (sinpe_kept){ kept, 4, 40, D, 4, 20 };
+    j.kept = (sinpe_kept){ kept, 4, 40, D, 4, 20, 0, 0, 0 };
     CHECK(sinpe_run(&j, &o) == SINPE_OK);
     CHECK(same_bits(u, t + 6 * D, 8 * D * sizeof(float)));
     CHECK(same_bits(kept, t + 4 * D, 16 * D * sizeof(float)));
@@ -536,7 +536,7 @@ static void kept_rows(const float *t)
     sinpe_job_init(&j, x, 3, xs, 10000.0);
     j.kind = SINPE_JOB_ADD;
     j.offset = 10;
-    j.kept = (sinpe_kept){ kept, 4, 16, D, 4, 4 };
+    j.kept = (sinpe_kept){ kept, 4, 16, D, 4, 4, 4, 20, 0 };
     CHECK(sinpe_run(&j, &o) == SINPE_OK);
     int ok = 1;
     for (int b = 0; b < 2; b++)
@@ -550,13 +550,13 @@ static void kept_rows(const float *t)
     sinpe_job_init(&j, x, 3, none, 10000.0);
     j.kind = SINPE_JOB_ADD;
     j.offset = 4;
-    j.kept = (sinpe_kept){ kept, 4, 40, D, 4, 12 };
+    j.kept = (sinpe_kept){ kept, 4, 40, D, 4, 12, 0, 0, 0 };
     CHECK(sinpe_run(&j, &o) == SINPE_OK);
     CHECK(same_bits(kept, t + 4 * D, 8 * D * sizeof(float)));
     sinpe_job_init(&j, x, 3, xs, 10000.0); /* the rest as before: positions 4 .. 20 */
     j.kind = SINPE_JOB_ADD;
     j.offset = 12;
-    j.kept = (sinpe_kept){ kept, 4, 40, D, 12, 20 };
+    j.kept = (sinpe_kept){ kept, 4, 40, D, 12, 20, 0, 0, 0 };
     for (int i = 0; i < 2 * 8 * D; i++)
         x[i] = 0.0f;
     CHECK(sinpe_run(&j, &o) == SINPE_OK);
@@ -565,23 +565,55 @@ static void kept_rows(const float *t)
     float pos[8] = { 5, 7, 19, 2.5f, 30, 4, 6, 8 };
     sinpe_job_init(&j, u, 2, shape, 10000.0);
     use_positions(&j, pos, SINPE_F32, 8, 4);
-    j.kept = (sinpe_kept){ kept, 4, 16, D, 4, 4 };
+    j.kept = (sinpe_kept){ kept, 4, 16, D, 4, 4, 4, 20, 0 };
     CHECK(sinpe_run(&j, &o) == SINPE_OK);
     static float want[8 * D];
     sinpe_job_init(&j, want, 2, shape, 10000.0);
     use_positions(&j, pos, SINPE_F32, 8, 4);
     CHECK(sinpe_run(&j, &o) == SINPE_OK && same_bits(u, want, sizeof want));
+    /* only the rows filled are read, whatever the buffer holds past them (issue 25): a
+     * buffer of 40 rows with 4 .. 19 filled (20 .. 43 hold NaN) serves position 30 by
+     * computing it, and an offset past row 19 is refused */
+    for (int i = 16 * D; i < 40 * D; i++)
+        kept[i] = NAN;
+    sinpe_job_init(&j, u, 2, shape, 10000.0);
+    use_positions(&j, pos, SINPE_F32, 8, 4);
+    j.kept = (sinpe_kept){ kept, 4, 40, D, 4, 4, 4, 20, 0 };
+    CHECK(sinpe_run(&j, &o) == SINPE_OK && same_bits(u, want, sizeof want));
+    sinpe_job_init(&j, u, 2, shape, 10000.0);
+    j.offset = 15;
+    CHECK(sinpe_run(&j, &o) == SINPE_OK);
+    j.kept = (sinpe_kept){ kept, 4, 40, D, 4, 4, 4, 20, 0 };
+    CHECK(sinpe_run(&j, &o) == SINPE_E_KEPT);
+    j.kept = (sinpe_kept){ kept, 4, 40, D, 30, 32, 4, 20, 0 }; /* two intervals apart */
+    CHECK(sinpe_run(&j, &o) == SINPE_E_KEPT);
+    j.kept = (sinpe_kept){ kept, 4, 40, D, 4, 4, 2, 20, 0 }; /* filled rows outside */
+    CHECK(sinpe_run(&j, &o) == SINPE_E_KEPT);
+    /* a buffer the caller makes after prepare (kept.reserve) is admitted with the fresh
+     * result by the memory rule: past this machine's memory, refused before anything */
+    {
+        sinpe_job r;
+        int64_t big[2] = { 8, D };
+        sinpe_job_init(&r, NULL, 2, big, 10000.0);
+        r.fresh = 1;
+        r.rows = 8;
+        r.cols = D;
+        r.kept = (sinpe_kept){ NULL, 0, 0, 0, 0, 0, 0, 0, (int64_t)1 << 59 };
+        CHECK(sinpe_physical_memory() <= 0 || sinpe_job_prepare(&r, &o) == SINPE_E_MEMORY);
+        r.kept.reserve = 1 << 20;
+        CHECK(sinpe_job_prepare(&r, &o) == SINPE_OK);
+    }
     /* refusals: rows outside, a fill outside, a short stride, SLEEF by positions, a preset,
      * own_tensor, kept rows that are the destination */
     sinpe_job_init(&j, u, 2, shape, 10000.0);
     j.offset = 15;
-    j.kept = (sinpe_kept){ kept, 4, 16, D, 4, 4 }; /* holds 4 .. 19, the job needs 15 .. 22 */
+    j.kept = (sinpe_kept){ kept, 4, 16, D, 4, 4, 4, 20, 0 }; /* holds 4 .. 19, the job needs 15 .. 22 */
     CHECK(sinpe_run(&j, &o) == SINPE_E_KEPT);
-    j.kept = (sinpe_kept){ kept, 4, 40, D, 30, 50 };
+    j.kept = (sinpe_kept){ kept, 4, 40, D, 30, 50, 0, 0, 0 };
     CHECK(sinpe_run(&j, &o) == SINPE_E_KEPT);
-    j.kept = (sinpe_kept){ kept, 4, 40, D - 2, 4, 4 };
+    j.kept = (sinpe_kept){ kept, 4, 40, D - 2, 4, 4, 0, 0, 0 };
     CHECK(sinpe_run(&j, &o) == SINPE_E_KEPT);
-    j.kept = (sinpe_kept){ kept, 4, 40, D, 4, 4 };
+    j.kept = (sinpe_kept){ kept, 4, 40, D, 4, 4, 0, 0, 0 };
     j.own_tensor = 1;
     CHECK(sinpe_run(&j, &o) == SINPE_E_KEPT);
     /* rows so far out that torch's tensor from row 0 would pass int64 (their own tensor):
@@ -589,18 +621,18 @@ static void kept_rows(const float *t)
     int64_t far = INT64_MAX / (D / 2) - 4;
     sinpe_job_init(&j, u, 2, shape, 10000.0);
     j.offset = far;
-    j.kept = (sinpe_kept){ kept, far, 40, D, far, far + 8 };
+    j.kept = (sinpe_kept){ kept, far, 40, D, far, far + 8, 0, 0, 0 };
     CHECK(sinpe_run(&j, &o) == SINPE_E_KEPT);
-    j.kept = (sinpe_kept){ kept, far, 40, D, far, far };
+    j.kept = (sinpe_kept){ kept, far, 40, D, far, far, 0, 0, 0 };
     CHECK(sinpe_run(&j, &o) == SINPE_E_KEPT);
     CHECK(sinpe_run(&j, &sl) == SINPE_E_KEPT);
     sinpe_job_init(&j, u, 2, shape, 10000.0);
     use_positions(&j, pos, SINPE_F32, 8, 4);
-    j.kept = (sinpe_kept){ kept, 4, 16, D, 4, 4 };
+    j.kept = (sinpe_kept){ kept, 4, 16, D, 4, 4, 4, 20, 0 };
     CHECK(sinpe_run(&j, &sl) == SINPE_E_KEPT);
     sinpe_job_init(&j, kept + 4 * D, 2, shape, 10000.0);
     j.offset = 4;
-    j.kept = (sinpe_kept){ kept, 4, 16, D, 4, 4 };
+    j.kept = (sinpe_kept){ kept, 4, 16, D, 4, 4, 4, 20, 0 };
     CHECK(sinpe_run(&j, &o) == SINPE_E_KEPT);
     CHECK(strcmp(sinpe_strerror(SINPE_E_KEPT), "the kept rows do not suit the job") == 0);
 }

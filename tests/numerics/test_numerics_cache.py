@@ -266,3 +266,184 @@ def test_rows_and_rope_tables_share_the_budget():
     for c, w in zip(calls, want):
         assert same(run(*c), w), c
     assert sinpe.cache_info()["used"] <= 60_000
+
+
+# ---- issue 25: leases released, filled rows only, O(1) eviction, the memory rule -----------
+
+FAILING = [
+    lambda: sinpe.positional_encoding(180, 64, dtype="int8"),
+    lambda: sinpe.positional_encoding(180, 64, out=np.zeros((3, 3), np.float32)),
+    lambda: sinpe.positional_encoding(180, 64, threads=0),
+    lambda: sinpe.add_pe(np.zeros((2, 180, 64), np.float32)[:, ::1, ::2].reshape(2, 180, 32)
+                         [:, :, :31]),
+    lambda: sinpe.add_pe(np.zeros((180, 64), np.float32), threads=-1),
+    lambda: sinpe.add_pe(np.zeros((180, 64), np.float32), positions=np.arange(180) * 1.0,
+                         max_len="x"),
+]
+
+
+@pytest.mark.parametrize("fail", range(len(FAILING)))
+def test_a_failing_call_releases_its_lease(fail):
+    """Issue 25, 1: an error between the lease and the call (here the dtype, out=, threads,
+    an odd d_model) left the entry 'filling' for good: the table never grew again and
+    set_cache_size(0) left bytes used."""
+    sinpe.set_cache_size(64 << 20)
+    sinpe.clear_cache()
+    sinpe.positional_encoding(100, 64)
+    sinpe.positional_encoding(150, 64)
+    with pytest.raises((TypeError, ValueError, OverflowError)):
+        FAILING[fail]()
+    hits = sinpe.cache_info()["hits"]
+    want = sinpe.positional_encoding(200, 64)  # grows past 150 again
+    assert sinpe.cache_info()["hits"] == hits
+    assert same(sinpe.positional_encoding(200, 64), want)
+    assert sinpe.cache_info()["hits"] == hits + 1
+    sinpe.set_cache_size(0)
+    assert sinpe.cache_info()["used"] == 0 and sinpe.cache_info()["entries"] == 0
+
+
+def test_interrupted_lease_is_released(monkeypatch):
+    """Any exception after the lease (KeyboardInterrupt from the fresh buffer's making too)
+    releases it."""
+    from sinpe import _cache
+    sinpe.set_cache_size(64 << 20)
+    sinpe.clear_cache()
+    sinpe.positional_encoding(100, 64)
+
+    def boom(rows, d):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(_cache, "_fresh", boom)
+    with pytest.raises(KeyboardInterrupt):
+        sinpe.positional_encoding(1000, 64)
+    monkeypatch.undo()
+    want = sinpe.positional_encoding(1000, 64)
+    assert same(sinpe.positional_encoding(1000, 64), want)
+    assert sinpe.cache_info()["entries"] == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_masked_positions_never_read_unfilled_rows(backend):
+    """Issue 25, 2: a masked array's max() ignores the masked 180, the core reads the data:
+    the rows the cache never filled (zeros, or anything) are never served."""
+    sinpe.set_cache_size(0)
+    pos = np.ma.array([1, 2, 180], mask=[0, 0, 1])
+    want = np.zeros((3, 64), np.float32)
+    sinpe.add_pe(want, positions=np.asarray(pos), backend=backend)
+    want_t = sinpe.positional_encoding(d_model=64, positions=np.asarray(pos), backend=backend)
+    sinpe.set_cache_size(64 << 20)
+    for _ in range(2):
+        sinpe.clear_cache()
+        sinpe.positional_encoding(100, 64, backend=backend)
+        sinpe.positional_encoding(150, 64, backend=backend)
+        x = np.zeros((3, 64), np.float32)
+        sinpe.add_pe(x, positions=pos, backend=backend)
+        assert same(x, want)
+        assert same(sinpe.positional_encoding(d_model=64, positions=pos, backend=backend), want_t)
+
+
+def test_positions_changed_by_another_thread():
+    """Issue 25, 2: positions written by another thread between the lease and the call:
+    whatever the core reads, its rows are the cache-off call's."""
+    sinpe.set_cache_size(0)
+    table = sinpe.positional_encoding(4096, 32)
+    sinpe.set_cache_size(64 << 20)
+    sinpe.clear_cache()
+    pos = np.zeros(64, np.int64)
+    stop = threading.Event()
+
+    def writer():
+        k = 0
+        while not stop.is_set():
+            pos[k % 64] = (k * 37) % 4096
+            k += 1
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        for i in range(300):
+            sinpe.positional_encoding(i % 50 + 1, 32)
+            r = sinpe.positional_encoding(d_model=32, positions=pos)
+            got = np.asarray(r)
+            # every row is some position's row (whichever value the core read)
+            for row in got:
+                hits = np.nonzero((table.view(np.uint32) == row.view(np.uint32)).all(1))[0]
+                assert hits.size > 0
+    finally:
+        stop.set()
+        t.join()
+
+
+def test_eviction_is_least_recently_used_and_constant_time():
+    """Issue 25, 3: entries in use order (a hit moves its entry last); eviction pops the
+    oldest without scanning; apply_rope's one-row decode steps keep nothing."""
+    from sinpe import _cache
+    sinpe.set_cache_size(64 << 20)
+    sinpe.clear_cache()
+    q = RNG.standard_normal((1, 8, 1, 128)).astype(np.float32)
+    for t in range(300):
+        sinpe.apply_rope(q, offset=t)
+    assert sinpe.cache_info()["entries"] == 0  # cheaper computed than kept
+    q = RNG.standard_normal((1, 2, 64, 64)).astype(np.float32)
+    one = 2 * 64 * 64 * 4
+    sinpe.set_cache_size(3 * one)
+    sinpe.clear_cache()
+    for t in (0, 1, 2):
+        sinpe.apply_rope(q.copy(), offset=t)
+    sinpe.apply_rope(q.copy(), offset=0)  # a hit: offset 0 is now the most recent
+    sinpe.apply_rope(q.copy(), offset=3)  # evicts offset 1, the least recently used
+    offsets = [k[-1][1] for k in _cache._ENTRIES]
+    assert offsets == [2, 0, 3]
+
+
+def test_a_bad_out_allocates_no_kept_buffer(monkeypatch):
+    """Issue 25, 4: the kept buffer is made by the call after its own checks (a bad out=
+    made a 2 GiB buffer before its ValueError)."""
+    from sinpe import _cache
+    made = []
+    real = _cache._fresh
+    monkeypatch.setattr(_cache, "_fresh", lambda r, d: made.append((r, d)) or real(r, d))
+    sinpe.set_cache_size(64 << 20)
+    sinpe.clear_cache()
+    for bad in (np.zeros((3, 3), np.float32), np.zeros((1000, 64), np.int32),
+                np.zeros((1000, 64), np.float32)[:, ::2]):
+        with pytest.raises((TypeError, ValueError)):
+            sinpe.positional_encoding(1000, 64, out=bad)
+    shared = np.lib.stride_tricks.as_strided(np.zeros(64, np.float32), (1000, 64), (0, 4))
+    with pytest.raises(ValueError):  # rows that share memory
+        sinpe.add_pe(shared)
+    assert made == [] and sinpe.cache_info()["entries"] == 0
+    sinpe.positional_encoding(1000, 64)
+    assert made == [(1000, 64)]
+
+
+def test_kept_buffer_that_cannot_be_had_leaves_the_call_uncached(monkeypatch):
+    """Issue 25, 4: the kept buffer is admitted with the result by the memory rule, and a
+    buffer the allocator refuses (an address-space limit) leaves the call computing as
+    without a cache, never failing it."""
+    from sinpe import _cache
+
+    def refuse(r, d):
+        raise MemoryError("Unable to allocate")
+    monkeypatch.setattr(_cache, "_fresh", refuse)
+    sinpe.set_cache_size(64 << 20)
+    sinpe.clear_cache()
+    want = sinpe.positional_encoding(300, 64, backend="builtin")
+    x = np.zeros((2, 300, 64), np.float32)
+    sinpe.add_pe(x, backend="builtin")
+    assert same(x[1], want) and sinpe.cache_info()["entries"] == 0
+
+
+def test_set_cache_size_refuses_more_than_physical_memory():
+    from sinpe import _cache
+    phys = _cache._physical()
+    assert phys > 0
+    for bad in (2**60, phys + 1, np.int64(2**62)):
+        with pytest.raises(ValueError, match="nbytes must be at most this machine's physical"):
+            sinpe.set_cache_size(bad)
+    sinpe.set_cache_size(phys)
+    assert sinpe.get_cache_size() == phys
+
+
+def test_environment_variable_past_physical_memory():
+    from conftest import run_python
+    r = run_python("import sinpe", SINPE_CACHE_MB=str(1 << 39))
+    assert r.returncode != 0 and "SINPE_CACHE_MB=" in r.stderr and "physical" in r.stderr

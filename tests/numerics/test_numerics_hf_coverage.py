@@ -9,26 +9,14 @@ float16, on two position sets (past max_position_embeddings and inside it), and
 hf_rope(config, position_ids, dtype=x.dtype) must give the same bits.  A rope_type the
 family's config refuses is skipped by the harness; which ones are refused is pinned below, so
 that a harness that stopped building configs could not pass by refusing everything."""
-import importlib.util
-import os
-
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import hf_coverage_harness
 
 pytestmark = [pytest.mark.oracle_packages, pytest.mark.needs_torch]
 
-
-def _harness():
-    path = os.path.join(ROOT, "tools", "hf_rope_coverage.py")
-    spec = importlib.util.spec_from_file_location("hf_rope_coverage", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-H = _harness()
+H = hf_coverage_harness()
 
 #: The rope_types each sampled family's config refuses (transformers 5.24.0): Phi-3's
 #: validate_rope allows only default and longrope (and maps yarn to longrope, which then

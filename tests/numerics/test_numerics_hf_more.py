@@ -12,7 +12,7 @@ import copy
 import numpy as np
 import pytest
 
-from conftest import TORCH_FREE
+from conftest import TORCH_FREE, hf_coverage_harness, same
 
 if not TORCH_FREE:  # the torch-free passes deselect every test here (needs_torch)
     import torch
@@ -21,9 +21,7 @@ if not TORCH_FREE:  # the torch-free passes deselect every test here (needs_torc
 pytestmark = [pytest.mark.needs_torch, pytest.mark.oracle_packages]
 
 DTYPES = ["float32", "float16", "bfloat16"]
-
-
-from test_numerics_hf_coverage import H  # noqa: E402  (the coverage harness, loaded once)
+H = hf_coverage_harness()  # loaded once for the session, shared with the coverage tests
 
 #: (family, rotary class): one per form added, run by the coverage harness (its configs,
 #: positions, dtypes and both position sets) for the native and default columns (and every
@@ -83,31 +81,15 @@ def test_family_bit_for_bit(rows, family, cls):
 
 # ---- direct module calls ---------------------------------------------------------------------
 
-from test_numerics_hf_rope import bits, to_np  # noqa: E402  (the same conversions)
-
-
-def same(got, want):
-    """got (cos, sin) is want's pair, bit for bit: as many arrays (a short result fails), each
-    of the same shape, dtype and bits."""
-    got, want = tuple(got), tuple(want)
-    assert len(got) == len(want) == 2, (len(got), len(want))
-    for g, w in zip(got, want):
-        w = to_np(w)
-        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, g.dtype, w.shape, w.dtype)
-        assert np.array_equal(bits(g), bits(w))
-
-
 def test_same_fails_on_a_short_result():
-    """The comparison itself: a result with fewer arrays than the module's is not the same
-    (a zip over both would compare nothing past the shorter)."""
-    import torch
+    """The comparison itself (tests/conftest.py's same): a result with fewer arrays than the
+    module's is not the same (a zip over both would compare nothing past the shorter)."""
     pair = (torch.zeros(2, 3), torch.ones(2, 3))
-    same((np.zeros((2, 3), np.float32), np.ones((2, 3), np.float32)), pair)
+    assert same((np.zeros((2, 3), np.float32), np.ones((2, 3), np.float32)), pair)
     for short in ((), (np.zeros((2, 3), np.float32),)):
-        with pytest.raises(AssertionError):
-            same(short, pair)
-    with pytest.raises(AssertionError):
-        same((np.zeros((2, 3), np.float32), np.zeros((2, 3), np.float32)), pair)
+        assert not same(short, pair)
+    assert not same((np.zeros((2, 3), np.float32), np.zeros((2, 3), np.float32)), pair)
+    assert not same(np.zeros((2, 3), np.float32), pair)
 
 
 def _module(name, cls):
@@ -126,7 +108,7 @@ def test_mrope_without_section_uses_the_in_code_default():
     pos = np.stack([np.arange(12) + 3, np.arange(12) // 2, np.arange(12) % 5])[:, None]
     for dt in DTYPES:
         want = rot(torch.zeros(1, 12, 8, dtype=getattr(torch, dt)), torch.from_numpy(pos))
-        same(hf_rope(cfg, pos, dtype=dt), want)
+        assert same(hf_rope(cfg, pos, dtype=dt), want)
         assert hf_rope(cfg, pos, dtype=dt)[0].shape == (1, 12, 16)
 
 
@@ -141,8 +123,8 @@ def test_heterogeneous_config_as_a_dict():
     d = cfg.to_dict()
     for lt in sorted(set(cfg.layer_types)):
         want = rot(torch.zeros(1, 20, 8), torch.from_numpy(pos), lt)
-        same(hf_rope(cfg, pos, layer_type=lt), want)
-        same(hf_rope(d, pos, layer_type=lt), want)
+        assert same(hf_rope(cfg, pos, layer_type=lt), want)
+        assert same(hf_rope(d, pos, layer_type=lt), want)
     widths = {lt: hf_rope(cfg, pos, layer_type=lt)[0].shape[-1] for lt in set(cfg.layer_types)}
     assert widths == {"sliding_attention": 16, "full_attention": 32}
 
@@ -153,8 +135,8 @@ def test_axial_as_a_dict_and_with_a_module_buffer():
     rot = _module("qwen3_vl", "Qwen3VLVisionRotaryEmbedding")(copy.deepcopy(cfg))
     hw = np.stack([np.arange(30) // 6 + 2, np.arange(30) % 6], axis=-1)
     want = rot(torch.zeros(1, 30, 8, dtype=torch.bfloat16), torch.from_numpy(hw))
-    same(hf_rope(cfg.to_dict(), hw, dtype="bfloat16"), want)  # float32: the module's own
-    same(hf_rope(cfg, hw, inv_freq=rot.inv_freq), want)
+    assert same(hf_rope(cfg.to_dict(), hw, dtype="bfloat16"), want)  # float32: the module's own
+    assert same(hf_rope(cfg, hw, inv_freq=rot.inv_freq), want)
 
 
 def test_refusals():

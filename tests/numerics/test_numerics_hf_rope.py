@@ -8,11 +8,10 @@ Qwen2-VL/Qwen3-VL/GLM-4V mrope, and a whole tiny Llama in bfloat16 whose rotary 
 replaced by hf_rope."""
 import importlib
 
-import ml_dtypes
 import numpy as np
 import pytest
 
-from conftest import TORCH_FREE
+from conftest import TORCH_FREE, bits, to_np
 
 if not TORCH_FREE:  # the torch-free passes deselect every test here (needs_torch)
     import torch
@@ -29,19 +28,9 @@ def tdtype(name):
     return getattr(torch, name)
 
 
-def to_np(t):
-    t = t.detach()
-    if t.dtype == torch.bfloat16:
-        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
-    return t.numpy()
-
-
-def bits(a):
-    a = np.ascontiguousarray(a)
-    return a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
-
-
 def assert_same(got, want, what):
+    """What tests/conftest.py's same checks, asserted with a message that counts the
+    elements that differ."""
     assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
     assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
     bad = int(np.count_nonzero(bits(got) != bits(want)))
@@ -281,6 +270,8 @@ def _tables(B, S, R, dtype, g, interleave=False):
 
 
 def _same_pair(got, want, what):
+    got, want = tuple(got), tuple(want)
+    assert len(got) == len(want) == 2, f"{what}: {len(got)} and {len(want)} arrays"
     for a, b, n in zip(got, want, ("q", "k")):
         assert_same(to_np(a), to_np(b), f"{what} {n}")
 

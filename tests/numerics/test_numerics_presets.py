@@ -22,16 +22,11 @@ import torch
 
 import preset_oracles as O
 import sinpe
-from conftest import PARITY_BACKENDS
+from conftest import PARITY_BACKENDS, bits
 from sinpe import presets as P
 
 BACKENDS = PARITY_BACKENDS
 oracle_packages = pytest.mark.oracle_packages
-
-
-def bits(a):
-    a = np.ascontiguousarray(a)
-    return a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
 
 
 def assert_same(got, want, what):
@@ -647,7 +642,7 @@ def test_shift_matrix_relative_position_property():
     assert worst[(1, 0)] < 2 ** -22
     # the exact sinusoids satisfy it to float64 rounding
     R = sinpe.shift_matrix(7, 8)
-    div = sinpe.presets._freqs("exp_mul", 4, sinpe.presets._opts(None, None, None, None, None), step=2, a=-math.log(10000) / 8).astype(np.float64)
+    div = sinpe._jobs._freqs("exp_mul", 4, sinpe._jobs._opts(None, None, None, None, None), step=2, a=-math.log(10000) / 8).astype(np.float64)
     exact = lambda p: np.stack([np.sin(p * div), np.cos(p * div)], 1).ravel()
     assert np.abs(exact(12.0 + 7) - R @ exact(12.0)).max() < 1e-12
 

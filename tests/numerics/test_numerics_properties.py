@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sinpe
-from conftest import TORCH_BITS, X86_64, torch, torch_formula
+from conftest import TORCH_BITS, X86_64, same, torch, torch_formula
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -38,11 +38,6 @@ def within_1ulp(got, want):
     return np.all(np.abs(got.astype(np.float64) - want) <= np.spacing(np.abs(want)).astype(np.float64))
 
 
-def bits_equal(a, b):
-    return a.shape == b.shape and np.array_equal(np.ascontiguousarray(a).view(np.uint32),
-                                                 np.ascontiguousarray(b).view(np.uint32))
-
-
 @pytest.mark.needs_torch
 @SETTINGS
 @given(L=lengths, d=d_models, base=bases, off=st.integers(0, 10**6))
@@ -51,9 +46,9 @@ def test_rows_match_references(L, d, base, off):
     got_b = sinpe.positional_encoding(d_model=d, positions=pos, base=base, backend="builtin")
     assert within_1ulp(got_b, numpy_reference(pos, d, base))
     got_m = sinpe.positional_encoding(d_model=d, positions=pos, base=base, backend=TORCH_BITS)
-    assert bits_equal(got_m, torch_formula(pos, d, base))
+    assert same(got_m, torch_formula(pos, d, base))
     if off == 0:
-        assert bits_equal(sinpe.positional_encoding(L, d, base, backend=TORCH_BITS), got_m)
+        assert same(sinpe.positional_encoding(L, d, base, backend=TORCH_BITS), got_m)
 
 
 @pytest.mark.needs_torch
@@ -64,7 +59,7 @@ def test_rows_match_references(L, d, base, off):
                     max_size=30))
 def test_arbitrary_positions(d, base, pos):
     p = np.array(pos, np.float32)
-    assert bits_equal(sinpe.positional_encoding(d_model=d, positions=p, base=base, backend=TORCH_BITS),
+    assert same(sinpe.positional_encoding(d_model=d, positions=p, base=base, backend=TORCH_BITS),
                       torch_formula(p, d, base))
     assert within_1ulp(sinpe.positional_encoding(d_model=d, positions=p, base=base,
                                                  backend="builtin"), numpy_reference(p, d, base))

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import sinpe
-from conftest import ROOT, TESTS
+from conftest import ROOT, TESTS, same
 PROFILES = {"torch-aarch64-2.13": (0, 4), "torch-aarch64-2.13-sve256": (0, 8),
             "torch-aarch64-2.14": (0, 4), "torch-aarch64-2.14-sve256": (0, 8),
             "torch-aarch64-2.15": (1, 4), "torch-aarch64-2.15-sve256": (1, 8)}
@@ -32,12 +32,8 @@ def mixed(n, seed):
     return x
 
 
-def same_bits(a, b):
-    return a.shape == b.shape and np.array_equal(a.view(np.uint32), b.view(np.uint32))
-
-
 #: The vector widths of SLEEF's x86 exports this CPU runs (16: AVX-512F).
-WIDTHS = [8] + ([16] if sinpe._choice.cpu_features().get("avx512f") else [])
+WIDTHS = [8] + ([16] if sinpe._policy.cpu_features().get("avx512f") else [])
 
 
 @pytest.mark.x86_64  # the oracle: torch's x86-64 exports of SLEEF
@@ -49,9 +45,9 @@ def test_elementwise_equals_sleef(profile, threads, sleef_oracle):
     x = mixed(60_000, threads)
     for func in ("sin", "cos"):
         got = sinpe.elementwise(func, x, backend=profile, torch_threads=threads)
-        assert same_bits(got, sleef_oracle(func, u35, lanes, threads, x)), func
+        assert same(got, sleef_oracle(func, u35, lanes, threads, x)), func
     e = np.clip(x, -110, 110)
-    assert same_bits(sinpe.elementwise("exp", e, backend=profile, torch_threads=threads),
+    assert same(sinpe.elementwise("exp", e, backend=profile, torch_threads=threads),
                      sleef_oracle("exp", u35, lanes, threads, e))
 
 
@@ -78,7 +74,7 @@ def test_the_sleef_oracle_serves_every_lane_count(width, sleef_oracle):
                 profile = f"torch-aarch64-{'2.15' if u35 else '2.13'}" + ("-sve256" if lanes == 8 else "")
                 for func in ("sin", "cos"):
                     want = sleef_oracle(func, u35, lanes, 1, x, width=width)
-                    assert same_bits(sinpe.elementwise(func, x, backend=profile, torch_threads=1),
+                    assert same(sinpe.elementwise(func, x, backend=profile, torch_threads=1),
                                      want), (u35, fill, lanes, func)
             for func in ("sin", "cos"):
                 a = sleef_oracle(func, u35, 4, 1, x, width=width).view(np.uint32)
@@ -89,7 +85,7 @@ def test_the_sleef_oracle_serves_every_lane_count(width, sleef_oracle):
         x = mixed(20_000, 5)
         for func in ("sin", "cos"):
             for u35 in (0, 1):
-                assert same_bits(sleef_oracle(func, u35, 4, 3, x, width=8),
+                assert same(sleef_oracle(func, u35, 4, 3, x, width=8),
                                  sleef_oracle(func, u35, 4, 3, x, width=16)), (func, u35)
 
 
@@ -115,7 +111,7 @@ def test_tables_equal_sleef_with_torch_chunking(profile, threads, sleef_oracle, 
         for base in (10000.0, 500000.0):
             want = oracle_table(sleef_oracle, profile, L, d, base, threads)
             got = sinpe.positional_encoding(L, d, base, backend=profile, torch_threads=threads)
-            assert same_bits(got, want), (L, d, base)
+            assert same(got, want), (L, d, base)
 
 
 @pytest.mark.x86_64  # the oracle: torch's x86-64 exports of SLEEF
@@ -125,18 +121,18 @@ def test_positions_dtypes_add_pe_and_layouts(profile, sleef_oracle):
     u35, lanes = PROFILES[profile]
     p = np.random.default_rng(3).integers(-40000, 40000, (7, 33))
     want = oracle_table(sleef_oracle, profile, 0, 64, 10000.0, 2, positions=p)
-    assert same_bits(sinpe.positional_encoding(d_model=64, positions=p, backend=profile,
+    assert same(sinpe.positional_encoding(d_model=64, positions=p, backend=profile,
                                                torch_threads=2), want)
     # the rows of the reference module's table (max_len 5000 by default), added in place
     table = oracle_table(sleef_oracle, profile, 5000, 510, 10000.0, 2)
     x = np.random.default_rng(4).standard_normal((3, 200, 510)).astype(np.float32)
     y = x.copy()
     sinpe.add_pe(y, offset=4700, backend=profile, torch_threads=2)
-    assert same_bits(y, x + table[4700:4900])
+    assert same(y, x + table[4700:4900])
     big = oracle_table(sleef_oracle, profile, 9001, 510, 10000.0, 3)
     y = x.copy()
     sinpe.add_pe(y, offset=4700, max_len=9001, backend=profile, torch_threads=3)
-    assert same_bits(y, x + big[4700:4900])
+    assert same(y, x + big[4700:4900])
     # other dtypes and a strided out: rounded from the same float32 values
     out = np.zeros((510, 5000), np.float16).T
     sinpe.positional_encoding(5000, 510, out=out, backend=profile, torch_threads=2)
@@ -201,12 +197,12 @@ def arm64_oracle_inputs():
 def test_sleef_names_and_the_default_profile():
     import torch
     # the profile of the imported torch's release (2.13 here), at its thread count
-    assert sinpe._choice.resolve("sleef") == ("torch-aarch64-2.13", torch.get_num_threads())
-    assert set(PROFILES) <= set(sinpe._choice.NAMES) and "sleef" in sinpe._choice.NAMES
+    assert sinpe._policy.resolve("sleef") == ("torch-aarch64-2.13", torch.get_num_threads())
+    assert set(PROFILES) <= set(sinpe._backends.records.NAMES) and "sleef" in sinpe._backends.records.NAMES
     t = sinpe.positional_encoding(64, 64, backend="sleef", torch_threads=1)
-    assert same_bits(t, sinpe.positional_encoding(64, 64, backend="torch-aarch64-2.13",
+    assert same(t, sinpe.positional_encoding(64, 64, backend="torch-aarch64-2.13",
                                                   torch_threads=1))
     assert "torch 2.15 on 64-bit Arm" in sinpe.reproduces("torch-aarch64-2.15")
     from conftest import run_python
-    r = run_python("import sinpe; print(sinpe._choice.resolve('sleef')[0])")
+    r = run_python("import sinpe; print(sinpe._policy.resolve('sleef')[0])")
     assert r.stdout.strip() == "torch-aarch64-2.15", r.stderr  # no torch: the newest measured

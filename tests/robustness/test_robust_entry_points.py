@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import sinpe
-from conftest import BF16, TIME_SCALE, run_python, same
+from conftest import BF16, TIME_SCALE, ctrl_c_latency, run_python, same
 from sinpe import presets as P
 
 RNG = np.random.default_rng(17)
@@ -290,12 +290,11 @@ print("ok")
 def test_apply_rope_ctrl_c(dt, threads):
     """On the scalar path one call takes about a second; calls repeat until the signal
     lands (the vector paths rotate this in a tenth of that)."""
-    from test_robust_runtime import _latency
     x = np.zeros((1, 16, 65536, 128), dt)
     old = sinpe.get_kernel()
     sinpe.set_kernel("scalar")
     try:
-        latency = _latency(lambda: sinpe.apply_rope(x, backend="builtin", threads=threads),
+        latency = ctrl_c_latency(lambda: sinpe.apply_rope(x, backend="builtin", threads=threads),
                            after=0.5, repeat=True)
     finally:
         sinpe.set_kernel(old)

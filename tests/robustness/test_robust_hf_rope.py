@@ -5,11 +5,10 @@ anything is allocated; and the edge cases where transformers returns a result (s
 position_ids' own dtype, NaN positions, empty sequences) bit for bit with it."""
 import time
 
-import ml_dtypes
 import numpy as np
 import pytest
 
-from conftest import TORCH_FREE
+from conftest import TORCH_FREE, same
 
 if not TORCH_FREE:  # the torch-free passes deselect every test here (needs_torch)
     import torch
@@ -17,23 +16,6 @@ if not TORCH_FREE:  # the torch-free passes deselect every test here (needs_torc
     from sinpe.presets import hf_rope
 
 pytestmark = [pytest.mark.needs_torch, pytest.mark.oracle_packages]
-
-
-def bits(a):
-    a = np.asarray(a)
-    return a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
-
-
-def to_np(t):
-    t = t.detach()
-    return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16) if t.dtype == torch.bfloat16 \
-        else t.numpy()
-
-
-def same(got, want, what):
-    want = to_np(want)
-    assert got.shape == want.shape and got.dtype == want.dtype, what
-    assert np.array_equal(bits(got), bits(want)), f"{what}: bits differ"
 
 
 def llama(rp, mpe=4096):
@@ -70,8 +52,8 @@ def test_seq_len_in_position_ids_dtype(rp, mpe, pos):
     cfg = llama(rp, mpe)
     c, s = hf_module(cfg, pos)
     mc, ms = hf_rope(cfg, pos)
-    same(mc, c, "cos")
-    same(ms, s, "sin")
+    assert same(mc, c), "cos"
+    assert same(ms, s), "sin"
 
 
 def test_float_positions_regrowth_refused():
@@ -94,8 +76,8 @@ def test_huge_positions_refused_before_reading_them():
 def test_int_positions():
     cfg = llama(DYN)
     c, s = hf_module(cfg, torch.arange(5000)[None])
-    same(hf_rope(cfg, np.int64(5000))[0], c, "np.int64 n")
-    same(hf_rope(cfg, 5000)[1], s, "int n")
+    assert same(hf_rope(cfg, np.int64(5000))[0], c), "np.int64 n"
+    assert same(hf_rope(cfg, 5000)[1], s), "int n"
 
 
 def test_meta_tensors_named():
@@ -169,13 +151,6 @@ def test_apply_rotary_pos_emb_empty_sequence(dtype):
 
 # ---- issue 25: compute what transformers computes, or refuse with the true rule -------------
 
-def same_pairs(got, want):
-    """Two (cos, sin) pairs of hf_rope, bit for bit (a short pair fails)."""
-    got, want = tuple(got), tuple(want)
-    return len(got) == len(want) == 2 and all(np.array_equal(bits(g), bits(w))
-                                              for g, w in zip(got, want))
-
-
 def _compare_or_both_raise(cfg, pos, exc=None):
     """hf_rope is transformers' module bit for bit, or (exc given) both raise it."""
     if exc is not None:
@@ -184,8 +159,8 @@ def _compare_or_both_raise(cfg, pos, exc=None):
         return
     c, s = hf_module(cfg, pos)
     mc, ms = hf_rope(cfg, pos)
-    same(mc, c, "cos")
-    same(ms, s, "sin")
+    assert same(mc, c), "cos"
+    assert same(ms, s), "sin"
 
 
 LLAMA3 = {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
@@ -240,8 +215,8 @@ def test_rotary_dim_zero(rope_type):
             print(rope_type, "transformers raised", type(e).__name__)
             continue
         mc, ms = hf_rope(llama(rp, 8192), pos)
-        same(mc, c, "cos")
-        same(ms, s, "sin")
+        assert same(mc, c), "cos"
+        assert same(ms, s), "sin"
 
 
 @pytest.mark.parametrize("key, pos", [("short_factor", [[0, 5]]), ("long_factor", [[0, 5000]])])
@@ -287,7 +262,7 @@ def test_mapping_config_is_read_as_a_dict():
     want = hf_rope(cfg.to_dict(), POS)
     for m in (UserDict(cfg.to_dict()), MappingProxyType(cfg.to_dict())):
         got = hf_rope(m, POS)
-        assert same_pairs(got, want)
+        assert len(got) == 2 and same(got, want)
     with pytest.raises(TypeError, match="config must be a transformers config or a Mapping"):
         hf_rope(42, POS)
 
@@ -332,7 +307,7 @@ def test_at_most_two_calls_into_the_core(monkeypatch, case, dtype):
     assert calls.count("table") == 1, calls
     assert calls.count("freqs") == (0 if "past float32" in case else 1), calls
     assert len(calls) == (3 if scaled else calls.count("freqs") + 1), calls
-    assert same_pairs(got, want)
+    assert len(got) == 2 and same(got, want)
 
 
 def test_call_count_is_seen(monkeypatch):
@@ -365,8 +340,8 @@ def test_mrope_two_calls_and_transformers_bits(monkeypatch, positions):
     calls = _count_core_calls(monkeypatch)
     mc, ms = hf_rope(cfg, arg, dtype="bfloat16")
     assert calls == ["freqs", "table"]
-    same(mc, c, "cos")
-    same(ms, s, "sin")
+    assert same(mc, c), "cos"
+    assert same(ms, s), "sin"
 
 
 def test_axial_two_calls(monkeypatch):
@@ -377,7 +352,7 @@ def test_axial_two_calls(monkeypatch):
     calls = _count_core_calls(monkeypatch)
     got = hf_rope(vision, hw, dtype="bfloat16")
     assert calls == ["freqs", "table"]
-    assert same_pairs(got, want)
+    assert same(got, want)
 
 
 COMPLEX_INIT = dict(DYN, factor=6.991419697707491e16)  # (f * 3000 / 3000) - (f - 1) < 0

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import sinpe
-from conftest import TIME_SCALE, TORCH_BITS, assert_bits_equal, run_python
+from conftest import TIME_SCALE, TORCH_BITS, assert_bits_equal, ctrl_c_latency, run_python
 
 PE = sinpe.positional_encoding
 
@@ -22,29 +22,6 @@ def _interrupt_after(seconds):
     t = threading.Timer(seconds, lambda: os.kill(os.getpid(), signal.SIGINT))
     t.start()
     return t
-
-
-def _latency(f, after=0.3, repeat=False):
-    """Seconds from a SIGINT sent `after` seconds into f() to its KeyboardInterrupt (repeat:
-    f is called again until one comes, so that a call faster than `after` cannot let the
-    signal land in the test's own code)."""
-    # Python's own handler, whatever this process inherited: a shell starts background jobs
-    # with SIGINT ignored, and then no KeyboardInterrupt could come (seen running the suite
-    # with nohup ... &)
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    timer = threading.Timer(after, lambda: os.kill(os.getpid(), signal.SIGINT))
-    t0 = time.perf_counter()
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            f()
-            while repeat and time.perf_counter() - t0 < after + 60:
-                f()
-    finally:
-        timer.cancel()
-        timer.join()
-        signal.signal(signal.SIGINT, old)
-    return time.perf_counter() - t0 - after
 
 
 @pytest.mark.parametrize("case", ["table", "add_pe", "row_2^27_builtin", "row_2^27_mkl",
@@ -72,7 +49,7 @@ def test_ctrl_c_latency_any_shape(case):
         else:
             p = np.arange(40_000_000, dtype=np.int64)
             f = lambda: PE(d_model=2, positions=p, backend="builtin", threads=1)  # noqa: E731
-        latency = _latency(f)
+        latency = ctrl_c_latency(f)
     finally:
         sinpe.set_kernel(old)
     assert latency < 0.25 * TIME_SCALE, f"{case}: KeyboardInterrupt {latency:.3f} s after the signal"
@@ -187,12 +164,12 @@ def test_second_module_instance_keeps_no_state():
     other = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(other)
     assert other is not sinpe._sinpe
-    before = (sinpe.get_threads(), sinpe.get_kernel(), sinpe._choice.get_default())
-    o = sinpe._choice.opts("builtin", 5, None)
+    before = (sinpe.get_threads(), sinpe.get_kernel(), sinpe._policy.get_default())
+    o = sinpe._policy.opts("builtin", 5, None)
     got = other.table(o, None, 100, 32, 10000.0, 0, None, None, np.dtype(np.float32), None, 0,
                       None, ("out", "max_len", "d_model"), False, True, 0, None)
     assert_bits_equal(got, sinpe.positional_encoding(100, 32, backend="builtin"), "second instance")
-    assert (sinpe.get_threads(), sinpe.get_kernel(), sinpe._choice.get_default()) == before
+    assert (sinpe.get_threads(), sinpe.get_kernel(), sinpe._policy.get_default()) == before
     assert not [n for n in dir(other) if n.startswith(("set_", "get_"))]
 
 
@@ -263,6 +240,6 @@ def test_mkl_path_wrong_library_is_refused():
 
 
 def test_mkl_other_release_is_not_chosen_automatically():
-    from sinpe import _mkl
+    from sinpe._backends import mkl as _mkl
     assert _mkl.release_matches("Intel(R) oneAPI Math Kernel Library Version 2024.2-Product Build 20240605")
     assert not _mkl.release_matches("Intel(R) oneAPI Math Kernel Library Version 2025.3-Product Build 1")

@@ -64,7 +64,7 @@ THREADS = [None, 1, 2, 3, 0, 257, -1, True, 2.0]
 ARRAY_TYPES = [np.float32, np.float16, np.float64, "bfloat16", np.int32, np.int64, np.uint8,
                np.complex64, bool]
 LAYOUTS = ["c", "t", "rev", "step", "zero", "overlap", "unaligned", "readonly", "memoryview",
-           "ctypes", "list", "empty", "tensor", "dlpack"]
+           "ctypes", "list", "empty", "tensor", "dlpack", "param", "subclass"]
 if torch is not None:
     DTYPES += [torch.float16, torch.bfloat16, torch.float64, torch.int32]
 
@@ -90,8 +90,11 @@ def _guarded_admit(admit):
     return guarded
 
 
-P._admit = _guarded_admit(P._admit)
-_freq_job = sinpe._api.freq_job
+J = sys.modules["sinpe._jobs"]
+J._admit = _guarded_admit(J._admit)
+for _name in ("sinpe.presets", "sinpe._rope"):  # their own references to it
+    sys.modules[_name]._admit = J._admit
+_freq_job = J.freq_job
 
 
 def _guarded_freq_job(core, kind, n, **kw):  # a preset's frequency vector (float32/64)
@@ -100,8 +103,7 @@ def _guarded_freq_job(core, kind, n, **kw):  # a preset's frequency vector (floa
     return _freq_job(core, kind, n, **kw)
 
 
-sinpe._api.freq_job = _guarded_freq_job
-sys.modules["sinpe._extra"]._admit = P._admit  # apply_rope's own reference to it
+J.freq_job = _guarded_freq_job
 
 
 # ---- buffers inside guarded bases ---------------------------------------------------------
@@ -136,6 +138,11 @@ class _DLPackOnly:
 
     def __dlpack_device__(self):
         return self.a.__dlpack_device__()
+
+
+if torch is not None:
+    class _Sub(torch.Tensor):
+        """A torch.Tensor subclass of the user's."""
 
 
 class Buffer:
@@ -175,6 +182,12 @@ class Buffer:
             self.obj = v.tolist()
         elif layout in ("tensor", "dlpack") and torch is not None and v.flags.writeable:
             self.obj = _tensor_view(v) if layout == "tensor" else _DLPackOnly(v)
+        elif layout in ("param", "subclass") and torch is not None and v.flags.writeable:
+            t = _tensor_view(v)  # an nn.Parameter without grad, or any torch.Tensor subclass
+            if isinstance(t, torch.Tensor):
+                t = torch.nn.Parameter(t, requires_grad=False) if layout == "param" \
+                    else t.as_subclass(_Sub)
+            self.obj = t
         else:
             self.obj = v
         self.snapshot = self.base.tobytes()
@@ -247,8 +260,8 @@ def diff_report(got, want, x0=None, n=6):
 def close(got, want, exact, ulps=2, scale=1.0):
     """Bit for bit (exact), or within ulps units of the result's type scaled by `scale`
     (angle_scale: how far the angle may move)."""
-    g = np.asarray(got)
-    w = np.asarray(want)
+    g = np.ascontiguousarray(got)  # (a strided out=: its elements, packed, to view as bytes)
+    w = np.ascontiguousarray(want)
     if g.shape != w.shape or g.dtype != w.dtype:
         return False
     if exact:
@@ -280,6 +293,8 @@ def valid_int(v):
 def check_call(f, buffers, model=None):
     """f() raises a documented exception with every buffer untouched, or returns a result;
     model(result) then checks it and every buffer's bytes (those the call may write)."""
+    versions = [(b, b.obj._version) for b in buffers
+                if torch is not None and isinstance(b.obj, torch.Tensor)]
     try:
         result = f()
     except DOCUMENTED:
@@ -287,6 +302,10 @@ def check_call(f, buffers, model=None):
         if bad:
             raise Finding(f"an exception left inputs changed: {bad}")
         return
+    for b, v in versions:  # written in place (its bytes changed): the version moved
+        if not b.untouched() and b.obj._version == v:
+            raise Finding(f"a {type(b.obj).__name__} was written in place and its version "
+                          f"counter did not move")
     if model is not None:
         model(result)
 
@@ -320,7 +339,9 @@ def case_table(g):
         if torch is None or not isinstance(base, (int, float)) or isinstance(base, bool):
             return
         positions = (np.arange(int(rows)) + int(kw.get("offset", 0))) if pos is None else \
-            np.asarray(pos if not isinstance(pos, memoryview) else np.asarray(pos))
+            np.asarray(pb.array) if torch is not None and isinstance(pos, torch.Tensor) \
+            else np.asarray(pos if not isinstance(pos, memoryview) else np.asarray(pos))
+        # (a tensor of any dtype or subclass: its NumPy view; others as sinpe sees them)
         try:
             want = torch_table(positions, int(d), float(base))
         except (RuntimeError, TypeError, ValueError, OverflowError):
@@ -425,6 +446,129 @@ def case_rope(g):
     check_call(lambda: sinpe.apply_rope(xb.obj, **kw), [xb])
 
 
+def _hf_rope(x, cos, sin):
+    """transformers' apply_rotary_pos_emb on one tensor, in torch (the model)."""
+    h = x.shape[-1] // 2
+    return x * cos + torch.cat((-x[..., h:], x[..., :h]), dim=-1) * sin
+
+
+def case_rope_tables(g):
+    """apply_rope with cos/sin given: views of x itself (rows of it, NumPy or torch), other
+    dtypes than x's (float64 tables of non-float32 values for a non-float32 x are refused):
+    the bits of transformers' formula on copies, or a documented refusal with x untouched."""
+    if torch is None:
+        return
+    dt = g.pick([torch.float32, torch.float16, torch.bfloat16, torch.float64])
+    tdt = g.pick([None, torch.float32, torch.float64, torch.float16])
+    heads, seq, d = g.small() + 2, g.small() + 1, 2 * (g.small() + 1)
+    x = torch.from_numpy(np.frombuffer(g.bytes(heads * seq * d), np.uint8)
+                         .astype(np.float32).reshape(1, heads, seq, d) / 128 - 1).to(dt)
+    if tdt is None:  # rows of x itself
+        cos, sin = x[0, 0], x[0, g.small() % heads]
+        if g.flag() and dt != torch.bfloat16:
+            cos, sin = cos.numpy(), sin.numpy()
+    else:
+        cos = torch.rand(seq, d, dtype=torch.float64).to(tdt)
+        sin = torch.rand(seq, d, dtype=torch.float64).to(tdt)
+    x0 = x.clone()
+    c, s_ = torch.as_tensor(cos).clone(), torch.as_tensor(sin).clone()
+    try:
+        sinpe.apply_rope(x, cos=cos, sin=sin)
+    except DOCUMENTED:
+        if not torch.equal(x.view(torch.uint8), x0.view(torch.uint8)):
+            raise Finding("a refused apply_rope wrote x")
+        if not (c.dtype == torch.float64 and dt != torch.float32):
+            raise
+        return
+    cc, ss = (c.to(dt), s_.to(dt)) if c.dtype != torch.float64 or dt != torch.float64 else (c, s_)
+    if c.dtype == torch.float64 and dt == torch.float32:
+        cc, ss = c.float(), s_.float()
+    want = _hf_rope(x0, cc, ss)
+    a = x.view(torch.int16) if dt in (torch.float16, torch.bfloat16) else x
+    b = want.view(torch.int16) if dt in (torch.float16, torch.bfloat16) else want
+    if not torch.equal(a, b) and not (torch.isnan(x).any() and torch.isnan(want).any()):
+        raise Finding(f"apply_rope with given tables differs from transformers' ({dt}, "
+                      f"tables {tdt}, {int((a != b).sum())} values)")
+
+
+def _cache_step(g):
+    """One call of a cache sequence (failing ones among them), as a function returning its
+    result's bytes or the exception's type."""
+    d = g.pick([4, 8, 64])
+    L = g.pick([1, 2, 7, 50, 100, 150, 180])
+    off = g.pick([0, 0, 1, 99, 100, 149, 150, 2**40])
+    be = g.pick(["builtin", "torch", "mkl", "sleef", None])
+    kind = g.pick(["table", "add", "addpos", "masked", "tablepos", "rope", "bad_dtype",
+                   "bad_out", "bad_threads", "clear"])
+    ints = [g.pick([0, 1, 2, 99, 100, 149, 150, 180, 1000, -3]) for _ in range(3)]
+    mask = [g.flag() for _ in range(3)]
+
+    def run():
+        if kind == "table":
+            return sinpe.positional_encoding(L, d, offset=off, backend=be)
+        if kind in ("add", "addpos", "masked"):
+            x = np.ones((2, 3 if kind != "add" else L, d), np.float32)
+            if kind == "add":
+                sinpe.add_pe(x, offset=off, backend=be)
+            else:
+                pos = np.array(ints) if kind == "addpos" else np.ma.array(ints, mask=mask)
+                sinpe.add_pe(x, positions=pos, backend=be)
+            return x
+        if kind == "tablepos":
+            return sinpe.positional_encoding(d_model=d, positions=np.ma.array(ints, mask=mask),
+                                             backend=be)
+        if kind == "rope":
+            q = np.ones((1, 2, L, d), np.float32)
+            return sinpe.apply_rope(q, offset=off % 1000, backend=be)
+        if kind == "bad_dtype":
+            return sinpe.positional_encoding(L + 30, d, dtype="int8", backend=be)
+        if kind == "bad_out":
+            return sinpe.positional_encoding(L + 30, d, out=np.zeros((1, 1), np.float32))
+        if kind == "bad_threads":
+            return sinpe.add_pe(np.ones((L + 30, d), np.float32), threads=0)
+        sinpe.clear_cache()
+        return None
+
+    def result():
+        try:
+            r = run()
+        except DOCUMENTED as exc:
+            return type(exc).__name__
+        return None if r is None else np.ascontiguousarray(r).tobytes()
+    return result
+
+
+def case_cache(g):
+    """A sequence of calls under a small or large cache budget, failing calls among them:
+    every result has the bits of the same call with the cache off (growth, eviction, masked
+    positions whose max() ignores a masked far position), and set_cache_size(0) then
+    leaves nothing used."""
+    steps = [_cache_step(g) for _ in range(g.small() + 2)]
+    budget = g.pick([0, 1 << 10, 40 << 10, 1 << 20, 64 << 20])
+    saved = sinpe.get_cache_size()
+    try:
+        sinpe.set_cache_size(0)
+        want = [s() for s in steps]
+        sinpe.set_cache_size(budget)
+        sinpe.clear_cache()
+        for _ in range(2):
+            got = [s() for s in steps]
+            for i, (a, b) in enumerate(zip(got, want)):
+                if a != b:
+                    raise Finding(f"call {i} of a cache sequence differs with the cache on "
+                                  f"(budget {budget})")
+        info = sinpe.cache_info()
+        if info["used"] > budget:
+            raise Finding(f"the cache holds {info['used']} bytes over its budget {budget}")
+        sinpe.set_cache_size(0)
+        info = sinpe.cache_info()
+        if info["used"] or info["entries"]:
+            raise Finding(f"set_cache_size(0) left {info['used']} bytes in {info['entries']} "
+                          f"entries")
+    finally:
+        sinpe.set_cache_size(saved)
+
+
 PRESETS = {
     "fairseq": lambda g, k: P.fairseq(g.pick(INTS), g.pick(INTS), g.pick([None, 1, -1, 100]), **k),
     "fairseq2": lambda g, k: P.fairseq2(g.pick(INTS), g.pick(INTS), **k),
@@ -482,7 +626,7 @@ def case_preset(g):
 def case_settings(g):
     f = g.pick([sinpe.set_threads, sinpe.set_kernel, sinpe.set_backend])
     v = g.pick(THREADS + ["scalar", "avx9", "neon", "builtin", "bogus", None, 7])
-    saved = (sinpe.get_threads(), sinpe.get_kernel(), sinpe._choice.get_default())
+    saved = (sinpe.get_threads(), sinpe.get_kernel(), sinpe._policy.get_default())
     try:
         f(v)
     except DOCUMENTED:
@@ -493,7 +637,8 @@ def case_settings(g):
         sinpe.set_backend(saved[2])
 
 
-CASES = [case_table, case_add, case_elementwise, case_rope, case_preset, case_settings]
+CASES = [case_table, case_add, case_elementwise, case_rope, case_preset, case_settings,
+         case_rope_tables, case_cache]
 
 
 class Gen:
@@ -530,6 +675,8 @@ def decode(v):
         return [decode(x) for x in v]
     if not isinstance(v, dict):
         return v
+    if len(v) != 1:  # a marker is a one-key object: anything else is a plain dict (kwargs)
+        return {k: decode(x) for k, x in v.items()}
     if "nd" in v:
         shape, t, layout = v["nd"]
         shape = tuple(int(n) for n in shape)
@@ -548,6 +695,12 @@ def decode(v):
         return getattr(torch, v["dt"].split(".")[1]) if v["dt"].startswith("torch.") else v["dt"]
     if "tuple" in v:
         return tuple(decode(x) for x in v["tuple"])
+    if "masked" in v:  # {"masked": [values, mask]}: a NumPy masked array
+        values, mask = v["masked"]
+        return np.ma.array(decode(values), mask=decode(mask))
+    if "torch" in v:  # {"torch": [values, dtype]}: a fresh torch tensor of those values
+        values, t = v["torch"]
+        return torch.tensor(decode(values)).to(getattr(torch, t)) if torch is not None else None
     return {k: decode(x) for k, x in v.items()}
 
 
@@ -557,11 +710,16 @@ ENTRIES = {"positional_encoding": sinpe.positional_encoding, "add_pe": sinpe.add
 
 
 def run_json(case, strict=False):
-    """strict: the case must describe a call (the suite's replay of the corpus)."""
+    """strict: the case must describe a call (the suite's replay of the corpus).  The entry
+    "cache_sequence" runs its "calls" (cases) with the cache off, then twice under
+    "budget": the same results (bytes or exception types), and nothing left used after
+    set_cache_size(0)."""
+    if case["entry"] == "cache_sequence":
+        return _run_sequence(case, strict)
     f = ENTRIES.get(case["entry"]) or getattr(P, case["entry"])
     try:
         args = decode(case.get("args", []))
-        kwargs = decode(case.get("kwargs", {}))
+        kwargs = {k: decode(x) for k, x in case.get("kwargs", {}).items()}
     except Exception:  # np.dtype of a mutated string may raise even SyntaxError
         if strict:
             raise
@@ -577,6 +735,53 @@ def run_json(case, strict=False):
             raise Finding("IndexError with inputs changed") from None
 
 
+def _outcome(case):
+    f = ENTRIES.get(case["entry"]) or getattr(P, case["entry"])
+    args = [a.obj if isinstance(a, Buffer) else a for a in decode(case.get("args", []))]
+    kwargs = {k: v.obj if isinstance(v, Buffer) else v
+              for k, v in {k: decode(x) for k, x in case.get("kwargs", {}).items()}.items()}
+    try:
+        r = f(*args, **kwargs)
+    except DOCUMENTED as exc:
+        return type(exc).__name__
+    if isinstance(r, tuple):
+        return b"".join(np.ascontiguousarray(np.asarray(a)).tobytes() for a in r)
+    return np.ascontiguousarray(np.asarray(r if not isinstance(r, np.ma.MaskedArray)
+                                           else r.data)).tobytes()
+
+
+def _run_sequence(case, strict):
+    calls = case.get("calls")
+    budget = case.get("budget", 64 << 20)
+    if not isinstance(calls, list) or not all(
+            isinstance(c, dict) and isinstance(c.get("entry"), str)
+            and (c["entry"] in ENTRIES or c["entry"] in P.__all__) for c in calls) \
+            or not isinstance(budget, int) or not 0 <= budget <= 1 << 30 or len(calls) > 16:
+        if strict:
+            raise ValueError("a cache sequence: calls of known entries, a budget up to 1 GiB")
+        return
+    saved = sinpe.get_cache_size()
+    try:
+        sinpe.set_cache_size(0)
+        try:
+            want = [_outcome(c) for c in calls]
+        except Exception:  # a mutated case that describes nothing
+            if strict:
+                raise
+            return
+        sinpe.set_cache_size(budget)
+        sinpe.clear_cache()
+        for _ in range(2):
+            got = [_outcome(c) for c in calls]
+            if got != want:
+                raise Finding(f"a cache sequence differs with the cache on (budget {budget})")
+        sinpe.set_cache_size(0)
+        if sinpe.cache_info()["used"] or sinpe.cache_info()["entries"]:
+            raise Finding("set_cache_size(0) left bytes used")
+    finally:
+        sinpe.set_cache_size(saved)
+
+
 def TestOneInput(data):
     if data[:1] == b"{":
         try:
@@ -584,7 +789,8 @@ def TestOneInput(data):
         except (ValueError, UnicodeDecodeError, RecursionError):
             return
         if isinstance(case, dict) and isinstance(case.get("entry"), str) and (
-                case["entry"] in ENTRIES or case["entry"] in P.__all__) and \
+                case["entry"] in ENTRIES or case["entry"] in P.__all__
+                or case["entry"] == "cache_sequence") and \
                 isinstance(case.get("args", []), list) and isinstance(case.get("kwargs", {}), dict):
             try:
                 run_json(case)

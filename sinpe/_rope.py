@@ -10,8 +10,8 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from . import _cache, _sinpe
-from .presets import COS, SIN, _admit, _freqs, _int, _opts, _positive, _rope_inv_freq, _table
+from . import _cache, _dtypes, _sinpe
+from ._jobs import COS, SIN, _admit, _freqs, _int, _opts, _positive, _rope_inv_freq, _table
 
 
 def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: str = "half",
@@ -34,10 +34,15 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
        rotary models and rotary-embedding-torch with a smaller dim do.
     cos, sin: instead of base/positions, the tables a transformers rotary module returned
        (shape (seq, rot) or (batch, seq, rot), any float dtype; rot <= head_dim: the first
-       rot columns rotate, GPT-NeoX's partial form), for layout 'half'.
+       rot columns rotate, GPT-NeoX's partial form), for layout 'half'; for layout 'pairs',
+       rotary-embedding-torch's tables ``freqs.cos()``, ``freqs.sin()`` of its repeated-pair
+       angles (``RotaryEmbedding(dim)(t)``, or :func:`sinpe.presets.rotary_embedding_torch`):
+       ``x * cos + rotate_half(x) * sin`` on the first rot columns, in float32, rounded once.
     base: theta (rope_theta). backend, threads, torch_threads: as for the tables.  The cos/sin
        rows are kept in the cache for the next call (sinpe.set_cache_size).
     """
+    tensor = _dtypes.writable_tensor(x, "x")  # a nested, vmapped or inference tensor: named
+    positions = _dtypes.array_arg(positions, "positions")
     shape = _shape_of(x)
     if len(shape) < 2:
         raise ValueError(f"x must have shape (..., seq, head_dim), got shape {shape}")
@@ -51,13 +56,25 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
     seq, d = shape[sd], shape[-1]
     opts = _opts(None, None, backend, threads, torch_threads)
     if cos is not None or sin is not None:
-        c, s_ = _given_tables(cos, sin, shape, sd, layout, positions, offset, rot_dim)
+        c, s_ = _given_tables(cos, sin, shape, sd, layout, positions, offset, rot_dim,
+                              not _is_float32(x))
     else:
         c, s_ = _rope_tables(opts, shape, sd, seq, d, positions, base, layout, offset, rot_dim)
     _sinpe.rope(opts["core"], x, c, s_, sd, 0 if c.shape[0] > 1 else -1, layout == "pairs")
-    if type(x).__module__ == "torch":
-        _bump_version(x)
+    if tensor:
+        _dtypes.bump_version(x)
     return x
+
+
+def _is_float32(x: Any) -> bool:
+    """x's elements are float32 (a torch tensor, an array, a buffer)."""
+    dt = getattr(x, "dtype", None)
+    if dt is not None:
+        return str(dt) in ("float32", "torch.float32")
+    try:
+        return memoryview(x).format in ("f", "<f", "=f")
+    except TypeError:
+        return False
 
 
 def _shape_of(x: Any) -> Tuple[int, ...]:
@@ -76,6 +93,11 @@ def _rope_tables(opts: dict, shape: Tuple[int, ...], sd: int, seq: int, d: int, 
     if rot % 2 or rot > d or rot < 2:
         raise ValueError(f"rot_dim must be even, >= 2 and <= head_dim = {d}, got {rot}")
     theta = _positive(base, "base")
+    with np.errstate(over="ignore"):
+        if np.isinf(np.float32(theta)):
+            raise ValueError(f"base must be at most the largest float32 (3.4028235e+38): the "
+                             f"frequencies are theta ** (2i / rot_dim) in float32 as torch computes "
+                             f"them, where {base!r} is inf; got {base!r}")
     off = _int(offset, "offset")
     if positions is None:
         pos, tables = None, 1
@@ -91,7 +113,8 @@ def _rope_tables(opts: dict, shape: Tuple[int, ...], sd: int, seq: int, d: int, 
                              f"{np.shape(positions)}")
         tables = pos.shape[0]
     if 0 in shape:  # nothing to rotate: tables of no rows (the core takes them for an empty
-        none = np.zeros((1, 0, rot), np.float32)  # x), none computed however long seq is
+        _check_rows(opts, rot, theta, layout, seq, off, pos)  # x) after the same checks
+        none = np.zeros((1, 0, rot), np.float32)
         return none, none
     key = _cache.rope_key(opts["core"], rot, theta, layout, seq, off, pos)
     kept = _cache.memo_get(key)
@@ -99,10 +122,7 @@ def _rope_tables(opts: dict, shape: Tuple[int, ...], sd: int, seq: int, d: int, 
         return kept[0], kept[1]
     _admit((2, tables, seq, rot), dict(opts, dtype=np.float32), "its cos and sin tables",
            np.float32)
-    inv = _rope_inv_freq(rot, theta, opts)
-    h = rot // 2
-    t = np.arange(rot)
-    freq = np.ascontiguousarray(inv[t // 2] if layout == "pairs" else inv[t % h], np.float32)
+    freq = _rope_freq(opts, rot, theta, layout)
     both = np.empty((2, tables, seq, rot), np.float32)
     for i, kind in enumerate((COS, SIN)):  # emb.cos(), emb.sin(): two tensors of emb's shape
         col = [4 * k + kind for k in range(rot)]
@@ -114,35 +134,66 @@ def _rope_tables(opts: dict, shape: Tuple[int, ...], sd: int, seq: int, d: int, 
     return both[0], both[1]
 
 
+def _rope_freq(opts: dict, rot: int, theta: float, layout: str) -> np.ndarray:
+    """One frequency per column (halves: inv[t % h]; pairs: inv[t // 2])."""
+    inv = _rope_inv_freq(rot, theta, opts, name="base")
+    t = np.arange(rot)
+    return np.ascontiguousarray(inv[t // 2] if layout == "pairs" else inv[t % (rot // 2)],
+                                np.float32)
+
+
+def _check_rows(opts: dict, rot: int, theta: float, layout: str, seq: int, off: int,
+                pos: Any) -> None:
+    """Every check the tables of a non-empty x get (positions' types and values, the last
+    position by offset), nothing computed: an empty x is refused what add_pe refuses."""
+    freq = _rope_freq(opts, rot, theta, layout)
+    col = [4 * k + COS for k in range(rot)]
+    if pos is not None:
+        _table(pos, freq, col, dict(opts, out=None), fill=False)
+    elif seq > 0:
+        if off > (1 << 63) - seq:
+            raise OverflowError(f"offset={off} is too large for {seq} rows: the last position, "
+                                f"offset + {seq - 1}, does not fit in int64")
+        _table(1, freq, col, dict(opts, out=None), offset=off + seq - 1, own=True, fill=False)
+
+
 def _given_tables(cos: Any, sin: Any, shape: Tuple[int, ...], sd: int, layout: str,
-                  positions: Any, offset: Any, rot_dim: Any) -> Tuple[Any, Any]:
+                  positions: Any, offset: Any, rot_dim: Any, not32: bool) -> Tuple[Any, Any]:
     """A rotary module's cos and sin (any float dtype; HF casts them to x's dtype) as the
-    core's float32 tables (tables, seq, rot): widening is exact."""
+    core's float32 tables (tables, seq, rot): widening is exact.  Always copies: tables that
+    share memory with x (a view of it) would be read while x is written.  float64 tables
+    must hold float32 values unless x is float32 (whose product torch rounds once from
+    float64, as rounding the tables first does): the core's tables are float32."""
     if cos is None or sin is None:
         raise TypeError("apply_rope() needs both cos and sin, or neither")
-    if layout != "half" or positions is not None or offset != 0 or rot_dim is not None:
-        raise ValueError("cos/sin exclude positions, offset, rot_dim and layout='pairs'")
-    c, s_ = _float32(cos, "cos"), _float32(sin, "sin")
+    if positions is not None or offset != 0 or rot_dim is not None:
+        raise ValueError("cos/sin exclude positions, offset and rot_dim")
+    c, s_ = _float32(cos, "cos", not32), _float32(sin, "sin", not32)
     if c.shape != s_.shape or c.ndim not in (2, 3):
         raise ValueError(f"cos and sin must have one shape, (seq, rot) or (batch, seq, rot), got "
                          f"{c.shape} and {s_.shape}")
     return (c[None], s_[None]) if c.ndim == 2 else (c, s_)
 
 
-def _float32(t: Any, name: str) -> np.ndarray:
-    if type(t).__module__ == "torch":
-        t = t.detach().float().contiguous().numpy()
-    a = np.asarray(t)
+def _float32(t: Any, name: str, not32: bool) -> np.ndarray:
+    torch = _dtypes.torch_of(t)
+    if torch is not None:
+        if t.dtype in (torch.bfloat16, torch.float16):  # widened exactly
+            t = t.float()
+    a = _dtypes.array_arg(t, name)
+    a = np.asarray(a)
     if a.dtype.kind != "f" and a.dtype.name != "bfloat16":
         raise TypeError(f"{name} must hold floats, got dtype {a.dtype}")
-    return np.ascontiguousarray(a, np.float32)
-
-
-def _bump_version(t: Any) -> None:
-    """A torch tensor written outside autograd: its version counter moves, as torch's own
-    in-place ops move it (a graph that saved it then refuses to backpropagate)."""
-    import torch
-    torch.autograd.graph.increment_version(t)
+    r = np.array(a, np.float32, order="C", copy=True)  # never x's own memory
+    if a.dtype.itemsize > 4 and not32:
+        with np.errstate(invalid="ignore"):
+            exact = (r.astype(a.dtype) == a) | (np.isnan(a) & np.isnan(r))
+        if not exact.all():
+            raise ValueError(f"{name} holds {a.dtype} values that are not float32 values, for an "
+                             f"x that is not float32: sinpe rotates with float32 tables, where "
+                             f"torch would use these; give {name} as float32 (as transformers' "
+                             f"rotary modules return it), or rotate with torch")
+    return r
 
 
 def shift_matrix(k: int, d_model: int, base: float = 10000.0, *,

@@ -1,0 +1,233 @@
+"""The backends as data: one record per backend the core registers, and what the records need.
+
+A record says where the backend's library is (its finder, or none), whether 'auto' may pick it
+(and when), the sentence numerics() gives for it, and its profiles (the SLEEF backend's torch
+releases on 64-bit Arm).  ``sinpe.backends()``, the names a call may pass, the resolution of a
+name and numerics() are derived from ``BACKENDS``; a test checks that every backend of the
+core's registry (``_sinpe.registry()``) has a record and every record a backend.  Libraries are
+loaded here, once per process; a caller that needs one while another thread loads it waits.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import threading
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
+
+from .. import _sinpe
+from .mkl import DIFFERENT, EQUAL_TO_TORCH, TORCH_MKL_RELEASE, find_mkl, release, release_matches
+from .torchlib import find_torch_library, torch_version
+
+MACHINE = platform.machine().lower()
+X86_64 = MACHINE in ("x86_64", "amd64")
+ARM64 = MACHINE in ("aarch64", "arm64")
+
+#: The core's registries: backend and path indices are the options' values; the names are
+#: the core's one list of each (backends/backend.h, paths/path.h).
+REGISTRY = _sinpe.registry()
+BACKEND_INDEX: Dict[str, int] = {name: i for i, name in enumerate(_sinpe.BACKENDS)}
+#: per backend index: 1 when a result depends on its argument alone (SLEEF's vectors couple)
+INDEPENDENT = tuple(bool(b[2]) for b in REGISTRY["backends"])
+PATH_NAMES: List[str] = list(_sinpe.PATHS)
+
+#: What torch on 64-bit Arm computes, per release and CPU capability (measured under qemu:
+#: docs/backends.md, tests/data/torch_arm64_*.json; 0 differences in every table and thread
+#: split).  name -> (torch release, capabilities, sin/cos, lanes)
+PROFILES: Dict[str, Tuple[str, str, str, int]] = {
+    "torch-aarch64-2.13": ("2.13", "DEFAULT (NEON) or SVE128", "SLEEF u10", 4),
+    "torch-aarch64-2.13-sve256": ("2.13", "SVE256", "SLEEF u10", 8),
+    "torch-aarch64-2.14": ("2.14", "DEFAULT (NEON) or SVE128", "SLEEF u10", 4),
+    "torch-aarch64-2.14-sve256": ("2.14", "SVE256", "SLEEF u10", 8),
+    "torch-aarch64-2.15": ("2.15", "DEFAULT (NEON) or SVE128", "SLEEF u35", 4),
+    "torch-aarch64-2.15-sve256": ("2.15", "SVE256", "SLEEF u35", 8),
+}
+NEWEST = "torch-aarch64-2.15"
+
+
+# ---- libraries ------------------------------------------------------------------------------
+
+# What was found, loaded or why not, per library backend (process-wide, like the libraries);
+# filled from the records below.
+_LIB: Dict[str, Dict[str, Any]] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def library_info(lib: str) -> Optional[Dict[str, Any]]:
+    """The core's view of a library backend: None until it is loaded."""
+    return _sinpe.backend_info(BACKEND_INDEX[lib])
+
+
+def load(lib: str) -> bool:
+    """Loads a backend's library once per process (its record's finder says where); records
+    the path or the reason it cannot be used.  Every caller waits for a load under way (the
+    core's load releases the GIL)."""
+    if library_info(lib) is not None:
+        return True
+    state = _LIB[lib]
+    with _LOAD_LOCK:
+        if library_info(lib) is not None:
+            return True
+        if state["tried"]:
+            return False
+        path, reason = BY_NAME[lib].finder()  # type: ignore[misc]
+        if path is None:
+            state["reason"] = reason
+        else:
+            try:
+                _sinpe.load(BACKEND_INDEX[lib], path)
+                state["path"], state["reason"] = path, ""
+            except OSError as exc:
+                state["reason"] = f"{path}: {exc}"
+        state["tried"] = True
+        return library_info(lib) is not None
+
+
+def reason(lib: str) -> str:
+    """Why a library backend is not loaded ('' once it is)."""
+    return str(_LIB[lib]["reason"])
+
+
+def library_path(lib: str) -> Optional[str]:
+    """The file a library backend was loaded from (None before)."""
+    path = _LIB[lib]["path"]
+    return None if path is None else str(path)
+
+
+def mkl_equal() -> bool:
+    """The mkl wheel's library is loaded and its release is one measured equal to torch's."""
+    info = library_info("mkl")
+    return info is not None and release_matches(info["version"])
+
+
+# ---- torch on 64-bit Arm ------------------------------------------------------------------
+
+def physical_cores() -> int:
+    """torch's default thread count: the physical cores (at::get_num_physical_cores)."""
+    cores = set()
+    try:
+        base = "/sys/devices/system/cpu"
+        for cpu in os.listdir(base):
+            topo = os.path.join(base, cpu, "topology")
+            if cpu.startswith("cpu") and cpu[3:].isdigit() and os.path.isdir(topo):
+                with open(os.path.join(topo, "core_id")) as f:
+                    core = f.read().strip()
+                pkg_path = os.path.join(topo, "physical_package_id")
+                pkg = open(pkg_path).read().strip() if os.path.exists(pkg_path) else "0"
+                cores.add((pkg, core))
+    except OSError:
+        cores = set()
+    return len(cores) or os.cpu_count() or 1
+
+
+def torch_profile() -> Tuple[str, int, str]:
+    """(profile, torch threads, note) of what torch on 64-bit Arm computes here: the imported
+    torch's version, capability and thread count, else the newest measured torch."""
+    mod = sys.modules.get("torch")
+    if mod is None:
+        return NEWEST, physical_cores(), (f"torch is not imported: the newest torch measured "
+                                          f"({PROFILES[NEWEST][0]}) at its default threads")
+    version = str(getattr(mod, "__version__", "0.0"))
+    try:
+        major, minor = (int(v) for v in version.split("+")[0].split(".")[:2])
+    except ValueError:
+        major, minor = 0, 0
+    # the newest measured release not newer than this torch (the oldest for older ones)
+    measured = sorted({tuple(int(v) for v in p[0].split(".")) for p in PROFILES.values()})
+    known = [r for r in measured if r <= (major, minor)]
+    rel = known[-1] if known else measured[0]
+    release_txt = f"{rel[0]}.{rel[1]}"
+    note = "" if rel == (major, minor) else (
+        f"torch {version} was not measured: using the {release_txt} profile")
+    try:
+        sve256 = mod.backends.cpu.get_cpu_capability() == "SVE256"
+        threads = int(mod.get_num_threads())
+    except Exception:
+        sve256, threads = False, physical_cores()
+    name = f"torch-aarch64-{release_txt}" + ("-sve256" if sve256 else "")
+    return name, threads, note
+
+
+# ---- whose bits each backend gives (numerics()'s sentence) ----------------------------------
+
+def _cpu() -> str:
+    f = REGISTRY["cpu"]
+    isa = "AVX-512" if f.get("avx512f") else "AVX2" if f.get("avx2") else "SSE"
+    return f"{f.get('vendor', '?')} CPU with {isa}"
+
+
+def _builtin_sentence(name: str, torch_threads: Optional[int]) -> str:
+    return ("correctly rounded float32 exp/sin/cos (round to nearest, every input): the same "
+            "bits on every machine; equal to torch's where torch's results are correctly "
+            "rounded (about 95% of values)")
+
+
+def _sleef_sentence(name: str, torch_threads: Optional[int]) -> str:
+    profile, threads, note = torch_profile()
+    torch_release, caps, trig, lanes = PROFILES[name if name in PROFILES else profile]
+    threads = torch_threads or threads
+    return (f"torch {torch_release} on 64-bit Arm ({caps}: {trig} sin/cos, SLEEF u10 exp, "
+            f"{lanes}-lane vectors) with {threads} torch thread{'s' if threads != 1 else ''} "
+            "(or torch_threads=), bit for bit: the bits depend on torch's release, CPU "
+            "capability and thread count (torch.set_num_threads changes them)"
+            + (f"; {note}" if note else ""))
+
+
+def _vml_sentence(name: str, torch_threads: Optional[int]) -> str:
+    info = library_info(name)
+    version = str(info["version"]) if info else "not loaded"
+    rel = release(version)
+    rel_txt = f"{rel[0]}.{rel[1]}" if rel else version
+    where = (f"on this {_cpu()}: oneMKL chooses its code path by CPU (Intel AVX-512 and AVX2-only "
+             "CPUs give different bits, and so do MKL_ENABLE_INSTRUCTIONS or MKL_CBWR there), and "
+             "sinpe follows torch because both run the same oneMKL on the same CPU")
+    if name == "torch":
+        return (f"torch {torch_version() or '?'} on x86-64, bit for bit: the oneMKL {rel_txt} VML "
+                f"inside the torch in this environment ({library_path('torch')}), {where}")
+    if rel in EQUAL_TO_TORCH:
+        return (f"torch's x86-64 wheels (1.13 to 2.15, oneMKL {TORCH_MKL_RELEASE} inside), bit "
+                f"for bit: oneMKL {rel_txt} from the mkl wheel is measured equal to that copy "
+                f"({EQUAL_TO_TORCH[rel]}), {where}")
+    return (f"not torch's bits: oneMKL {rel_txt} from the mkl wheel ({version}) is not a release "
+            f"measured equal to torch's copy: {DIFFERENT}")
+
+
+# ---- the records ------------------------------------------------------------------------------
+
+class Record(NamedTuple):
+    """One backend of the core's registry, as the package sees it."""
+    name: str  # the core's name for it (_sinpe.registry())
+    finder: Optional[Callable[[], Tuple[Optional[str], str]]]  # its library: (path, why not)
+    library: str  # what its library is called in messages (with a finder)
+    auto: Optional[Callable[[], bool]]  # None: 'auto' never picks it; else when it does
+    available: Callable[[], bool]  # usable in this process (sinpe.backends())
+    sentence: Callable[[str, Optional[int]], str]  # whose bits it gives (numerics())
+    profiles: Dict[str, Tuple[str, str, str, int]]  # names that select it with a profile
+
+
+def _torch_usable() -> bool:
+    """torch's library counts when it is loaded, or found and not known to fail (torch's
+    oneMKL: x86-64 builds only)."""
+    return library_info("torch") is not None or (
+        X86_64 and not _LIB["torch"]["tried"] and find_torch_library()[0] is not None)
+
+
+#: Every backend, in the order 'auto' tries them (the first whose auto() holds is taken).
+BACKENDS: Tuple[Record, ...] = (
+    Record("sleef", None, "", lambda: ARM64, lambda: True, _sleef_sentence, PROFILES),
+    Record("torch", find_torch_library, "torch's library",
+           lambda: X86_64 and "torch" in sys.modules and load("torch"), _torch_usable,
+           _vml_sentence, {}),
+    Record("mkl", find_mkl, "oneMKL", lambda: X86_64 and mkl_equal(),
+           lambda: library_info("mkl") is not None, _vml_sentence, {}),
+    Record("builtin", None, "", lambda: True, lambda: True, _builtin_sentence, {}),
+)
+BY_NAME: Dict[str, Record] = {r.name: r for r in BACKENDS}
+#: a profile's name -> its backend's record
+BY_PROFILE: Dict[str, Record] = {p: r for r in BACKENDS for p in r.profiles}
+_LIB.update({r.name: {"path": None, "reason": f"{r.library} was not looked for", "tried": False}
+             for r in BACKENDS if r.finder is not None})
+
+#: Names a call can pass as backend= (besides 'auto'): the core's order, then the profiles.
+NAMES: List[str] = sorted(BY_NAME, key=lambda n: BACKEND_INDEX.get(n, len(BY_NAME))) \
+    + list(BY_PROFILE)

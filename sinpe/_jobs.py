@@ -1,0 +1,205 @@
+"""The core's jobs as the package's modules make them: arguments converted (integers, reals,
+bases), a call's options resolved and checked, arrays admitted by the core's memory rule before
+anything is allocated, tables and frequency vectors (sinpe.h: the TABLE and FREQS jobs), and
+the float32 roundings to other dtypes.
+
+The public modules (sinpe._api, sinpe.presets, sinpe._rope, sinpe.torch, the HF rope) build
+on these; this module imports none of them.
+"""
+from __future__ import annotations
+
+import math
+import operator
+import os
+from typing import Any, Optional, Sequence, SupportsFloat, SupportsIndex, Tuple
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _dtypes, _sinpe
+from ._backends import policy
+from ._types import Backend, DType
+
+#: A fresh table of 4 MiB or more is advised to use transparent huge pages (docs/speed.md);
+#: SINPE_FRESH=plain turns that off (for measurements).
+HUGE = os.environ.get("SINPE_FRESH", "").strip().lower() != "plain"
+_PE_NAMES = ("out", "max_len", "d_model")
+LEAD, OWN = 1, 2  # the table job's flags
+#: a preset table's column kinds: column = 4 * angle + kind
+SIN, COS, ANGLE, ZERO = 0, 1, 2, 3
+
+
+def _dtype_args(dtype: Any, out: Any) -> Any:
+    """The dtype a result is made in: dtype= (resolved), or float32 without out=; with out=
+    and no dtype=, none (out's own)."""
+    return None if dtype is None and out is not None else _dtypes.resolve(dtype)
+
+
+# ---- the core's jobs with resolved options --------------------------------------------------
+
+def empty_table(max_len: SupportsIndex, d_model: SupportsIndex, base: SupportsFloat = 10000.0,
+                *, dtype: DType = None, backend: Backend = None,
+                torch_threads: Optional[SupportsIndex] = None,
+                threads: Optional[SupportsIndex] = None) -> Any:
+    """An uninitialized array of the shape and dtype positional_encoding would return, after
+    every check it makes (sizes, base, dtype, memory), for callers that fill a table in
+    pieces with out= and offset= (the command line)."""
+    return _sinpe.table(policy.opts(backend, threads, torch_threads), None, max_len, d_model, base, 0,
+                        None, None, _dtypes.resolve(dtype), dtype, 0, None, _PE_NAMES, HUGE,
+                        False, 0, None)
+
+
+
+def _round(x: npt.NDArray[np.float32], dtype: DType) -> Any:
+    """The float32 array x rounded to dtype (float16, bfloat16 or float64) as the tables and
+    add_pe round it (for tests)."""
+    return _sinpe.round(x, _dtypes.resolve(dtype))
+
+
+def table_job(core: tuple, *, rows: Any = None, positions: Any = None, grid: Any = None,
+              freq: np.ndarray, col: Any, comp: Any = None, scale: Any = None,
+              zero_row: int = -1, trow_shift: int = 0, f64_div: bool = False, offset: Any = 0,
+              table_rows: Any = 0, dtype: Any = None, out: Any = None,
+              names: tuple = ("out", "rows", "columns"), fill: bool = True,
+              lead: bool = False, own: bool = False) -> Any:
+    """A preset table (the presets' one entry into the core) with resolved options core:
+    rows offset .. offset+rows-1, or positions (an array-like, with a trailing axis of 2
+    when comp names component 1), or a grid (h, w, lead); freq: float32 (or float64)
+    frequencies, one per angle; col: 4 * angle + kind (0 sin, 1 cos, 2 angle, 3 zero) per
+    column.  fill=False: every check, nothing written (returns out, or a fresh array).
+    lead: out may have one more leading axis of length 1 (a library's (1, L, d) result).
+    own: by offset, torch's tensor is the rows themselves (arange(offset, offset + rows)),
+    not a table from row 0 (only SLEEF's bits can tell)."""
+    preset = (freq, np.asarray(col, np.int64), comp, scale, zero_row, trow_shift, f64_div)
+    if fill and _dtypes.writable_tensor(out, names[0]):
+        _dtypes.bump_version(out)
+    return _sinpe.table(core, out, rows, None, 10000.0, offset, positions, grid,
+                        _dtype_args(dtype, out), dtype, table_rows, preset, names, HUGE, fill,
+                        (LEAD if lead else 0) | (OWN if own else 0), None)
+
+
+def admit(shape: tuple, dtype: Any = None, noun: str = "a table") -> None:
+    """The core's memory rule for an array about to be made (a preset's result or inputs),
+    before anything is allocated."""
+    try:
+        d = _dtypes.resolve(dtype)
+    except TypeError:  # an input's type (positions, masks)
+        d = np.dtype(dtype)
+    _sinpe.admit(tuple(shape), d, noun)
+
+
+def check_opts(core: tuple) -> tuple:
+    """The core's rules for a call's options (threads, torch_threads), before a caller that
+    builds arrays of its own (presets, apply_rope) allocates anything."""
+    _sinpe.check(core)
+    return core
+
+
+def positive(value: Any, name: str) -> float:
+    """value as a float, by the core's rule of a base (finite and > 0)."""
+    return float(_sinpe.positive(value, name))
+
+
+_FREQ_KINDS = {"exp_mul": 0, "exp_muldiv": 1, "pow": 2, "pow64": 3}
+
+
+def freq_job(core: tuple, kind: str, n: int, *, start: int = 0, step: int = 1, group: int = 1,
+             a: float = 0.0, b: float = 1.0, m: float = 1.0, base: Any = 1.0,
+             recip: bool = False, base_name: str = "base") -> np.ndarray:
+    """A preset's frequency vector (sinpe.h: sinpe_freq) with resolved options core."""
+    return _sinpe.freqs(core, _FREQ_KINDS[kind], n, start, step, group, a, b, m, base, recip,
+                        base_name)
+
+
+# ---- the presets' arguments, options, admission, tables -------------------------------------
+
+def _int(value: Any, name: str, minimum: int = 0) -> int:
+    """An integer parameter (NumPy integers too; bool, float and str refused)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {value!r} "
+                        f"({type(value).__name__})") from None
+    if v < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {v}")
+    return v
+
+
+def _real(value: Any, name: str) -> float:
+    """A real parameter (bool, str and complex refused)."""
+    if isinstance(value, (bool, np.bool_, str, bytes, complex, np.complexfloating)):
+        raise TypeError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a real number, got {value!r} "
+                        f"({type(value).__name__})") from None
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return v
+
+
+def _positive(value: Any, name: str) -> float:
+    """A base, period or scale: finite and > 0, by the core's rule."""
+    return positive(value, name)
+
+
+def _opts(dtype: Any, out: Any, backend: Optional[str], threads: Optional[int],
+          torch_threads: Optional[int]) -> dict:
+    """The call's options, resolved once: the core's (backend, path, threads, ...), checked
+    by the core's rules, and dtype= checked, before any work."""
+    if dtype is not None:
+        _dtypes.resolve(dtype)
+    core = check_opts(policy.opts(backend, threads, torch_threads))
+    return {"dtype": dtype, "out": out, "core": core}
+
+
+def _admit(shape: Tuple[int, ...], opts: dict, noun: str = "a table", dtype: Any = None) -> None:
+    """Refuse, before any work, an array that cannot be made (the core's rule and figures):
+    the result (not with out=, whose shape the core checks), or an input built here."""
+    if noun != "a table" or opts.get("out") is None:
+        admit(shape, dtype if noun != "a table" else opts.get("dtype"), noun)
+
+
+def _freqs(kind: str, n: int, opts: dict, **kw: Any) -> np.ndarray:
+    return freq_job(opts["core"], kind, n, **kw)
+
+
+def _table(rows: Any, freq: np.ndarray, col: Sequence[int], opts: dict, **kw: Any) -> np.ndarray:
+    """The preset table of rows: an int (positions offset .. offset + rows - 1), an array of
+    positions, or a grid (grid=(h, w, lead))."""
+    where = {"rows": rows} if isinstance(rows, int) else {} if rows is None else {"positions": rows}
+    return table_job(opts["core"], freq=freq, col=col, dtype=opts["dtype"], out=opts["out"],
+                          **where, **kw)
+
+
+def _result(shape: Tuple[int, ...], opts: dict) -> np.ndarray:
+    """The array a batch-repeated result goes into: out= (checked by the core's rules for a
+    result of that shape: a writable buffer of the result's dtype whose elements do not
+    share memory, else untouched), as an ndarray view, or a fresh array (admitted first)."""
+    out = opts["out"]
+    if out is None:
+        _admit(shape, opts)
+        return np.empty(shape, _dtypes.resolve(opts["dtype"]))
+    rows = np.broadcast_to(np.float32(0), shape[:-1])
+    table_job(opts["core"], positions=rows, freq=np.zeros(1, np.float32),
+                   col=[ZERO] * shape[-1], dtype=opts["dtype"], out=out, fill=False)
+    if _dtypes.writable_tensor(out, "out"):  # about to be written outside autograd
+        _dtypes.bump_version(out)
+    return _dtypes.ndarray_view(out)
+
+
+def _round_to(values: np.ndarray, dtype: Any) -> np.ndarray:
+    """float32 values rounded to dtype as torch rounds them (and the tables do)."""
+    if dtype is None or _dtypes.resolve(dtype) == np.float32:
+        return values
+    return _round(np.ascontiguousarray(values, np.float32).ravel(), dtype).reshape(values.shape)
+
+
+def _rope_inv_freq(dim: int, theta: Any, opts: dict, name: str = "theta") -> np.ndarray:
+    """``1 / (theta ** (arange(0, dim, 2).float() / dim))``: HF Llama's default rope,
+    rotary-embedding-torch's 'lang' freqs and tatp22's inv_freq (with dim = its channels)."""
+    return _freqs("pow", (dim + 1) // 2, opts, step=2, b=float(dim), base=theta, recip=True,
+                  base_name=name)

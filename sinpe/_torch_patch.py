@@ -1,0 +1,498 @@
+"""One line swaps a transformers model's rotary position embedding to sinpe:
+:func:`patch`, :func:`unpatch`, :func:`patched` (re-exported by :mod:`sinpe.torch`), the
+torch-tensor :func:`hf_rope`, and the rotation forms that the existing ones in
+:mod:`sinpe.torch` did not cover (half-width tables, rotate in float32 and cast back).
+
+How a model is patched (docs/hf_patch.md):
+
+- **Rotary modules.** Every submodule whose class is named ``*RotaryEmbedding`` and whose
+  forward is ``(x, position_ids[, layer_type])`` gets, on the instance, a forward that returns
+  :func:`sinpe.presets.hf_rope`'s tables for the module's own config, read from the module's
+  own ``inv_freq`` buffer (``f"{layer_type}_inv_freq"`` per layer type), as it is at call
+  time (after ``model.to(dtype)``, after a dynamic rope regrew it).  A forward that
+  transformers wraps in ``dynamic_rope_update`` stays wrapped by the same function, so the
+  dynamic and longrope state (``inv_freq``, ``max_seq_len_cached``, ``attention_scaling``)
+  evolves exactly as transformers keeps it.
+- **Rotations.** The modeling module's rotation functions (``apply_rotary_pos_emb`` and
+  kin) are recognised by their code: the syntax tree of the function and of the helpers it
+  calls (``rotate_half``), compared with the reference functions of transformers' own
+  modules (Llama, GPT-NeoX, GLM, Cohere, OLMo, DeepSeek-V3, GPT-OSS, ModernBERT, ERNIE 4.5,
+  Gemma 3n...).  Each recognised function maps to the sinpe.torch form that computes the same
+  bits; the methods of the model's modules that call it get, on the instance, a copy of
+  their function whose globals name the sinpe form instead.  Unrecognised rotations are left
+  as the model computes them (listed by :func:`patched` as ``kept``).
+
+Nothing is changed until every rotary module has been checked: a family whose rotary
+:func:`sinpe.presets.hf_rope` does not reproduce raises NotImplementedError naming the
+family and why, and the model is left as it was.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import inspect
+import textwrap
+import types
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+
+import numpy as np
+import torch
+
+from ._backends.policy import torch_kernels
+
+__all__ = ["patch", "unpatch", "patched", "hf_rope", "FORMS"]
+
+#: the sinpe.torch rotation forms by name, filled by sinpe.torch when it imports this module
+#: (this module sits below sinpe.torch and imports nothing of it).
+FORMS: Dict[str, Callable[..., Any]] = {}
+
+_Pair = Tuple[torch.Tensor, torch.Tensor]
+_ATTR = "_sinpe_patch"
+
+
+# ---- hf_rope as torch tensors -----------------------------------------------------------------
+
+def _to_torch(a: np.ndarray, device: Any) -> torch.Tensor:
+    """A NumPy table (float32, float16, or ml_dtypes bfloat16) as a torch tensor (no copy on
+    the CPU), copied to device when it is not the CPU."""
+    if a.dtype.name == "bfloat16":
+        t = torch.from_numpy(np.ascontiguousarray(a).view(np.int16)).view(torch.bfloat16)
+    else:
+        t = torch.from_numpy(np.ascontiguousarray(a))
+    return t if torch.device(device).type == "cpu" else t.to(device)
+
+
+def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any = None,
+            layer_type: Optional[str] = None, backend: Optional[str] = None) -> "_Pair":
+    """:func:`sinpe.presets.hf_rope` with torch tensors out: ``(cos, sin)`` in ``dtype`` (a
+    torch dtype or any spelling sinpe takes; torch.bfloat16 included) on position_ids' device
+    (the tables are computed on the CPU and copied when the device differs).  backend None:
+    the kernels of the torch in this process (what the model computes); ``'builtin'``:
+    correctly rounded tables."""
+    if isinstance(dtype, torch.dtype):
+        dtype = str(dtype).replace("torch.", "")
+    device = position_ids.device if isinstance(position_ids, torch.Tensor) else \
+        torch.device("cpu")
+    from .presets import hf_rope as np_hf_rope
+    cos, sin = np_hf_rope(config, position_ids, inv_freq=inv_freq, dtype=dtype,
+                          layer_type=layer_type,
+                          backend=torch_kernels() if backend is None else backend)
+    return _to_torch(cos, device), _to_torch(sin, device)
+
+
+# ---- recognising the modeling module's rotation functions --------------------------------------
+
+#: reference rotation functions: (module, function name) -> the sinpe.torch form.
+_REFERENCES: List[Tuple[str, str, str]] = [
+    ("llama", "apply_rotary_pos_emb", "apply_rotary_pos_emb"),
+    ("gpt_neox", "apply_rotary_pos_emb", "apply_rotary_pos_emb"),
+    ("phi3", "apply_rotary_pos_emb", "apply_rotary_pos_emb"),
+    ("nemotron", "apply_rotary_pos_emb", "apply_rotary_pos_emb"),
+    ("deepseek_v3", "apply_rotary_pos_emb_interleave", "apply_rotary_pos_emb_interleave"),
+    ("glm", "apply_rotary_pos_emb", "apply_rotary_pos_emb_glm"),
+    ("helium", "apply_rotary_pos_emb", "apply_rotary_pos_emb_glm"),
+    ("cohere", "apply_rotary_pos_emb", "apply_rotary_pos_emb_cohere"),
+    ("olmo", "apply_rotary_pos_emb", "apply_rotary_pos_emb_olmo"),
+    ("gpt_oss", "apply_rotary_pos_emb", "apply_rotary_pos_emb_half"),
+    ("modernbert", "apply_rotary_pos_emb", "apply_rotary_pos_emb_float32"),
+    ("ernie4_5", "apply_rotary_pos_emb", "apply_rotary_pos_emb_glm_float32"),
+    ("gemma3n", "apply_rotary_pos_emb", "apply_rotary_pos_emb_single"),
+]
+
+
+def _forms() -> Dict[str, Callable[..., Any]]:
+    return {name: FORMS[name] for name in {f for _, _, f in _REFERENCES}}
+
+
+def _body_dump(fn: Callable[..., Any]) -> Optional[str]:
+    try:
+        src = textwrap.dedent(inspect.getsource(fn))
+        node = ast.parse(src).body[0]
+    except (OSError, TypeError, SyntaxError, IndexError):
+        return None
+    if not isinstance(node, ast.FunctionDef):
+        return None
+    body = node.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    args = ast.dump(node.args, annotate_fields=False)
+    return args + ast.dump(ast.Module(body=body, type_ignores=[]), annotate_fields=False)
+
+
+def _fingerprint(fn: Any, seen: Optional[Set[int]] = None) -> Optional[str]:
+    """The code of fn and of the module-level Python functions it calls, as syntax trees
+    (names of the helpers included: ``rotate_half`` differs between families)."""
+    fn = inspect.unwrap(fn) if callable(fn) else fn
+    if not isinstance(fn, types.FunctionType):
+        return None
+    seen = set() if seen is None else seen
+    if id(fn) in seen:
+        return "<recursive>"
+    seen.add(id(fn))
+    body = _body_dump(fn)
+    if body is None:
+        return None
+    parts = [body]
+    for name in sorted(set(_names(fn.__code__))):
+        g = fn.__globals__.get(name)
+        if isinstance(inspect.unwrap(g) if callable(g) else g, types.FunctionType):
+            parts.append(f"{name}={_fingerprint(g, seen)}")
+    return "|".join(parts)
+
+
+def _names(code: types.CodeType) -> List[str]:
+    out = list(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            out.extend(_names(c))
+    return out
+
+
+_KNOWN: Optional[Dict[str, str]] = None
+
+
+def _known() -> Dict[str, str]:
+    """fingerprint -> form name, from transformers' installed reference modules."""
+    global _KNOWN
+    if _KNOWN is None:
+        import importlib
+        known: Dict[str, str] = {}
+        for mod, fn, form in _REFERENCES:
+            try:
+                m = importlib.import_module(f"transformers.models.{mod}.modeling_{mod}")
+            except Exception:  # a transformers without that family
+                continue
+            fp = _fingerprint(getattr(m, fn, None))
+            if fp is not None:
+                known.setdefault(fp, form)
+        _KNOWN = known
+    return _KNOWN
+
+
+def _classify(fn: Any) -> Optional[str]:
+    fp = _fingerprint(fn)
+    return None if fp is None else _known().get(fp)
+
+
+def _is_rotation_name(name: str) -> bool:
+    n = name.lower()
+    return "rot" in n and ("apply" in n or "emb" in n) or n.startswith("apply_rope")
+
+
+# ---- globals routing ----------------------------------------------------------------------------
+
+class _Router:
+    """Per modeling module (its globals dict): the rotation functions it names and their sinpe
+    forms, and copies of its module-level helpers that call them."""
+
+    def __init__(self, g: Dict[str, Any]):
+        forms = _forms()
+        self.routes: Dict[str, str] = {}
+        self.kept: Dict[str, str] = {}
+        for name, obj in list(g.items()):
+            if not _is_rotation_name(name) or not callable(obj):
+                continue
+            f = inspect.unwrap(obj)
+            if not isinstance(f, types.FunctionType) or not f.__module__.startswith(
+                    "transformers."):
+                continue
+            form = _classify(obj)
+            if form is None:
+                self.kept[name] = "unrecognised"
+            else:
+                self.routes[name] = form
+        self.overrides: Dict[str, Any] = {n: forms[f] for n, f in self.routes.items()}
+        self.globals: Optional[Dict[str, Any]] = None
+        self.g = g
+        if self.overrides:
+            ng = dict(g)
+            ng.update(self.overrides)
+            # module-level helpers calling a routed function get copies reading ng
+            changed = True
+            done: Set[str] = set()
+            while changed:
+                changed = False
+                for name, obj in list(g.items()):
+                    if name in done or name in self.overrides:
+                        continue
+                    if isinstance(obj, types.FunctionType) and obj.__globals__ is g and \
+                            _calls(obj, ng, g):
+                        ng[name] = _rebuild(obj, ng, g)
+                        done.add(name)
+                        changed = True
+            self.globals = ng
+
+
+def _calls(fn: Any, ng: Dict[str, Any], g: Dict[str, Any]) -> bool:
+    """Whether fn (through its decorators' chain) names a global that ng replaces."""
+    while fn is not None:
+        if isinstance(fn, types.FunctionType):
+            if fn.__globals__ is g and any(ng.get(n, g.get(n)) is not g.get(n)
+                                           for n in _names(fn.__code__) if n in ng):
+                return True
+        fn = getattr(fn, "__wrapped__", None)
+    return False
+
+
+def _rebuild(fn: types.FunctionType, ng: Dict[str, Any], g: Dict[str, Any]) -> Any:
+    """A copy of fn (and of the functions its decorators wrap) whose globals are ng where
+    they were g."""
+    inner = getattr(fn, "__wrapped__", None)
+    closure = fn.__closure__
+    new_inner = None
+    if isinstance(inner, types.FunctionType) and closure:
+        new_inner = _rebuild(inner, ng, g)
+        cells = []
+        for c in closure:
+            try:
+                val = c.cell_contents
+            except ValueError:
+                cells.append(c)
+                continue
+            cells.append(types.CellType(new_inner) if val is inner else c)
+        closure = tuple(cells)
+    new = types.FunctionType(fn.__code__, ng if fn.__globals__ is g else fn.__globals__,
+                             fn.__name__, fn.__defaults__, closure)
+    new.__kwdefaults__ = fn.__kwdefaults__
+    new.__dict__.update(fn.__dict__)
+    new.__qualname__ = fn.__qualname__
+    if new_inner is not None:
+        setattr(new, "__wrapped__", new_inner)
+    return new
+
+
+# ---- rotary modules ------------------------------------------------------------------------------
+
+def _family(model: Any) -> str:
+    cfg = getattr(model, "config", None)
+    return str(getattr(cfg, "model_type", None) or type(model).__name__)
+
+
+def _rotary_signature(cls: type) -> Optional[bool]:
+    """True: forward(x, position_ids, layer_type); False: forward(x, position_ids); None:
+    something else."""
+    try:
+        params = list(inspect.signature(inspect.unwrap(getattr(cls, "forward"))).parameters)
+    except (TypeError, ValueError):
+        return None
+    if params[:3] != ["self", "x", "position_ids"]:
+        return None
+    rest = params[3:]
+    if not rest:
+        return False
+    return True if rest == ["layer_type"] else None
+
+
+def _dynamic_wrapped(cls: type) -> bool:
+    from transformers.modeling_rope_utils import dynamic_rope_update
+    probe = dynamic_rope_update(lambda self, x, position_ids: None)  # type: ignore[no-untyped-call]
+    f = getattr(cls, "forward", None)
+    return isinstance(f, types.FunctionType) and f.__code__ is probe.__code__
+
+
+def _layer_types(module: Any) -> List[Optional[str]]:
+    rt = getattr(module, "rope_type", None)
+    if isinstance(rt, dict):
+        return list(rt)
+    lts = getattr(getattr(module, "config", None), "layer_types", None)
+    if lts and all(hasattr(module, f"{t}_inv_freq") for t in set(lts)):
+        return sorted(set(lts))
+    return [None]
+
+
+def _view_config(module: Any) -> Any:
+    """The config hf_rope reads for module: its own, except that a dynamic rope's regrowth is
+    left to transformers' own wrapper (hf_rope then reads the module's current inv_freq)."""
+    cfg = module.config
+    rp = getattr(cfg, "rope_parameters", None)
+    types_ = [rp.get("rope_type")] if isinstance(rp, dict) and "rope_type" in rp else \
+        [v.get("rope_type") for v in rp.values() if isinstance(v, dict)] \
+        if isinstance(rp, dict) else []
+    if not any(isinstance(t, str) and "dynamic" in t for t in types_):
+        return cfg
+    view = copy.deepcopy(cfg)
+    view.max_position_embeddings = 2 ** 62  # never regrow: the buffer is transformers' state
+    return view
+
+
+def _make_forward(module: Any, backend: Optional[str], with_layer_type: bool,
+                  dynamic: bool) -> Callable[..., Any]:
+    view = _view_config(module)
+
+    def tables(self: Any, x: torch.Tensor, position_ids: torch.Tensor,
+               layer_type: Optional[str] = None) -> "_Pair":
+        name = f"{layer_type}_inv_freq" if layer_type is not None else "inv_freq"
+        inv = getattr(self, name)
+        return hf_rope(view, position_ids, inv_freq=inv, dtype=x.dtype,
+                       layer_type=layer_type, backend=backend)
+
+    if dynamic:
+        from transformers.modeling_rope_utils import dynamic_rope_update
+        fwd = dynamic_rope_update(tables)  # type: ignore[no-untyped-call]
+    else:
+        fwd = tables
+    def forward_lt(self: Any, x: torch.Tensor, position_ids: torch.Tensor,
+                   layer_type: Optional[str] = None) -> "_Pair":
+        out: "_Pair" = fwd(self, x, position_ids, layer_type)
+        return out
+
+    def forward(self: Any, x: torch.Tensor, position_ids: torch.Tensor) -> "_Pair":
+        out: "_Pair" = fwd(self, x, position_ids)
+        return out
+    return types.MethodType(forward_lt if with_layer_type else forward, module)
+
+
+def _check_rotary(module: Any, family: str, backend: Optional[str]) -> None:
+    """hf_rope on the module's config for two positions: refused families raise here, before
+    anything changes.  The result is compared with the module's own forward."""
+    pos = torch.arange(2)[None]
+    x = torch.zeros(1, dtype=torch.float32)
+    for lt in _layer_types(module):
+        name = f"{lt}_inv_freq" if lt is not None else "inv_freq"
+        inv = getattr(module, name, None)
+        if not isinstance(inv, torch.Tensor):
+            raise NotImplementedError(f"{family}: {type(module).__name__} has no {name} buffer "
+                                      "(not the inv_freq form sinpe.torch.patch reproduces)")
+        try:
+            hf_rope(_view_config(module), pos, inv_freq=inv, dtype=x.dtype, layer_type=lt,
+                    backend=backend)
+        except NotImplementedError as e:
+            raise NotImplementedError(f"{family}: {type(module).__name__} cannot be "
+                                      f"reproduced: {e}") from None
+
+
+# ---- the public face ------------------------------------------------------------------------------
+
+def _route(model: Any, plan: List[Tuple[Any, str, Any, Dict[str, Any]]],
+           records: List[Dict[str, Any]], routers: Dict[int, "_Router"]) -> None:
+    """The methods of model's modules that name a recognised rotation: a copy of each whose
+    globals name the sinpe form, added to plan (nothing is changed here)."""
+    for mod_name, m in model.named_modules():
+        if type(m).__name__.endswith("RotaryEmbedding"):
+            continue
+        for cls in type(m).__mro__:
+            if cls is torch.nn.Module or not cls.__module__.startswith("transformers."):
+                break
+            for attr, fn in vars(cls).items():
+                if attr.startswith("__") or not isinstance(fn, types.FunctionType) \
+                        or any(p[1] == attr for p in plan if p[0] is m):
+                    continue
+                g = inspect.unwrap(fn).__globals__
+                r = routers.get(id(g))
+                if r is None:
+                    r = routers[id(g)] = _Router(g)
+                if r.globals is None or not _calls(fn, r.globals, g):
+                    continue
+                new = _rebuild(fn, r.globals, g)
+                plan.append((m, attr, types.MethodType(new, m), {}))
+                used = sorted(n for n in _names_chain(fn) if n in r.globals
+                              and r.globals[n] is not g.get(n))
+                records.append({"module": mod_name, "class": type(m).__name__,
+                                "kind": "rotation", "method": attr,
+                                "form": ", ".join(f"{n} -> {r.routes.get(n, 'helper')}"
+                                                  for n in used)})
+
+
+def patch(model: Any, *, backend: Optional[str] = None) -> Any:
+    """patch(model, *, backend=None) -> model
+
+    Swap a transformers model's rotary position embedding to sinpe, on the instances: every
+    ``*RotaryEmbedding`` module's forward returns sinpe's tables (from the module's own
+    ``inv_freq`` buffers, per layer type; dynamic and longrope state kept by transformers'
+    own wrapper), and every rotation function the model's modules call is routed to the
+    sinpe.torch form that computes the same bits, recognised from the model's own code.
+    backend None: the kernels of the torch in this process, so logits are bit for bit the
+    model's (float32, bfloat16, cast before or after patching, generate()); ``'builtin'``:
+    correctly rounded tables (logits then differ in their last bits).
+
+    Raises NotImplementedError naming the family and why when a rotary module is not one
+    sinpe reproduces; the model is then left as it was.  Patching twice re-patches (with the
+    new backend).  :func:`unpatch` restores; :func:`patched` lists what was replaced."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if backend is not None and not isinstance(backend, str):
+        raise TypeError(f"backend must be None or a str, got {type(backend).__name__}")
+    if getattr(model, _ATTR, None):
+        unpatch(model)
+    family = _family(model)
+    plan: List[Tuple[Any, str, Any, Dict[str, Any]]] = []
+    # 1. rotary modules: check every one before changing anything
+    rotaries: List[Tuple[str, Any, Optional[bool]]] = []
+    for mod_name, m in model.named_modules():
+        if not type(m).__name__.endswith("RotaryEmbedding"):
+            continue
+        sig = _rotary_signature(type(m))
+        if sig is None:
+            rotaries.append((mod_name, m, None))
+            continue
+        _check_rotary(m, family, backend)
+        rotaries.append((mod_name, m, sig))
+    if not any(sig is not None for _, _, sig in rotaries):
+        if not rotaries:
+            raise NotImplementedError(f"{family}: the model has no *RotaryEmbedding module")
+        raise NotImplementedError(
+            f"{family}: no rotary module is a forward(x, position_ids) one (found "
+            f"{sorted({type(m).__name__ for _, m, _ in rotaries})})")
+    # 2. rotations: the modules whose methods name a routed function
+    routers: Dict[int, _Router] = {}
+    records: List[Dict[str, Any]] = []
+    for mod_name, m, sig in rotaries:
+        if sig is None:
+            records.append({"module": mod_name, "class": type(m).__name__, "kind": "rotary",
+                            "form": "kept (forward is not (x, position_ids))"})
+            continue
+        fwd = _make_forward(m, backend, sig, _dynamic_wrapped(type(m)))
+        plan.append((m, "forward", fwd, {}))
+        records.append({"module": mod_name, "class": type(m).__name__, "kind": "rotary",
+                        "form": "hf_rope" + (" (dynamic_rope_update)"
+                                             if _dynamic_wrapped(type(m)) else "")})
+    _route(model, plan, records, routers)
+    kept = sorted({f"{n} ({why})" for r in routers.values() for n, why in r.kept.items()})
+    # 3. apply (nothing above changed the model)
+    saved = []
+    for m, attr, new, _ in plan:
+        saved.append((m, attr, m.__dict__.get(attr, _MISSING)))
+        m.__dict__[attr] = new
+    object.__setattr__(model, _ATTR, {"saved": saved, "records": records, "kept": kept,
+                                      "backend": backend})
+    return model
+
+
+_MISSING = object()
+
+
+def _names_chain(fn: Any) -> List[str]:
+    out: List[str] = []
+    while fn is not None:
+        if isinstance(fn, types.FunctionType):
+            out.extend(_names(fn.__code__))
+        fn = getattr(fn, "__wrapped__", None)
+    return out
+
+
+def unpatch(model: Any) -> Any:
+    """Restore a model patched by :func:`patch` (the instances' own attributes as they were);
+    a model that is not patched is returned unchanged."""
+    state = model.__dict__.get(_ATTR)
+    if not state:
+        return model
+    for m, attr, old in reversed(state["saved"]):
+        if old is _MISSING:
+            m.__dict__.pop(attr, None)
+        else:
+            m.__dict__[attr] = old
+    del model.__dict__[_ATTR]
+    return model
+
+
+def patched(model: Any) -> List[Dict[str, Any]]:
+    """What :func:`patch` replaced in model: one dict per replaced method (module path,
+    class, kind 'rotary' or 'rotation', form), plus rotary modules and rotation functions
+    left as the model computes them (form 'kept ...'); [] when the model is not patched."""
+    state = model.__dict__.get(_ATTR)
+    if not state:
+        return []
+    out = [dict(r) for r in state["records"]]
+    out += [{"module": "", "class": "", "kind": "rotation", "form": f"kept: {k}"}
+            for k in state["kept"]]
+    return out

@@ -1,0 +1,156 @@
+"""sinpe.torch.patch on whole tiny random-weight transformers models, bit for bit
+(tools/hf_patch_coverage.py's harness, run in-process on a fixed sample of families): the
+logits at float32, at bfloat16 cast before and after patching, and greedy generate(); a
+dynamic rope's state through calls that grow and reset it; the backend='builtin' control
+(correctly rounded tables change the logits, so the comparison can fail); unpatch; a family
+patch refuses (left as it was); sinpe.torch.hf_rope's tensors."""
+import copy
+import importlib.util
+import os
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = [pytest.mark.oracle_packages, pytest.mark.needs_torch]
+
+import torch  # noqa: E402  (a TORCH_MODULES module: not collected without torch)
+import transformers  # noqa: E402,F401
+
+
+def _harness():
+    path = os.path.join(ROOT, "tools", "hf_patch_coverage.py")
+    spec = importlib.util.spec_from_file_location("hf_patch_coverage", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+H = _harness()
+H.quiet()
+
+#: family -> the rotation form patch must pick from the model's own code.
+SAMPLE = {
+    "llama": "apply_rotary_pos_emb -> apply_rotary_pos_emb",
+    "helium": "apply_rotary_pos_emb -> apply_rotary_pos_emb_glm",
+    "cohere2": "apply_rotary_pos_emb -> apply_rotary_pos_emb_cohere",
+    "gpt_oss": "apply_rotary_pos_emb -> apply_rotary_pos_emb_half",
+    "modernbert": "apply_rotary_pos_emb -> apply_rotary_pos_emb_float32",
+    "ernie4_5": "apply_rotary_pos_emb -> apply_rotary_pos_emb_glm_float32",
+    "gemma3": "apply_rotary_pos_emb -> apply_rotary_pos_emb",  # per layer type
+    "olmo": "apply_rotary_pos_emb -> apply_rotary_pos_emb_olmo",
+    "gpt_neox": "apply_rotary_pos_emb -> apply_rotary_pos_emb",  # partial rotary
+}
+
+
+@pytest.fixture(autouse=True)
+def _threads():
+    n = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(n)
+
+
+@pytest.mark.parametrize("family", sorted(SAMPLE))
+def test_family_bit_for_bit(family):
+    row = H.check_family(family)
+    assert row["status"] == H.BIT, row
+    assert set(row["diffs"]) >= {"float32", "bfloat16 cast, patch", "bfloat16 patch, cast"}
+    if family != "modernbert":  # a masked LM: no generate()
+        assert "generate" in row["diffs"], row
+    assert SAMPLE[family] in row["forms"], row["forms"]
+
+
+def _tiny(mt="llama", **kw):
+    cfg = H.tiny_config(mt)
+    for k, v in kw.items():
+        setattr(cfg, k, v)
+    from transformers import AutoModelForCausalLM
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").eval()
+
+
+def test_builtin_control_changes_logits():
+    import sinpe.torch as st
+    model = _tiny()
+    ids = H.inputs(model)
+    with torch.no_grad():
+        ref = H.output(model, ids)
+        st.patch(model, backend="builtin")
+        got = H.output(model, ids)
+        st.patch(model)  # re-patching replaces the backend
+        same = H.output(model, ids)
+    assert H.ndiff(ref, got) > 0
+    assert H.ndiff(ref, same) == 0
+
+
+def test_dynamic_rope_state():
+    """Grow past max_position_embeddings, grow more, drop back (transformers resets),
+    grow less than before (transformers keeps the larger base): logits and the module's
+    state equal to the unpatched model's at every call."""
+    import sinpe.torch as st
+    model = _tiny(max_position_embeddings=16,
+                  rope_parameters={"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0})
+    patched_model = st.patch(copy.deepcopy(model))
+    g = torch.Generator().manual_seed(3)
+    for n in (20, 40, 8, 30):
+        ids = torch.randint(3, 128, (1, n), generator=g)
+        with torch.no_grad():
+            a = H.output(model, ids)
+            b = H.output(patched_model, ids)
+        assert H.ndiff(a, b) == 0, n
+        ra, rb = model.model.rotary_emb, patched_model.model.rotary_emb
+        assert ra.max_seq_len_cached == rb.max_seq_len_cached
+        assert torch.equal(ra.inv_freq, rb.inv_freq)
+
+
+def test_unpatch_restores_and_patched_lists():
+    import sinpe.torch as st
+    model = _tiny("gpt_oss")
+    assert st.patched(model) == []
+    st.patch(model)
+    recs = st.patched(model)
+    kinds = {r["kind"] for r in recs}
+    assert kinds == {"rotary", "rotation"}
+    assert any(r["form"] == "apply_rotary_pos_emb -> apply_rotary_pos_emb_half" for r in recs)
+    st.unpatch(model)
+    assert st.patched(model) == []
+    assert not any("forward" in m.__dict__ for m in model.modules())
+
+
+def test_refused_family_left_as_it_was():
+    import sinpe.torch as st
+    model = _tiny("deepseek_v2")
+    before = {id(m): dict(m.__dict__) for m in model.modules()}
+    with pytest.raises(NotImplementedError, match="deepseek_v2"):
+        st.patch(model)
+    assert st.patched(model) == []
+    for m in model.modules():
+        assert set(m.__dict__) == set(before[id(m)])
+
+
+def test_patch_rejects_non_module():
+    import sinpe.torch as st
+    with pytest.raises(TypeError, match="model"):
+        st.patch(object())
+    with pytest.raises(TypeError, match="backend"):
+        st.patch(torch.nn.Linear(1, 1), backend=3)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_hf_rope_tensors(dtype):
+    """sinpe.torch.hf_rope returns torch tensors in dtype (bfloat16 included), on
+    position_ids' device, equal to the module's; with the module's own buffer after a cast."""
+    import sinpe.torch as st
+    model = _tiny("gemma3_text").to(dtype)
+    rot = model.model.rotary_emb
+    pos = torch.arange(30)[None].repeat(2, 1) + torch.tensor([[0], [90]])
+    x = torch.zeros(1, dtype=dtype)
+    for lt in rot.rope_type:
+        want = rot(x, pos, layer_type=lt)
+        got = st.hf_rope(model.config, pos, dtype=dtype, layer_type=lt,
+                         inv_freq=getattr(rot, f"{lt}_inv_freq"))
+        for w, g in zip(want, got):
+            assert isinstance(g, torch.Tensor) and g.dtype == w.dtype == dtype
+            assert g.device == pos.device
+            assert H.ndiff(w, g) == 0

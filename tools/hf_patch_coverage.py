@@ -1,0 +1,409 @@
+"""Coverage of sinpe.torch.patch on whole tiny transformers models, bit for bit.
+
+For every family of the installed transformers with a ``*RotaryEmbedding`` class (the families
+of tools/hf_rope_coverage.py), builds a tiny random-weight model from the family's config
+class (hidden 64, 4 heads, 2 KV heads, head_dim 16, 2 layers, vocabulary 128, the family's
+own rope parameters), runs it on fixed input ids and compares, bit for bit (never a
+tolerance), the model's output (logits, or the last hidden state for a model without a
+language-model head) with the same model patched by ``sinpe.torch.patch``:
+
+  float32                      patched at float32
+  bfloat16, cast then patch    ``model.to(torch.bfloat16)`` then ``patch``
+  bfloat16, patch then cast    ``patch`` then ``model.to(torch.bfloat16)``
+  generate                     8 greedy new tokens (causal LMs), float32
+
+Each family gets one status:
+  bit-for-bit            every column equal in every bit
+  differs                n of m values differ (the column named)
+  refused: <reason>      patch raised NotImplementedError (the model is left as it was)
+  no build: <reason>     no tiny model of the family runs on input ids alone (multimodal
+                         models needing pixel or audio inputs, configs that do not shrink)
+
+    python tools/hf_patch_coverage.py --markdown docs/hf_patch_coverage.md
+    python tools/hf_patch_coverage.py --families llama,gemma3,gpt_oss
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import importlib.util
+import inspect
+import os
+import platform
+import signal
+import sys
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+SMALL = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+         "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+         "vocab_size": 128, "max_position_embeddings": 128, "pad_token_id": 0,
+         "bos_token_id": 1, "eos_token_id": 2, "moe_intermediate_size": 32,
+         "num_experts": 4, "n_routed_experts": 4, "num_local_experts": 4,
+         "num_experts_per_tok": 2, "q_lora_rank": 32, "kv_lora_rank": 16,
+         "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16,
+         "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1}
+SEQ = 24
+NEW_TOKENS = 8
+TIMEOUT = 120.0
+BIT = "bit-for-bit"
+
+
+def _rope_tool() -> Any:
+    spec = importlib.util.spec_from_file_location("hf_rope_coverage",
+                                                  os.path.join(HERE, "hf_rope_coverage.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+class Timeout(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def time_limit(seconds: Optional[float]):
+    if not hasattr(signal, "setitimer") or not seconds:
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Timeout(f"over {seconds:.0f} s")
+
+    old = signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def model_types(family: str) -> List[str]:
+    """The model types whose config lives in the family's folder: the family's own first,
+    then its sub-configs' (a text model inside a multimodal one)."""
+    from transformers.models.auto.configuration_auto import (CONFIG_MAPPING_NAMES,
+                                                             model_type_to_module_name)
+    own = [mt for mt in CONFIG_MAPPING_NAMES if model_type_to_module_name(mt) == family]
+    own.sort(key=lambda mt: ("text" not in mt, mt != family, mt))
+    return own
+
+
+def model_classes(mt: str) -> List[Tuple[str, Any]]:
+    import transformers
+    from transformers.models.auto import modeling_auto as ma
+    out = []
+    for kind, mapping in (("causal", ma.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES),
+                          ("masked", ma.MODEL_FOR_MASKED_LM_MAPPING_NAMES),
+                          ("base", ma.MODEL_MAPPING_NAMES)):
+        name = mapping.get(mt)
+        if isinstance(name, (list, tuple)):
+            name = name[0]
+        cls = getattr(transformers, name, None) if name else None
+        if cls is not None:
+            out.append((kind, cls))
+    return out
+
+
+def _fields(cfg_cls: Any) -> set:
+    import dataclasses
+    names = set()
+    if dataclasses.is_dataclass(cfg_cls):
+        names |= {f.name for f in dataclasses.fields(cfg_cls)}
+    try:
+        names |= set(inspect.signature(cfg_cls.__init__).parameters)
+    except (TypeError, ValueError):
+        pass
+    return names
+
+
+def _small_kwargs(cfg_cls: Any, depth: int = 0) -> Dict[str, Any]:
+    """The small sizes for cfg_cls, and (as dicts) for its sub-configs: a multimodal model's
+    vision or audio tower is built, though only input ids are fed."""
+    fields = _fields(cfg_cls)
+    amap = getattr(cfg_cls, "attribute_map", {}) or {}
+    kw: Dict[str, Any] = {}
+    for k, v in SMALL.items():
+        name = k if k in fields else amap.get(k)
+        if name in fields:
+            kw[name] = v
+    if "qk_rope_head_dim" in fields and "head_dim" in kw:  # MLA: the rotary's dim
+        kw["head_dim"] = SMALL["qk_rope_head_dim"]
+    if "qk_rope_head_dim" in fields and "num_key_value_heads" in kw:
+        kw["num_key_value_heads"] = SMALL["num_attention_heads"]
+    if depth < 2:
+        for key, sub in (getattr(cfg_cls, "sub_configs", None) or {}).items():
+            if isinstance(sub, type) and key in fields:
+                sk = _small_kwargs(sub, depth + 1)
+                for k in ("pad_token_id", "bos_token_id", "eos_token_id"):
+                    sk.pop(k, None)
+                kw[key] = sk
+    return kw
+
+
+_ROPE_TOOL: Any = None
+
+
+def _fit_mrope(cfg: Any) -> None:
+    """A multimodal rope's mrope_section rescaled to the small rotary dim (it must sum to
+    rot_dim / 2), in the config and its text config."""
+    global _ROPE_TOOL
+    if _ROPE_TOOL is None:
+        _ROPE_TOOL = _rope_tool()
+    seen = set()
+    for c in (cfg, cfg.get_text_config() if hasattr(cfg, "get_text_config") else None):
+        if c is None or id(c) in seen:
+            continue
+        seen.add(id(c))
+        rp = getattr(c, "rope_parameters", None)
+        if not isinstance(rp, dict):
+            continue
+        dicts = [(None, rp)] if "rope_type" in rp or "mrope_section" in rp else \
+            [(k, v) for k, v in rp.items() if isinstance(v, dict)]
+        for lt, d in dicts:
+            sec = d.get("mrope_section")
+            if not sec and _mentions_mrope(c):  # the module's in-code default is too wide
+                sec = [2, 3, 3]
+            if sec:
+                half = _ROPE_TOOL.rotary_dim(c, lt) // 2
+                d["mrope_section"] = _ROPE_TOOL.mrope_sections(half, list(sec))
+
+
+def _mentions_mrope(cfg: Any) -> bool:
+    import importlib
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+    mod = model_type_to_module_name(getattr(cfg, "model_type", "") or "")
+    try:
+        m = importlib.import_module(f"transformers.models.{mod}.modeling_{mod}")
+        return "mrope_section" in inspect.getsource(m)
+    except Exception:
+        return False
+
+
+def tiny_config(mt: str, small: bool = True) -> Any:
+    from transformers import AutoConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    cfg_cls = CONFIG_MAPPING[mt]
+    fields = _fields(cfg_cls)
+    try:
+        cfg = AutoConfig.for_model(mt, **_small_kwargs(cfg_cls))
+        if small:
+            cfg._attn_implementation = "eager"
+            _fit_mrope(cfg)
+            return cfg
+    except Exception:
+        pass
+    amap = getattr(cfg_cls, "attribute_map", {}) or {}
+    kw = {}
+    for k, v in SMALL.items():
+        name = k if k in fields else amap.get(k)
+        if name in fields:
+            kw[name] = v
+    if "qk_rope_head_dim" in fields and "head_dim" in kw:  # MLA: the rotary's dim
+        kw["head_dim"] = SMALL["qk_rope_head_dim"]
+    if "qk_rope_head_dim" in fields and "num_key_value_heads" in kw:
+        kw["num_key_value_heads"] = SMALL["num_attention_heads"]
+    if not small:  # the family's own layer count (hybrids whose attention layers come later)
+        kw.pop(amap.get("num_hidden_layers", "num_hidden_layers"), None)
+        kw.pop("num_hidden_layers", None)
+    cfg = AutoConfig.for_model(mt, **kw)
+    cfg._attn_implementation = "eager"
+    return cfg
+
+
+def build(family: str) -> Tuple[Any, str, str]:
+    """(model, kind, model_type) of the first tiny model of the family that runs on ids."""
+    import torch
+    errors = []
+    for mt in model_types(family):
+        for kind, cls in model_classes(mt):
+            for small in (True, False):
+                try:
+                    cfg = tiny_config(mt, small)
+                    torch.manual_seed(0)
+                    model = cls._from_config(cfg, attn_implementation="eager").eval()
+                    ids = inputs(model)
+                    with torch.no_grad():
+                        output(model, ids)
+                    if not any(type(m).__name__.endswith("RotaryEmbedding")
+                               for m in model.modules()):
+                        errors.append(f"{cls.__name__}: no rotary module")
+                        break
+                    return model, kind, mt
+                except Timeout:
+                    raise
+                except Exception as e:  # the next candidate
+                    errors.append(f"{cls.__name__}{'' if small else ' (own layer count)'}: "
+                                  f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}")
+    raise RuntimeError(errors[0] if errors else "no model class for input ids")
+
+
+def inputs(model: Any) -> Any:
+    import torch
+    g = torch.Generator().manual_seed(1)
+    vocab = int(getattr(model.config, "vocab_size", None) or
+                getattr(model.config.get_text_config(), "vocab_size", 128) or 128)
+    return torch.randint(3, max(4, min(vocab, 128)), (2, SEQ), generator=g)
+
+
+def output(model: Any, ids: Any) -> Any:
+    out = model(input_ids=ids)
+    for name in ("logits", "last_hidden_state"):
+        t = getattr(out, name, None)
+        if t is not None:
+            return t
+    return out[0]
+
+
+def bits(t: Any) -> Any:
+    import torch
+    t = t.detach()
+    return t.view(torch.int16) if t.element_size() == 2 else t.view(torch.int32)
+
+
+def ndiff(a: Any, b: Any) -> int:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return a.numel()
+    return int((bits(a) != bits(b)).sum())
+
+
+def check_family(family: str, backend: Optional[str] = None) -> Dict[str, Any]:
+    import copy
+    import torch
+    import sinpe.torch as st
+    row: Dict[str, Any] = {"family": family}
+    try:
+        model, kind, mt = build(family)
+    except Timeout:
+        raise
+    except Exception as e:
+        row.update(status="no build", reason=str(e))
+        return row
+    row.update(model=type(model).__name__, model_type=mt)
+    ids = inputs(model)
+    try:
+        with torch.no_grad():
+            ref32 = output(model, ids)
+            st.patch(model, backend=backend)
+            row["forms"] = sorted({r["form"] for r in st.patched(model)})
+            got32 = output(model, ids)
+            st.unpatch(model)
+            m16 = copy.deepcopy(model).to(torch.bfloat16)
+            ref16 = output(m16, ids)
+            st.patch(m16, backend=backend)
+            got16a = output(m16, ids)
+            m16b = st.patch(copy.deepcopy(model), backend=backend).to(torch.bfloat16)
+            got16b = output(m16b, ids)
+    except NotImplementedError as e:
+        row.update(status="refused", reason=str(e))
+        return row
+    diffs = {"float32": ndiff(ref32, got32), "bfloat16 cast, patch": ndiff(ref16, got16a),
+             "bfloat16 patch, cast": ndiff(ref16, got16b)}
+    if kind == "causal" and hasattr(model, "generate"):
+        try:
+            gen = dict(max_new_tokens=NEW_TOKENS, do_sample=False, min_new_tokens=NEW_TOKENS,
+                       attention_mask=torch.ones_like(ids[:, :8]), pad_token_id=0)
+            g0 = model.generate(ids[:, :8], **gen)
+            st.patch(model, backend=backend)
+            g1 = model.generate(ids[:, :8], **gen)
+            st.unpatch(model)
+            diffs["generate"] = 0 if torch.equal(g0, g1) else max(1, int((g0 != g1).sum()))
+        except Exception as e:
+            row["generate"] = f"not run: {type(e).__name__}"
+    row["diffs"] = diffs
+    row["values"] = ref32.numel()
+    bad = {k: v for k, v in diffs.items() if v}
+    row["status"] = BIT if not bad else "differs"
+    if bad:
+        row["reason"] = ", ".join(f"{k}: {v} of {ref32.numel()}" for k, v in bad.items())
+    return row
+
+
+def quiet() -> None:
+    import logging
+    import warnings
+    warnings.filterwarnings("ignore")
+    try:
+        from transformers.utils import logging as hf_logging
+        hf_logging.set_verbosity_error()
+    except Exception:
+        pass
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+
+
+def markdown(rows: List[Dict[str, Any]], seconds: float) -> str:
+    import torch
+    import transformers
+    n = len(rows)
+    ok = [r for r in rows if r["status"] == BIT]
+    by = {s: [r for r in rows if r["status"] == s] for s in ("differs", "refused", "no build")}
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    out = [
+        "# sinpe.torch.patch coverage",
+        "",
+        f"Generated by `python tools/hf_patch_coverage.py` on {now}: transformers "
+        f"{transformers.__version__}, torch {torch.__version__}, Python "
+        f"{platform.python_version()}; walk time {seconds:.0f} s.",
+        "",
+        f"Families whose tiny model is bit for bit patched (float32, bfloat16 cast before and "
+        f"after patching, greedy generate() of causal LMs): **{len(ok)} of {n}**; differs: "
+        f"{len(by['differs'])}; refused by patch (NotImplementedError): {len(by['refused'])}; "
+        f"no tiny model built from input ids: {len(by['no build'])}.",
+        "",
+        "| family | model | status | forms / reason |",
+        "|---|---|---|---|",
+    ]
+    for r in rows:
+        what = "; ".join(r.get("forms", [])) if r["status"] == BIT else r.get("reason", "")
+        what = what.replace("|", "\\|").replace("\n", " ")
+        out.append(f"| {r['family']} | {r.get('model', '')} | {r['status']} | {what} |")
+    out.append("")
+    return "\n".join(out)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--families", help="comma-separated families (default: all)")
+    ap.add_argument("--markdown", help="write the table to this file")
+    ap.add_argument("--backend", default=None, help="patch's backend (default: torch's)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--timeout", type=float, default=TIMEOUT)
+    ap.add_argument("-q", action="store_true", help="no progress lines")
+    a = ap.parse_args(argv)
+    import torch
+    torch.set_num_threads(a.threads)
+    quiet()
+    fams = sorted(_rope_tool().families())
+    if a.families:
+        want = a.families.split(",")
+        fams = [f for f in fams if f in want]
+    rows = []
+    t0 = time.time()
+    for fam in fams:
+        t = time.time()
+        try:
+            with time_limit(a.timeout):
+                row = check_family(fam, a.backend)
+        except Timeout as e:
+            row = {"family": fam, "status": "no build", "reason": f"timeout ({e})"}
+        except Exception as e:  # the harness's own failure, reported per family
+            row = {"family": fam, "status": "no build",
+                   "reason": f"harness: {type(e).__name__}: {str(e)[:160]}"}
+        rows.append(row)
+        if not a.q:
+            print(f"{fam}: {row['status']} {row.get('reason', '')[:200]} "
+                  f"({time.time() - t:.1f} s)", file=sys.stderr, flush=True)
+    md = markdown(rows, time.time() - t0)
+    if a.markdown:
+        with open(a.markdown, "w", encoding="utf-8") as f:
+            f.write(md)
+    else:
+        print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
