@@ -120,7 +120,23 @@ def bump_version(x: Any) -> None:
     tensors have none."""
     torch = torch_of(x)
     if torch is not None and not x.is_inference():
-        torch.autograd.graph.increment_version(x)
+        if not _TORCH_C:
+            _tensor_route(torch)
+        _TORCH_C[0]((x,))
+
+
+_TORCH_C: list = []  # torch's C-level version bump, once a tensor was written
+
+
+def _tensor_route(torch: Any) -> None:
+    """Hands the binding torch's C-level export of a tensor (later calls take it instead of
+    the Python-level __dlpack__; docs/speed.md) and keeps torch's C-level version bump."""
+    from . import _sinpe
+    to_dlpack = getattr(torch._C, "_to_dlpack_versioned", None)
+    if to_dlpack is not None:
+        _sinpe.tensor_route(torch.Tensor, to_dlpack)
+    bump = getattr(torch._C, "_increment_version", None)
+    _TORCH_C.append(bump if bump is not None else torch.autograd.graph.increment_version)
 
 
 def ndarray_view(out: Any, name: str = "out") -> np.ndarray:

@@ -69,9 +69,10 @@ static PyObject *run_call(call *c, PyObject *inplace)
         if (make_kept(c) < 0)
             goto out;
     }
-    Py_BEGIN_ALLOW_THREADS
-    st = sinpe_plan_prepare(&c->job, &c->opts, &p); /* every rule once, memory included */
-    Py_END_ALLOW_THREADS
+    /* a small job runs with the GIL held: releasing and taking it back costs more than the
+     * work (and may hand the GIL to another thread for a while) */
+    int small = c->job.dst.data && values_of(&c->job.dst) <= SMALL_VALUES;
+    UNLOCKED_UNLESS(small, st = sinpe_plan_prepare(&c->job, &c->opts, &p)); /* every rule once */
     if (st != SINPE_OK) {
         raise_status(st, c);
         goto out;
@@ -84,10 +85,9 @@ static PyObject *run_call(call *c, PyObject *inplace)
             goto out;
         st = sinpe_plan_bind(p, c->job.dst.data, c->job.dst.strides);
     }
+    small = values_of(&c->job.dst) <= SMALL_VALUES;
     while (st == SINPE_OK) {
-        Py_BEGIN_ALLOW_THREADS
-        st = sinpe_plan_step(p, STEP_VALUES * c->opts.threads, &done);
-        Py_END_ALLOW_THREADS
+        UNLOCKED_UNLESS(small, st = sinpe_plan_step(p, STEP_VALUES * c->opts.threads, &done));
         if (st != SINPE_OK || done)
             break;
         if (PyErr_CheckSignals() < 0)
@@ -290,6 +290,7 @@ static PyObject *py_table(PyObject *self, PyObject *const *args, Py_ssize_t narg
     call_init(&c, n0 ? utf8_or(PyTuple_GET_ITEM(n0, 0), "out") : "out",
               n0 ? utf8_or(PyTuple_GET_ITEM(n0, 1), "max_len") : "max_len",
               n0 ? utf8_or(PyTuple_GET_ITEM(n0, 2), "d_model") : "d_model");
+    c.route = PyModule_GetState(self);
     sinpe_job *j = &c.job;
     j->kind = SINPE_JOB_TABLE;
     c.base_obj = base;
@@ -341,6 +342,7 @@ static PyObject *py_add(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     PyObject *kept = a.p.kept;
     call c;
     call_init(&c, "x", "seq_len", "d_model");
+    c.route = PyModule_GetState(self);
     c.noun = "adding to an array";
     sinpe_job *j = &c.job;
     j->kind = SINPE_JOB_ADD;
@@ -378,6 +380,7 @@ static PyObject *py_rope(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     PyObject *o_opts = a.p.opts, *x = a.p.x, *cos = a.p.cos, *sin = a.p.sin;
     call c;
     call_init(&c, "x", "seq_len", "head_dim");
+    c.route = PyModule_GetState(self);
     c.noun = "rotating an array";
     sinpe_job *j = &c.job;
     j->kind = SINPE_JOB_ROPE;
@@ -731,6 +734,7 @@ static PyObject *py_physical_memory(PyObject *self, PyObject *unused)
 }
 
 static PyMethodDef methods[] = {
+    { "tensor_route", py_tensor_route, METH_VARARGS, tensor_route_doc },
     { "physical_memory", py_physical_memory, METH_NOARGS, physical_memory_doc },
     { "admit", py_admit, METH_VARARGS, admit_doc },
     { "table", (PyCFunction)(void (*)(void))py_table, METH_FASTCALL | METH_KEYWORDS, table_doc },
@@ -786,8 +790,8 @@ static PyModuleDef_Slot slots[] = {
 };
 
 static struct PyModuleDef moduledef = {
-    PyModuleDef_HEAD_INIT, "_sinpe", "The CPython / NumPy binding of sinpe's C core.", 0, methods,
-    slots, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT, "_sinpe", "The CPython / NumPy binding of sinpe's C core.",
+    sizeof(tensor_route), methods, slots, module_traverse, module_clear, module_free,
 };
 
 PyMODINIT_FUNC PyInit__sinpe(void)

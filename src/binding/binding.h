@@ -20,6 +20,22 @@
 
 extern const char *const SINPE_TYPE_NAMES[SINPE_TYPE_COUNT];
 
+/* ---- the module's state: torch's C-level export, when the package has handed it ------------ */
+
+/* tensor_type (torch.Tensor) and to_dlpack (torch._C._to_dlpack_versioned), both NULL until
+ * the package passes them (sinpe._sinpe.tensor_route): a tensor of exactly that type is then
+ * exported by that function, without torch's Python-level __dlpack__ (convert.c). */
+typedef struct {
+    PyObject *tensor_type, *to_dlpack;
+} tensor_route;
+
+/* convert.c: the module's methods and slots of its state */
+extern const char tensor_route_doc[];
+PyObject *py_tensor_route(PyObject *self, PyObject *args);
+int module_traverse(PyObject *m, visitproc visit, void *arg);
+int module_clear(PyObject *m);
+void module_free(void *m);
+
 /* ---- one call: the job and what its messages name ------------------------------------- */
 
 typedef struct {
@@ -40,6 +56,7 @@ typedef struct {
     sinpe_preset preset;
     sinpe_freq freq;
     int huge;                         /* advise huge pages for a fresh result */
+    const tensor_route *route;        /* the module's (NULL: none) */
     PyObject *kept_make;              /* borrowed: called after prepare for the kept rows */
 } call;
 
@@ -49,6 +66,20 @@ void call_init(call *c, const char *what, const char *rows_name, const char *col
 void call_clear(call *c);
 PyObject *own(call *c, PyObject *o);
 PyObject *shape_tuple(int n, const int64_t *shape);
+/* The values of an array (INT64_MAX past int64). */
+int64_t values_of(const sinpe_array *a);
+/* Destinations of at most this many values are written with the GIL held (some microseconds
+ * of work at most); stmt runs with the GIL released unless small. */
+#define SMALL_VALUES 16384
+#define UNLOCKED_UNLESS(small, stmt) \
+    do { \
+        if (small) { \
+            stmt; \
+        } else { \
+            Py_BEGIN_ALLOW_THREADS stmt; \
+            Py_END_ALLOW_THREADS \
+        } \
+    } while (0)
 
 /* errors.c */
 void raise_status(int st, const call *c);

@@ -218,7 +218,8 @@ typedef struct {
     dl_tensor t;
 } dl_managed_v1;
 
-enum { DL_CPU = 1, DL_FLOAT = 2, DL_BFLOAT = 4, DL_READ_ONLY = 1, DL_IS_COPIED = 2 };
+enum { DL_CPU = 1, DL_FLOAT = 2, DL_BFLOAT = 4, DL_COMPLEX = 5, DL_READ_ONLY = 1,
+       DL_IS_COPIED = 2 };
 
 /* The exporter's capsule, asked for version 1.0 and no copy; an exporter that predates
  * those keywords is asked plainly. */
@@ -286,6 +287,87 @@ static int negated_view(PyObject *o, const char *what)
     return -1;
 }
 
+/* A torch tensor's capsule by torch's C-level export (the route the package handed, a few
+ * hundred nanoseconds where torch.Tensor.__dlpack__'s Python code takes microseconds), for a
+ * tensor of exactly torch.Tensor (a subclass may define its own export) that does not require
+ * grad; NULL without an error set: take __dlpack__, whose refusals and messages are the rules
+ * (grad, other layouts and devices: torch raises; a complex tensor, which may carry the
+ * conjugate bit, is left to it as well).  The neg bit is checked by the caller either way. */
+static PyObject *route_capsule(const tensor_route *r, PyObject *o)
+{
+    if (!r || !r->tensor_type || (PyObject *)Py_TYPE(o) != r->tensor_type)
+        return NULL;
+    static PyObject *requires_grad;
+    if (!requires_grad && !(requires_grad = PyUnicode_InternFromString("requires_grad")))
+        return NULL;
+    PyObject *g = PyObject_GetAttr(o, requires_grad);
+    int grad = g ? PyObject_IsTrue(g) : -1;
+    Py_XDECREF(g);
+    PyObject *cap = grad == 0 ? PyObject_CallOneArg(r->to_dlpack, o) : NULL;
+    if (!cap || !PyCapsule_IsValid(cap, "dltensor_versioned")
+        || ((const dl_managed_v1 *)PyCapsule_GetPointer(cap, "dltensor_versioned"))->t.dtype.code
+               == DL_COMPLEX) {
+        Py_XDECREF(cap);
+        if (PyErr_Occurred() && PyErr_ExceptionMatches(PyExc_Exception))
+            PyErr_Clear(); /* __dlpack__ says what is wrong; KeyboardInterrupt is the caller's */
+        return NULL;
+    }
+    return cap;
+}
+
+/* The module's route (its state): set by the package, cleared with the module. */
+const char tensor_route_doc[] =
+"tensor_route($module, tensor_type, to_dlpack, /)\n"
+"--\n\n"
+"Export a tensor of exactly type tensor_type (torch.Tensor) by to_dlpack(t) (torch's C-level\n"
+"torch._C._to_dlpack_versioned) instead of its Python-level __dlpack__; every refusal is\n"
+"kept (a tensor that requires grad, a conjugate or negative view, another device or layout\n"
+"takes the __dlpack__ route and its message).  None, None: no route.\n";
+
+PyObject *py_tensor_route(PyObject *self, PyObject *args)
+{
+    PyObject *type, *fn;
+    if (!PyArg_ParseTuple(args, "OO:tensor_route", &type, &fn))
+        return NULL;
+    if ((type == Py_None) != (fn == Py_None) || (type != Py_None && !PyType_Check(type))
+        || (fn != Py_None && !PyCallable_Check(fn))) {
+        PyErr_SetString(PyExc_TypeError, "tensor_route() takes a type and a callable, or None, "
+                        "None");
+        return NULL;
+    }
+    tensor_route *r = PyModule_GetState(self);
+    Py_CLEAR(r->tensor_type);
+    Py_CLEAR(r->to_dlpack);
+    if (type != Py_None) {
+        Py_INCREF(type);
+        Py_INCREF(fn);
+        r->tensor_type = type;
+        r->to_dlpack = fn;
+    }
+    Py_RETURN_NONE;
+}
+
+int module_traverse(PyObject *m, visitproc visit, void *arg)
+{
+    tensor_route *r = PyModule_GetState(m);
+    Py_VISIT(r->tensor_type);
+    Py_VISIT(r->to_dlpack);
+    return 0;
+}
+
+int module_clear(PyObject *m)
+{
+    tensor_route *r = PyModule_GetState(m);
+    Py_CLEAR(r->tensor_type);
+    Py_CLEAR(r->to_dlpack);
+    return 0;
+}
+
+void module_free(void *m)
+{
+    module_clear(m);
+}
+
 /* A DLPack exporter's tensor as the core sees it, in place: CPU memory only, the element
  * types the core writes; a read-only export or a copy the producer made is refused (a write
  * into it would not reach the tensor). */
@@ -293,7 +375,10 @@ static int dlpack_view(call *c, PyObject *o, const char *what, sinpe_array *v)
 {
     if (negated_view(o, what) < 0)
         return -1;
-    PyObject *cap = own(c, dlpack_capsule(o, what));
+    PyObject *cap = route_capsule(c->route, o);
+    if (!cap && PyErr_Occurred())
+        return -1;
+    cap = own(c, cap ? cap : dlpack_capsule(o, what));
     if (!cap)
         return -1;
     const dl_tensor *t;

@@ -1,11 +1,15 @@
-/* Parallel-for on POSIX threads or Win32 threads: short-lived threads (the calls
- * it serves are large: see min_chunk), sharing the items grain by grain. */
+/* Parallel-for on POSIX threads or Win32 threads, sharing the items grain by grain.  On POSIX
+ * the helpers are a persistent pool, started on first use and woken per call (a few
+ * microseconds, where starting a thread costs tens); a forked child starts a fresh pool, and
+ * the pool is joined at exit.  A call made while another thread's call holds the pool, and
+ * every call on Windows, starts short-lived threads as before. */
 #include "platform/threads.h"
 
 #ifdef _WIN32
 #include <windows.h>
 #else
 #include <pthread.h>
+#include <stdlib.h>
 #endif
 
 /* The items are handed out in grains from a shared counter, so that a thread that
@@ -41,6 +45,17 @@ typedef struct {
     int tid;
 } worker;
 
+/* Grains of sh for thread tid until none is left. */
+static void take_grains(shared *sh, int tid)
+{
+    for (;;) {
+        int64_t b = fetch_add(&sh->next, sh->grain);
+        if (b >= sh->n)
+            break;
+        sh->fn(sh->ctx, b, sh->n - b < sh->grain ? sh->n : b + sh->grain, tid);
+    }
+}
+
 #ifdef _WIN32
 static DWORD WINAPI run_worker(LPVOID p)
 #else
@@ -48,15 +63,190 @@ static void *run_worker(void *p)
 #endif
 {
     worker *w = p;
-    shared *sh = w->sh;
-    for (;;) {
-        int64_t b = fetch_add(&sh->next, sh->grain);
-        if (b >= sh->n)
-            break;
-        sh->fn(sh->ctx, b, sh->n - b < sh->grain ? sh->n : b + sh->grain, w->tid);
-    }
+    take_grains(w->sh, w->tid);
     return 0;
 }
+
+#ifndef _WIN32
+/* ---- the pool ------------------------------------------------------------------------- */
+
+/* Rounds a helper polls for the next call before it sleeps (a pause each: some
+ * microseconds), so that back-to-back calls need no system call. */
+#define POOL_SPIN 256
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* A call's helpers join it under the lock until the caller, its own grains done, closes it;
+ * the caller then waits for those that joined only, never for a helper still asleep (one
+ * that wakes after the close finds nothing to do, and the call's grains live on the
+ * caller's stack). */
+typedef struct {
+    pthread_mutex_t mu; /* guards everything below but gen's polling reads */
+    pthread_cond_t wake, done;
+    pthread_t th[SINPE_THREADS_MAX];
+    int started;          /* helpers running: tids 1 .. started */
+    int want;             /* helpers that may take part in the current call */
+    uint64_t gen;         /* the current call's number */
+    shared *sh;
+    int closed;           /* the caller has closed the current call */
+    int joined, finished; /* helpers of the current call that joined it, and left it */
+    int stop;
+} pool;
+
+typedef struct {
+    pool *pl;
+    int tid;
+} helper_arg;
+
+static pool *the_pool;          /* NULL in a forked child until its first call */
+static pthread_mutex_t pool_busy = PTHREAD_MUTEX_INITIALIZER; /* one call at a time */
+static pthread_once_t pool_once = PTHREAD_ONCE_INIT;
+static helper_arg helper_args[SINPE_THREADS_MAX];
+
+static void *pool_helper(void *p)
+{
+    const helper_arg *a = p;
+    pool *pl = a->pl;
+    uint64_t seen = 0;
+    pthread_mutex_lock(&pl->mu);
+    for (;;) {
+        while (!pl->stop && (pl->gen == seen || pl->closed || a->tid > pl->want)) {
+            seen = pl->gen; /* a call this helper takes no part in (closed, or not its tid) */
+            pthread_mutex_unlock(&pl->mu);
+            for (int i = 0; i < POOL_SPIN && __atomic_load_n(&pl->gen, __ATOMIC_RELAXED) == seen;
+                 i++)
+                cpu_relax();
+            pthread_mutex_lock(&pl->mu);
+            if (pl->gen == seen && !pl->stop)
+                pthread_cond_wait(&pl->wake, &pl->mu);
+        }
+        if (pl->stop) {
+            pthread_mutex_unlock(&pl->mu);
+            return NULL;
+        }
+        seen = pl->gen;
+        shared *sh = pl->sh;
+        pl->joined++;
+        pthread_mutex_unlock(&pl->mu);
+        take_grains(sh, a->tid);
+        pthread_mutex_lock(&pl->mu);
+        if (++pl->finished == pl->joined && pl->closed)
+            pthread_cond_signal(&pl->done);
+    }
+}
+
+/* The helpers are joined at exit (unless a call is running then: a thread of the process may
+ * still be in one). */
+static void pool_shutdown(void)
+{
+    if (pthread_mutex_trylock(&pool_busy) != 0)
+        return;
+    pool *pl = the_pool;
+    if (pl) {
+        pthread_mutex_lock(&pl->mu);
+        pl->stop = 1;
+        pthread_cond_broadcast(&pl->wake);
+        pthread_mutex_unlock(&pl->mu);
+        for (int i = 1; i <= pl->started; i++)
+            pthread_join(pl->th[i], NULL);
+        pthread_cond_destroy(&pl->wake);
+        pthread_cond_destroy(&pl->done);
+        pthread_mutex_destroy(&pl->mu);
+        free(pl);
+        the_pool = NULL;
+    }
+    pthread_mutex_unlock(&pool_busy);
+}
+
+/* A forked child has none of the parent's helpers: it starts its own pool (the parent's
+ * memory is left as it is; a call running in another parent thread may have held the lock). */
+static void pool_forked(void)
+{
+    the_pool = NULL;
+    pthread_mutex_init(&pool_busy, NULL);
+}
+
+static void pool_register(void)
+{
+    pthread_atfork(NULL, NULL, pool_forked);
+    atexit(pool_shutdown);
+}
+
+/* The pool with at least `helpers` helpers started, or as many as could be; NULL when none
+ * can be made.  Called with pool_busy held. */
+static pool *pool_get(int helpers)
+{
+    pthread_once(&pool_once, pool_register);
+    pool *pl = the_pool;
+    if (!pl) {
+        pl = calloc(1, sizeof *pl);
+        if (!pl)
+            return NULL;
+        if (pthread_mutex_init(&pl->mu, NULL) != 0) {
+            free(pl);
+            return NULL;
+        }
+        if (pthread_cond_init(&pl->wake, NULL) != 0) {
+            pthread_mutex_destroy(&pl->mu);
+            free(pl);
+            return NULL;
+        }
+        if (pthread_cond_init(&pl->done, NULL) != 0) {
+            pthread_cond_destroy(&pl->wake);
+            pthread_mutex_destroy(&pl->mu);
+            free(pl);
+            return NULL;
+        }
+        the_pool = pl;
+    }
+    while (pl->started < helpers) {
+        helper_arg *a = &helper_args[pl->started + 1];
+        a->pl = pl;
+        a->tid = pl->started + 1;
+        if (pthread_create(&pl->th[a->tid], NULL, pool_helper, a) != 0)
+            break;
+        pl->started++;
+    }
+    return pl;
+}
+
+/* sh run by the caller (tid 0) and helpers 1 .. t - 1 of the pool; 0 when the pool is taken
+ * by another call or has no helper (the caller then does it otherwise). */
+static int pool_run(shared *sh, int t)
+{
+    if (pthread_mutex_trylock(&pool_busy) != 0)
+        return 0;
+    pool *pl = pool_get(t - 1);
+    int helpers = pl ? (pl->started < t - 1 ? pl->started : t - 1) : 0;
+    if (helpers == 0) {
+        pthread_mutex_unlock(&pool_busy);
+        return 0;
+    }
+    pthread_mutex_lock(&pl->mu);
+    pl->sh = sh;
+    pl->want = helpers;
+    pl->closed = 0;
+    pl->joined = pl->finished = 0;
+    __atomic_store_n(&pl->gen, pl->gen + 1, __ATOMIC_RELAXED);
+    pthread_cond_broadcast(&pl->wake);
+    pthread_mutex_unlock(&pl->mu);
+    take_grains(sh, 0);
+    pthread_mutex_lock(&pl->mu);
+    pl->closed = 1;
+    while (pl->finished < pl->joined)
+        pthread_cond_wait(&pl->done, &pl->mu);
+    pthread_mutex_unlock(&pl->mu);
+    pthread_mutex_unlock(&pool_busy);
+    return 1;
+}
+#endif
 
 int sinpe_parallel_count(int64_t n, int64_t min_chunk, int threads)
 {
@@ -85,6 +275,10 @@ int sinpe_parallel_for(int64_t n, int64_t min_chunk, int threads, sinpe_task_fn 
     sh.n = n;
     sh.grain = n / (t * GRAINS_PER_THREAD) > 0 ? n / (t * GRAINS_PER_THREAD) : 1;
     sh.next = 0;
+#ifndef _WIN32
+    if (pool_run(&sh, (int)t))
+        return (int)t;
+#endif
     worker w[SINPE_THREADS_MAX];
 #ifdef _WIN32
     HANDLE th[SINPE_THREADS_MAX];

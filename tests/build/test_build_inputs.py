@@ -85,11 +85,12 @@ def _functions(text):
 
 
 #: Calls from the binding into Python, each allowed in one function only: the caller's own
-#: array's DLPack protocol (__dlpack__), torch's negative-view bit (is_neg), and the kept
-#: buffer's maker the caller passes (kept=(reserve, make): called once the job is checked, so
-#: that a cache allocates nothing for a call its rules refuse; issue 25).
+#: array's DLPack protocol (__dlpack__), torch's negative-view bit (is_neg), torch's C-level
+#: export of a tensor (the route the package hands the binding), and the kept buffer's maker
+#: the caller passes (kept=(reserve, make): called once the job is checked, so that a cache
+#: allocates nothing for a call its rules refuse; issue 25).
 _PY_CALLS = ("PyObject_Call", "PyImport_", "PyEval_", "Vectorcall", "PyRun_")
-_PY_CALLS_ALLOWED = {"dlpack_capsule", "negated_view", "make_kept"}
+_PY_CALLS_ALLOWED = {"dlpack_capsule", "negated_view", "route_capsule", "make_kept"}
 
 
 def test_the_binding_calls_no_python_of_the_package():
