@@ -46,6 +46,20 @@ SMALL = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
          "num_experts_per_tok": 2, "q_lora_rank": 32, "kv_lora_rank": 16,
          "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16,
          "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1}
+#: per model type: sizes its config's validators require of a tiny model.
+FIXES: Dict[str, Dict[str, Any]] = {
+    "esmc": {"num_key_value_heads": 4},
+    "zaya": {"num_experts_per_tok": 1},
+    "bamba": {"attn_layer_indices": [1]},
+    "blt": {"encoder_hash_byte_group_vocab": 256},
+    "gemma4_text": {"vocab_size_per_layer_input": 128, "hidden_size_per_layer_input": 16},
+    "longcat_flash": {"num_layers": 1, "zero_expert_num": 2},
+    "gemma3n_text": {"num_kv_shared_layers": 0},
+    "codegen": {"rotary_dim": 8},
+    "gptj": {"rotary_dim": 8},
+}
+#: a candidate model with more parameters than this (counted on the meta device) is not built.
+MAX_PARAMS = 30_000_000
 SEQ = 24
 NEW_TOKENS = 8
 TIMEOUT = 120.0
@@ -134,14 +148,57 @@ def _small_kwargs(cfg_cls: Any, depth: int = 0) -> Dict[str, Any]:
         kw["head_dim"] = SMALL["qk_rope_head_dim"]
     if "qk_rope_head_dim" in fields and "num_key_value_heads" in kw:
         kw["num_key_value_heads"] = SMALL["num_attention_heads"]
-    if depth < 2:
-        for key, sub in (getattr(cfg_cls, "sub_configs", None) or {}).items():
-            if isinstance(sub, type) and key in fields:
+    lts = _distinct_layer_types(cfg_cls) if "layer_types" in fields else None
+    if lts:  # one layer of each kind (a hybrid's attention layers come after linear ones)
+        kw["layer_types"] = lts
+        n = amap.get("num_hidden_layers", "num_hidden_layers")
+        if n in fields:
+            kw[n] = len(lts)
+    kw.update(FIXES.get(getattr(cfg_cls, "model_type", ""), {}))
+    if depth < 3:
+        for key, sub in _sub_configs(cfg_cls).items():
+            if key in fields:
                 sk = _small_kwargs(sub, depth + 1)
-                for k in ("pad_token_id", "bos_token_id", "eos_token_id"):
+                for k in ("bos_token_id", "eos_token_id"):
                     sk.pop(k, None)
+                sk["model_type"] = sub.model_type
                 kw[key] = sk
     return kw
+
+
+def _distinct_layer_types(cfg_cls: Any) -> Optional[List[str]]:
+    """The kinds of layer of the family's default config, in order of first appearance."""
+    try:
+        lts = getattr(cfg_cls(), "layer_types", None)
+    except Exception:
+        return None
+    if not isinstance(lts, (list, tuple)) or not lts or not all(isinstance(t, str) for t in lts):
+        return None
+    out: List[str] = []
+    for t in lts:
+        if t not in out:
+            out.append(t)
+    return out if len(out) > 1 else None
+
+
+def _sub_configs(cfg_cls: Any) -> Dict[str, Any]:
+    """key -> the concrete config class of each sub-config (a vision or audio tower, a text
+    model given as ``AutoConfig`` with a model type, or a hybrid's attention config)."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    out: Dict[str, Any] = {}
+    specs = getattr(cfg_cls, "sub_configs_defaults", None) or {}
+    for key, spec in specs.items():
+        cls = getattr(spec, "config_class", spec)
+        mt = getattr(spec, "model_type", None)
+        if not isinstance(cls, type) or not getattr(cls, "model_type", ""):
+            cls = CONFIG_MAPPING[mt] if mt in CONFIG_MAPPING else None
+        if isinstance(cls, type):
+            out[key] = cls
+    if not specs:
+        for key, sub in (getattr(cfg_cls, "sub_configs", None) or {}).items():
+            if isinstance(sub, type) and getattr(sub, "model_type", ""):
+                out[key] = sub
+    return out
 
 
 _ROPE_TOOL: Any = None
@@ -223,6 +280,12 @@ def build(family: str) -> Tuple[Any, str, str]:
             for small in (True, False):
                 try:
                     cfg = tiny_config(mt, small)
+                    with torch.device("meta"):
+                        n = sum(p.numel() for p in cls._from_config(
+                            cfg, attn_implementation="eager").parameters())
+                    if n > MAX_PARAMS:
+                        raise ValueError(f"{n / 1e6:.0f}M parameters at the small sizes "
+                                         "(a sub-config that does not shrink)")
                     torch.manual_seed(0)
                     model = cls._from_config(cfg, attn_implementation="eager").eval()
                     ids = inputs(model)
@@ -250,7 +313,10 @@ def inputs(model: Any) -> Any:
 
 
 def output(model: Any, ids: Any) -> Any:
-    out = model(input_ids=ids)
+    kw = {}
+    if getattr(model.config, "is_encoder_decoder", False):
+        kw["decoder_input_ids"] = ids
+    out = model(input_ids=ids, **kw)
     for name in ("logits", "last_hidden_state"):
         t = getattr(out, name, None)
         if t is not None:
@@ -366,7 +432,8 @@ def markdown(rows: List[Dict[str, Any]], seconds: float) -> str:
 
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--families", help="comma-separated families (default: all)")
+    ap.add_argument("--families", "--only", dest="families",
+                    help="comma-separated families (default: all)")
     ap.add_argument("--markdown", help="write the table to this file")
     ap.add_argument("--backend", default=None, help="patch's backend (default: torch's)")
     ap.add_argument("--threads", type=int, default=2)
