@@ -354,8 +354,12 @@ def _check_rotary(module: Any, family: str, backend: Optional[str]) -> None:
             raise NotImplementedError(f"{family}: {type(module).__name__} has no {name} buffer "
                                       "(not the inv_freq form sinpe.torch.patch reproduces)")
         try:
-            hf_rope(_view_config(module), pos, inv_freq=inv, dtype=x.dtype, layer_type=lt,
-                    backend=backend)
+            try:
+                hf_rope(_view_config(module), pos, inv_freq=inv, dtype=x.dtype,
+                        layer_type=lt, backend=backend)
+            except ValueError:  # a vision tower's axial rope: (batch, N, 2) positions
+                hf_rope(_view_config(module), torch.arange(4).view(1, 2, 2), inv_freq=inv,
+                        dtype=x.dtype, layer_type=lt, backend=backend)
         except NotImplementedError as e:
             raise NotImplementedError(f"{family}: {type(module).__name__} cannot be "
                                       f"reproduced: {e}") from None

@@ -54,7 +54,20 @@ FIXES: Dict[str, Dict[str, Any]] = {
     "blt": {"encoder_hash_byte_group_vocab": 256},
     "gemma4_text": {"vocab_size_per_layer_input": 128, "hidden_size_per_layer_input": 16},
     "longcat_flash": {"num_layers": 1, "zero_expert_num": 2},
-    "gemma3n_text": {"num_kv_shared_layers": 0},
+    "gemma3n_text": {"num_kv_shared_layers": 0, "vocab_size_per_layer_input": 128,
+                     "hidden_size_per_layer_input": 16},
+    "ernie4_5_vl_moe_text": {"moe_intermediate_size": [32, 32]},
+    "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"],
+                         "position_embedding_type": "rope"},
+    "zamba2": {"use_mem_rope": True},
+    "lfm2_moe": {"layer_types": ["conv", "full_attention"]},
+    "cohere_compass_text": {"rope_parameters": {
+        "full_attention": {"rope_type": "default", "rope_theta": 10000.0}}},
+    "dots1": {"n_shared_experts": 1},
+    "chameleon": {"vocabulary_map": {"<image>": 127}},
+    "esm": {"position_embedding_type": "rotary"},
+    "diffusion_gemma_text": {"top_k_experts": 2},
+    "step3p5": {"sliding_window": 16},
     "codegen": {"rotary_dim": 8},
     "gptj": {"rotary_dim": 8},
 }
@@ -148,12 +161,17 @@ def _small_kwargs(cfg_cls: Any, depth: int = 0) -> Dict[str, Any]:
         kw["head_dim"] = SMALL["qk_rope_head_dim"]
     if "qk_rope_head_dim" in fields and "num_key_value_heads" in kw:
         kw["num_key_value_heads"] = SMALL["num_attention_heads"]
-    lts = _distinct_layer_types(cfg_cls) if "layer_types" in fields else None
+    lt_name = "layer_types" if "layer_types" in fields else amap.get("layer_types")
+    lts = _distinct_layer_types(cfg_cls) if lt_name in fields else None
     if lts:  # one layer of each kind (a hybrid's attention layers come after linear ones)
-        kw["layer_types"] = lts
+        kw[lt_name] = lts
         n = amap.get("num_hidden_layers", "num_hidden_layers")
         if n in fields:
             kw[n] = len(lts)
+    if "rope_parameters" in fields:
+        rp = _small_mrope(cfg_cls, kw)
+        if rp is not None:
+            kw["rope_parameters"] = rp
     kw.update(FIXES.get(getattr(cfg_cls, "model_type", ""), {}))
     if depth < 3:
         for key, sub in _sub_configs(cfg_cls).items():
@@ -164,6 +182,31 @@ def _small_kwargs(cfg_cls: Any, depth: int = 0) -> Dict[str, Any]:
                 sk["model_type"] = sub.model_type
                 kw[key] = sk
     return kw
+
+
+def _small_mrope(cfg_cls: Any, kw: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The default config's rope_parameters with each mrope_section rescaled to the small
+    rotary width (configs that validate the sections when they are made); None when the
+    default has no mrope_section."""
+    global _ROPE_TOOL
+    import copy
+    try:
+        rp = copy.deepcopy(getattr(cfg_cls(), "rope_parameters", None))
+    except Exception:
+        return None
+    if not isinstance(rp, dict):
+        return None
+    dicts = [rp] if "mrope_section" in rp else [v for v in rp.values() if isinstance(v, dict)]
+    dicts = [d for d in dicts if d.get("mrope_section")]
+    if not dicts:
+        return None
+    if _ROPE_TOOL is None:
+        _ROPE_TOOL = _rope_tool()
+    dim = kw.get("qk_rope_head_dim") or kw.get("head_dim") or SMALL["head_dim"]
+    for d in dicts:
+        half = int(dim * d.get("partial_rotary_factor", 1.0)) // 2
+        d["mrope_section"] = _ROPE_TOOL.mrope_sections(half, list(d["mrope_section"]))
+    return rp
 
 
 def _distinct_layer_types(cfg_cls: Any) -> Optional[List[str]]:
@@ -289,8 +332,7 @@ def build(family: str) -> Tuple[Any, str, str]:
                     torch.manual_seed(0)
                     model = cls._from_config(cfg, attn_implementation="eager").eval()
                     ids = inputs(model)
-                    with torch.no_grad():
-                        output(model, ids)
+                    _run_some_feed(model, ids)
                     if not any(type(m).__name__.endswith("RotaryEmbedding")
                                for m in model.modules()):
                         errors.append(f"{cls.__name__}: no rotary module")
@@ -312,11 +354,84 @@ def inputs(model: Any) -> Any:
     return torch.randint(3, max(4, min(vocab, 128)), (2, SEQ), generator=g)
 
 
-def output(model: Any, ids: Any) -> Any:
-    kw = {}
-    if getattr(model.config, "is_encoder_decoder", False):
+#: model class name -> the index in FEEDS of the inputs its tiny model runs on.
+_FEED: Dict[str, int] = {}
+
+
+def _sub(cfg: Any, *names: str) -> Any:
+    for n in names:
+        c = getattr(cfg, n, None)
+        if c is not None and not isinstance(c, (dict, str)):
+            return c
+    return cfg
+
+
+def _feed(model: Any, ids: Any, variant: int) -> Dict[str, Any]:
+    """The inputs of one call: input ids where the forward takes them; where it needs
+    pixels, audio or a time series instead (or as well), the smallest valid random ones
+    (variant: which of the layouts to try, the first that runs is kept)."""
+    import torch
+    params = inspect.signature(model.forward).parameters
+    cfg = model.config
+    dtype = next(model.parameters()).dtype
+    g = torch.Generator().manual_seed(2)
+    b = ids.shape[0]
+    kw: Dict[str, Any] = {}
+    if "input_ids" in params:
+        kw["input_ids"] = ids
+    if "decoder_input_ids" in params and (getattr(cfg, "is_encoder_decoder", False) or
+                                          "input_ids" not in params):
         kw["decoder_input_ids"] = ids
-    out = model(input_ids=ids, **kw)
+
+    def need(name: str) -> bool:
+        p = params.get(name)
+        return p is not None and (p.default is inspect.Parameter.empty or
+                                  "input_ids" not in params)
+    if need("pixel_values"):
+        v = _sub(cfg, "vision_config")
+        patch = int(getattr(v, "patch_size", 16) or 16)
+        size = getattr(v, "image_size", 4 * patch)
+        size = size if variant == 1 and isinstance(size, int) else 4 * patch
+        kw["pixel_values"] = torch.randn(b, int(getattr(v, "num_channels", 3) or 3), size,
+                                         size, generator=g).to(dtype)
+        if "image_sizes" in params:
+            kw["image_sizes"] = torch.tensor([[size, size]] * b)
+    if need("input_features"):
+        a = _sub(cfg, "audio_config", "encoder_config")
+        mel = int(getattr(a, "num_mel_bins", None) or getattr(a, "feature_size", None) or 80)
+        shape = (b, mel, 64) if variant == 0 else (b, 64, mel)
+        kw["input_features"] = torch.randn(*shape, generator=g).to(dtype)
+    if need("input_values"):
+        shape = (b, 1, 3200) if variant == 0 else (b, 3200)
+        kw["input_values"] = torch.randn(*shape, generator=g).to(dtype)
+    if need("past_values"):
+        kw["past_values"] = torch.randn(b, 64, generator=g).to(dtype)
+    return kw
+
+
+def _run_some_feed(model: Any, ids: Any) -> None:
+    import torch
+    err: Optional[BaseException] = None
+    for variant in range(2):
+        try:
+            with torch.no_grad():
+                _call(model, _feed(model, ids, variant))
+            _FEED[type(model).__name__] = variant
+            return
+        except Timeout:
+            raise
+        except Exception as e:
+            err = err or e
+    assert err is not None
+    raise err
+
+
+def _call(model: Any, kw: Dict[str, Any]) -> Any:
+    return model(**kw)
+
+
+def output(model: Any, ids: Any) -> Any:
+    out = _call(model, _feed(model, ids, _FEED.get(type(model).__name__, 0)))
     for name in ("logits", "last_hidden_state"):
         t = getattr(out, name, None)
         if t is not None:
