@@ -22,6 +22,12 @@ How a model is patched (docs/hf_patch.md):
   their function whose globals name the sinpe form instead.  Unrecognised rotations are left
   as the model computes them (listed by :func:`patched` as ``kept``).
 
+- **Rotary modules of other forms.** GPT-J/CodeGen's precomputed ``embed_positions`` sincos
+  table (the default rope's sin and cos, recomputed whole and compared at patch time) and
+  PhiMoE's forward (inv_freq recomputed from the config, a per-call mscale) get forwards of
+  their own; complex ``torch.polar`` tables (DeepSeek-V2, Llama 4) are refused: torch takes
+  their cos and sin from the C library's cosf/sinf, which no sinpe backend computes.
+
 Nothing is changed until every rotary module has been checked: a family whose rotary
 :func:`sinpe.presets.hf_rope` does not reproduce raises NotImplementedError naming the
 family and why, and the model is left as it was.
