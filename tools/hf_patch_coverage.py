@@ -69,6 +69,9 @@ FIXES: Dict[str, Dict[str, Any]] = {
     "diffusion_gemma_text": {"top_k_experts": 2},
     "step3p5": {"sliding_window": 16},
     "qwen4_exp_text": {"indexer_budget": 16, "indexer_compress_ratio": 4},
+    "DbrxAttentionConfig": {"rope_theta": 10000.0, "clip_qkv": 8.0},
+    "moonshine_streaming": {"num_key_value_heads": 4},
+    "deepseek_ocr2_text": {"mlp_layer_types": ["dense", "sparse"]},
     "codegen": {"rotary_dim": 8},
     "gptj": {"rotary_dim": 8},
 }
@@ -173,14 +176,15 @@ def _small_kwargs(cfg_cls: Any, depth: int = 0) -> Dict[str, Any]:
         rp = _small_mrope(cfg_cls, kw)
         if rp is not None:
             kw["rope_parameters"] = rp
-    kw.update(FIXES.get(getattr(cfg_cls, "model_type", ""), {}))
+    kw.update(FIXES.get(getattr(cfg_cls, "model_type", "") or cfg_cls.__name__, {}))
     if depth < 3:
         for key, sub in _sub_configs(cfg_cls).items():
             if key in fields:
                 sk = _small_kwargs(sub, depth + 1)
                 for k in ("bos_token_id", "eos_token_id"):
                     sk.pop(k, None)
-                sk["model_type"] = sub.model_type
+                if getattr(sub, "model_type", ""):
+                    sk["model_type"] = sub.model_type
                 kw[key] = sk
     return kw
 
@@ -234,13 +238,13 @@ def _sub_configs(cfg_cls: Any) -> Dict[str, Any]:
     for key, spec in specs.items():
         cls = getattr(spec, "config_class", spec)
         mt = getattr(spec, "model_type", None)
-        if not isinstance(cls, type) or not getattr(cls, "model_type", ""):
+        if not isinstance(cls, type) or (mt and not getattr(cls, "model_type", "")):
             cls = CONFIG_MAPPING[mt] if mt in CONFIG_MAPPING else None
         if isinstance(cls, type):
             out[key] = cls
     if not specs:
         for key, sub in (getattr(cfg_cls, "sub_configs", None) or {}).items():
-            if isinstance(sub, type) and getattr(sub, "model_type", ""):
+            if isinstance(sub, type):
                 out[key] = sub
     return out
 
