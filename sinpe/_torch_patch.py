@@ -22,6 +22,12 @@ How a model is patched (docs/hf_patch.md):
   their function whose globals name the sinpe form instead.  Unrecognised rotations are left
   as the model computes them (listed by :func:`patched` as ``kept``).
 
+- **Rotary modules of other forms.** GPT-J/CodeGen's precomputed ``embed_positions`` sincos
+  table (the default rope's sin and cos, recomputed whole and compared at patch time) and
+  PhiMoE's forward (inv_freq recomputed from the config, a per-call mscale) get forwards of
+  their own; complex ``torch.polar`` tables (DeepSeek-V2, Llama 4) are refused: torch takes
+  their cos and sin from the C library's cosf/sinf, which no sinpe backend computes.
+
 Nothing is changed until every rotary module has been checked: a family whose rotary
 :func:`sinpe.presets.hf_rope` does not reproduce raises NotImplementedError naming the
 family and why, and the model is left as it was.
@@ -331,11 +337,126 @@ def _check_rotary(module: Any, family: str, backend: Optional[str]) -> None:
             raise NotImplementedError(f"{family}: {type(module).__name__} has no {name} buffer "
                                       "(not the inv_freq form sinpe.torch.patch reproduces)")
         try:
-            hf_rope(_view_config(module), pos, inv_freq=inv, dtype=x.dtype, layer_type=lt,
-                    backend=backend)
+            try:
+                hf_rope(_view_config(module), pos, inv_freq=inv, dtype=x.dtype,
+                        layer_type=lt, backend=backend)
+            except ValueError:  # a vision tower's axial rope: (batch, N, 2) positions
+                hf_rope(_view_config(module), torch.arange(4).view(1, 2, 2), inv_freq=inv,
+                        dtype=x.dtype, layer_type=lt, backend=backend)
         except NotImplementedError as e:
             raise NotImplementedError(f"{family}: {type(module).__name__} cannot be "
                                       f"reproduced: {e}") from None
+
+
+# ---- rotary modules of other forms ---------------------------------------------------------------
+
+def _forward_source(cls: type) -> str:
+    try:
+        return inspect.getsource(inspect.unwrap(getattr(cls, "forward")))
+    except (OSError, TypeError, AttributeError):
+        return ""
+
+
+def _other_kind(module: Any) -> Optional[str]:
+    """'sincos': GPT-J/CodeGen's precomputed ``embed_positions`` table (sin | cos halves,
+    looked up by position); 'mscale': PhiMoE's forward, which recomputes inv_freq from the
+    config and scales by a per-call mscale; 'polar': complex ``torch.polar`` tables; None:
+    the inv_freq form hf_rope reproduces."""
+    if isinstance(getattr(module, "embed_positions", None), torch.Tensor) and \
+            isinstance(getattr(module, "pos_embd_dim", None), int):
+        return "sincos"
+    src = _forward_source(type(module))
+    if "short_mscale" in src and "rope_init_fn" in src:
+        return "mscale"
+    if "torch.polar" in src:
+        return "polar"
+    return None
+
+
+def _plain_view(dim: int) -> Dict[str, Any]:
+    """A config hf_rope reads as the plain default rope of a rotary width dim (the modules
+    above compute their inv_freq themselves or as this default does)."""
+    return {"model_type": "sinpe_plain", "hidden_size": dim, "num_attention_heads": 1,
+            "head_dim": dim, "max_position_embeddings": 2 ** 62,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}
+
+
+def _sincos_tables(module: Any, position_ids: torch.Tensor, dtype: Any,
+                   backend: Optional[str]) -> "_Pair":
+    """(sin, cos), each (..., pos_embd_dim // 2): GPT-J/CodeGen's
+    ``embed_positions[position_ids]`` split in halves.  Their table is the default rope's
+    sin and cos of ``position * inv_freq`` (theta 10000) in float32, which is hf_rope's
+    first half of columns; in the buffer's dtype, rounded once as ``model.to`` rounds it."""
+    d = module.pos_embd_dim
+    cos, sin = hf_rope(_plain_view(d), position_ids, dtype=dtype, backend=backend)
+    return sin[..., : d // 2], cos[..., : d // 2]
+
+
+def _check_sincos(module: Any, family: str, backend: Optional[str]) -> None:
+    """The whole buffer, recomputed, bit for bit (backend None only: 'builtin' differs by
+    design); a buffer that is not the table refuses the family."""
+    buf = module.embed_positions
+    if backend is not None:
+        return
+    if buf.dim() != 2 or buf.shape[-1] != module.pos_embd_dim:
+        raise NotImplementedError(f"{family}: {type(module).__name__}.embed_positions has "
+                                  f"shape {tuple(buf.shape)}, not (positions, "
+                                  f"{module.pos_embd_dim})")
+    sin, cos = _sincos_tables(module, torch.arange(buf.shape[0])[None], buf.dtype, backend)
+    got = torch.cat((sin, cos), dim=-1)[0].to(buf.device)
+    n = int((_bits(got) != _bits(buf)).sum())
+    if n:
+        raise NotImplementedError(f"{family}: {type(module).__name__}.embed_positions is not "
+                                  f"the sin/cos table sinpe computes ({n} of {buf.numel()} "
+                                  "values differ)")
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    t = t.detach().contiguous()
+    return t.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+
+
+def _make_other_forward(module: Any, backend: Optional[str], kind: str,
+                        dynamic: bool) -> Callable[..., Any]:
+    if kind == "sincos":
+        cast = "x.dtype" in _forward_source(type(module))  # GPT-J casts, CodeGen does not
+
+        def sincos(self: Any, x: torch.Tensor, position_ids: torch.Tensor) -> "_Pair":
+            sin, cos = _sincos_tables(self, position_ids, self.embed_positions.dtype, backend)
+            if self.embed_positions.device != sin.device:
+                sin, cos = sin.to(self.embed_positions.device), cos.to(
+                    self.embed_positions.device)
+            return (sin.to(x.dtype), cos.to(x.dtype)) if cast else (sin, cos)
+        return types.MethodType(sincos, module)
+
+    def mscale(self: Any, x: torch.Tensor, position_ids: torch.Tensor) -> "_Pair":
+        # PhiMoE: inv_freq recomputed from the config by the module's own init function on
+        # every call, scaled by long_mscale or short_mscale as the call's length decides
+        # (transformers' rule, read from the module's config); the tables are sinpe's
+        # float32 cos/sin of position * inv_freq, scaled and cast as the module does.
+        rp = self.config.rope_parameters
+        scale = None
+        seq_len = torch.max(position_ids) + 1
+        if rp["rope_type"] != "default" and seq_len:
+            scale = rp["long_mscale"] if seq_len > rp["original_max_position_embeddings"] \
+                else rp["short_mscale"]
+        inv, attention_scaling = self.rope_init_fn(self.config)
+        scale = attention_scaling if scale is None else scale
+        cos, sin = hf_rope(_plain_view(2 * int(inv.shape[-1])), position_ids, inv_freq=inv,
+                           dtype=torch.float32, backend=backend)
+        return (cos * scale).to(x.dtype), (sin * scale).to(x.dtype)
+
+    fwd: Callable[..., Any] = mscale
+    if dynamic:
+        from transformers.modeling_rope_utils import dynamic_rope_update
+        fwd = dynamic_rope_update(mscale)  # type: ignore[no-untyped-call]
+    return types.MethodType(fwd, module)
+
+
+_POLAR = ("its rotary returns complex torch.polar tables, whose cos and sin torch computes "
+          "with the C library's cosf/sinf (measured: 0 of 4,000 float32 angles differ from "
+          "glibc's, about 200 from torch.cos's vectorised kernel), which no sinpe backend "
+          "reproduces")
 
 
 # ---- the public face ------------------------------------------------------------------------------
@@ -394,9 +515,18 @@ def patch(model: Any, *, backend: Optional[str] = None) -> Any:
     family = _family(model)
     plan: List[Tuple[Any, str, Any, Dict[str, Any]]] = []
     # 1. rotary modules: check every one before changing anything
-    rotaries: List[Tuple[str, Any, Optional[bool]]] = []
+    rotaries: List[Tuple[str, Any, Any]] = []
     for mod_name, m in model.named_modules():
         if not type(m).__name__.endswith("RotaryEmbedding"):
+            continue
+        kind = _other_kind(m)
+        if kind == "polar":
+            raise NotImplementedError(f"{family}: {type(m).__name__} cannot be reproduced: "
+                                      f"{_POLAR}")
+        if kind is not None:
+            if kind == "sincos":
+                _check_sincos(m, family, backend)
+            rotaries.append((mod_name, m, kind))
             continue
         sig = _rotary_signature(type(m))
         if sig is None:
@@ -418,11 +548,17 @@ def patch(model: Any, *, backend: Optional[str] = None) -> Any:
             records.append({"module": mod_name, "class": type(m).__name__, "kind": "rotary",
                             "form": "kept (forward is not (x, position_ids))"})
             continue
-        fwd = _make_forward(m, backend, sig, _dynamic_wrapped(type(m)))
+        dyn = _dynamic_wrapped(type(m))
+        if isinstance(sig, str):
+            fwd = _make_other_forward(m, backend, sig, dyn)
+            what = {"sincos": "hf_rope (sincos table)",
+                    "mscale": "hf_rope (per-call mscale)"}[sig]
+        else:
+            fwd = _make_forward(m, backend, sig, dyn)
+            what = "hf_rope"
         plan.append((m, "forward", fwd, {}))
         records.append({"module": mod_name, "class": type(m).__name__, "kind": "rotary",
-                        "form": "hf_rope" + (" (dynamic_rope_update)"
-                                             if _dynamic_wrapped(type(m)) else "")})
+                        "form": what + (" (dynamic_rope_update)" if dyn else "")})
     _route(model, plan, records, routers)
     kept = sorted({f"{n} ({why})" for r in routers.values() for n, why in r.kept.items()})
     # 3. apply (nothing above changed the model)

@@ -46,6 +46,39 @@ SMALL = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
          "num_experts_per_tok": 2, "q_lora_rank": 32, "kv_lora_rank": 16,
          "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16,
          "first_k_dense_replace": 1, "n_group": 1, "topk_group": 1}
+#: per model type: sizes its config's validators require of a tiny model.
+FIXES: Dict[str, Dict[str, Any]] = {
+    "esmc": {"num_key_value_heads": 4},
+    "zaya": {"num_experts_per_tok": 1},
+    "bamba": {"attn_layer_indices": [1]},
+    "blt": {"encoder_hash_byte_group_vocab": 256},
+    "gemma4_text": {"vocab_size_per_layer_input": 128, "hidden_size_per_layer_input": 16},
+    "longcat_flash": {"num_layers": 1, "zero_expert_num": 2},
+    "gemma3n_text": {"num_kv_shared_layers": 0, "vocab_size_per_layer_input": 128,
+                     "hidden_size_per_layer_input": 16},
+    "ernie4_5_vl_moe_text": {"moe_intermediate_size": [32, 32]},
+    "granitemoehybrid": {"layer_types": ["linear_attention", "full_attention"],
+                         "position_embedding_type": "rope"},
+    "zamba2": {"use_mem_rope": True},
+    "lfm2_moe": {"layer_types": ["conv", "full_attention"]},
+    "cohere_compass_text": {"rope_parameters": {
+        "full_attention": {"rope_type": "default", "rope_theta": 10000.0}}},
+    "dots1": {"n_shared_experts": 1},
+    "chameleon": {"vocabulary_map": {"<image>": 127}},
+    "esm": {"position_embedding_type": "rotary"},
+    "diffusion_gemma_text": {"top_k_experts": 2},
+    "step3p5": {"sliding_window": 16},
+    "qwen4_exp_text": {"indexer_budget": 16, "indexer_compress_ratio": 4},
+    "DbrxAttentionConfig": {"rope_theta": 10000.0, "clip_qkv": 8.0},
+    "moonshine_streaming": {"num_key_value_heads": 4},
+    "deepseek_ocr2_text": {"mlp_layer_types": ["dense", "sparse"]},
+    # its sliding layers take their sizes from a per-layer config the tool does not shrink
+    "dots3_note_text": {"layer_types": ["indexed_attention", "indexed_attention"]},
+    "codegen": {"rotary_dim": 8},
+    "gptj": {"rotary_dim": 8},
+}
+#: a candidate model with more parameters than this (counted on the meta device) is not built.
+MAX_PARAMS = 30_000_000
 SEQ = 24
 NEW_TOKENS = 8
 TIMEOUT = 120.0
@@ -134,14 +167,88 @@ def _small_kwargs(cfg_cls: Any, depth: int = 0) -> Dict[str, Any]:
         kw["head_dim"] = SMALL["qk_rope_head_dim"]
     if "qk_rope_head_dim" in fields and "num_key_value_heads" in kw:
         kw["num_key_value_heads"] = SMALL["num_attention_heads"]
-    if depth < 2:
-        for key, sub in (getattr(cfg_cls, "sub_configs", None) or {}).items():
-            if isinstance(sub, type) and key in fields:
+    lt_name = "layer_types" if "layer_types" in fields else amap.get("layer_types")
+    lts = _distinct_layer_types(cfg_cls) if lt_name in fields else None
+    if lts:  # one layer of each kind (a hybrid's attention layers come after linear ones)
+        kw[lt_name] = lts
+        n = amap.get("num_hidden_layers", "num_hidden_layers")
+        if n in fields:
+            kw[n] = len(lts)
+    if "rope_parameters" in fields:
+        rp = _small_mrope(cfg_cls, kw)
+        if rp is not None:
+            kw["rope_parameters"] = rp
+    kw.update(FIXES.get(getattr(cfg_cls, "model_type", "") or cfg_cls.__name__, {}))
+    if depth < 3:
+        for key, sub in _sub_configs(cfg_cls).items():
+            if key in fields:
                 sk = _small_kwargs(sub, depth + 1)
-                for k in ("pad_token_id", "bos_token_id", "eos_token_id"):
+                for k in ("bos_token_id", "eos_token_id"):
                     sk.pop(k, None)
+                if getattr(sub, "model_type", ""):
+                    sk["model_type"] = sub.model_type
                 kw[key] = sk
     return kw
+
+
+def _small_mrope(cfg_cls: Any, kw: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The default config's rope_parameters with each mrope_section rescaled to the small
+    rotary width (configs that validate the sections when they are made); None when the
+    default has no mrope_section."""
+    global _ROPE_TOOL
+    import copy
+    try:
+        rp = copy.deepcopy(getattr(cfg_cls(), "rope_parameters", None))
+    except Exception:
+        return None
+    if not isinstance(rp, dict):
+        return None
+    dicts = [rp] if "mrope_section" in rp else [v for v in rp.values() if isinstance(v, dict)]
+    dicts = [d for d in dicts if d.get("mrope_section")]
+    if not dicts:
+        return None
+    if _ROPE_TOOL is None:
+        _ROPE_TOOL = _rope_tool()
+    dim = kw.get("qk_rope_head_dim") or kw.get("head_dim") or SMALL["head_dim"]
+    for d in dicts:
+        half = int(dim * d.get("partial_rotary_factor", 1.0)) // 2
+        d["mrope_section"] = _ROPE_TOOL.mrope_sections(half, list(d["mrope_section"]))
+    return rp
+
+
+def _distinct_layer_types(cfg_cls: Any) -> Optional[List[str]]:
+    """The kinds of layer of the family's default config, in order of first appearance."""
+    try:
+        lts = getattr(cfg_cls(), "layer_types", None)
+    except Exception:
+        return None
+    if not isinstance(lts, (list, tuple)) or not lts or not all(isinstance(t, str) for t in lts):
+        return None
+    out: List[str] = []
+    for t in lts:
+        if t not in out:
+            out.append(t)
+    return out if len(out) > 1 else None
+
+
+def _sub_configs(cfg_cls: Any) -> Dict[str, Any]:
+    """key -> the concrete config class of each sub-config (a vision or audio tower, a text
+    model given as ``AutoConfig`` with a model type, or a hybrid's attention config)."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    out: Dict[str, Any] = {}
+    specs = getattr(cfg_cls, "sub_configs_defaults", None) or {}
+    for key, spec in specs.items():
+        cls = getattr(spec, "config_class", spec)
+        mt = getattr(spec, "model_type", None)
+        if not isinstance(cls, type) or (mt and not getattr(cls, "model_type", "")):
+            cls = CONFIG_MAPPING[mt] if mt in CONFIG_MAPPING else None
+        if isinstance(cls, type):
+            out[key] = cls
+    if not specs:
+        for key, sub in (getattr(cfg_cls, "sub_configs", None) or {}).items():
+            if isinstance(sub, type):
+                out[key] = sub
+    return out
 
 
 _ROPE_TOOL: Any = None
@@ -223,11 +330,16 @@ def build(family: str) -> Tuple[Any, str, str]:
             for small in (True, False):
                 try:
                     cfg = tiny_config(mt, small)
+                    with torch.device("meta"):
+                        n = sum(p.numel() for p in cls._from_config(
+                            cfg, attn_implementation="eager").parameters())
+                    if n > MAX_PARAMS:
+                        raise ValueError(f"{n / 1e6:.0f}M parameters at the small sizes "
+                                         "(a sub-config that does not shrink)")
                     torch.manual_seed(0)
                     model = cls._from_config(cfg, attn_implementation="eager").eval()
                     ids = inputs(model)
-                    with torch.no_grad():
-                        output(model, ids)
+                    _run_some_feed(model, ids)
                     if not any(type(m).__name__.endswith("RotaryEmbedding")
                                for m in model.modules()):
                         errors.append(f"{cls.__name__}: no rotary module")
@@ -236,8 +348,11 @@ def build(family: str) -> Tuple[Any, str, str]:
                 except Timeout:
                     raise
                 except Exception as e:  # the next candidate
+                    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+                    first = " ".join(lines[:2]) if lines and lines[0].endswith(":") else \
+                        (lines[0] if lines else "")
                     errors.append(f"{cls.__name__}{'' if small else ' (own layer count)'}: "
-                                  f"{type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}")
+                                  f"{type(e).__name__}: {first[:120]}")
     raise RuntimeError(errors[0] if errors else "no model class for input ids")
 
 
@@ -249,8 +364,88 @@ def inputs(model: Any) -> Any:
     return torch.randint(3, max(4, min(vocab, 128)), (2, SEQ), generator=g)
 
 
+#: model class name -> the index in FEEDS of the inputs its tiny model runs on.
+_FEED: Dict[str, int] = {}
+
+
+def _sub(cfg: Any, *names: str) -> Any:
+    for n in names:
+        c = getattr(cfg, n, None)
+        if c is not None and not isinstance(c, (dict, str)):
+            return c
+    return cfg
+
+
+def _feed(model: Any, ids: Any, variant: int) -> Dict[str, Any]:
+    """The inputs of one call: input ids where the forward takes them; where it needs
+    pixels, audio or a time series instead (or as well), the smallest valid random ones
+    (variant: which of the layouts to try, the first that runs is kept)."""
+    import torch
+    params = inspect.signature(model.forward).parameters
+    cfg = model.config
+    dtype = next(model.parameters()).dtype
+    g = torch.Generator().manual_seed(2)
+    b = ids.shape[0]
+    kw: Dict[str, Any] = {}
+    if "input_ids" in params:
+        kw["input_ids"] = ids
+    if "decoder_input_ids" in params and (getattr(cfg, "is_encoder_decoder", False) or
+                                          "input_ids" not in params):
+        kw["decoder_input_ids"] = ids
+
+    def need(name: str) -> bool:
+        p = params.get(name)
+        return p is not None and (p.default is inspect.Parameter.empty or
+                                  "input_ids" not in params)
+    if need("pixel_values"):
+        v = _sub(cfg, "vision_config")
+        patch = int(getattr(v, "patch_size", 16) or 16)
+        size = getattr(v, "image_size", 4 * patch)
+        size = size if variant == 1 and isinstance(size, int) else 4 * patch
+        kw["pixel_values"] = torch.randn(b, int(getattr(v, "num_channels", 3) or 3), size,
+                                         size, generator=g).to(dtype)
+        if "image_sizes" in params:
+            kw["image_sizes"] = torch.tensor([[size, size]] * b)
+    if need("input_features"):
+        a = _sub(cfg, "audio_config", "encoder_config")
+        mel = int(getattr(a, "num_mel_bins", None) or getattr(a, "feature_size", None) or 80)
+        shape = (b, mel, 64) if variant == 0 else (b, 64, mel)
+        kw["input_features"] = torch.randn(*shape, generator=g).to(dtype)
+    if need("input_values"):
+        shape = (b, 1, 3200) if variant == 0 else (b, 3200)
+        kw["input_values"] = torch.randn(*shape, generator=g).to(dtype)
+    if need("past_values"):
+        kw["past_values"] = torch.randn(b, 64, generator=g).to(dtype)
+    return kw
+
+
+def _run_some_feed(model: Any, ids: Any) -> None:
+    import torch
+    err: Optional[BaseException] = None
+    for variant in range(2):
+        try:
+            with torch.no_grad():
+                _call(model, _feed(model, ids, variant))
+            _FEED[type(model).__name__] = variant
+            return
+        except Timeout:
+            raise
+        except Exception as e:
+            err = err or e
+    assert err is not None
+    raise err
+
+
+def _call(model: Any, kw: Dict[str, Any]) -> Any:
+    return model(**kw)
+
+
 def output(model: Any, ids: Any) -> Any:
-    out = model(input_ids=ids)
+    """The model's output on the fixed inputs; torch's generator seeded first, so a model
+    that draws noise in its forward (a diffusion model) draws the same noise every call."""
+    import torch
+    torch.manual_seed(0)
+    out = _call(model, _feed(model, ids, _FEED.get(type(model).__name__, 0)))
     for name in ("logits", "last_hidden_state"):
         t = getattr(out, name, None)
         if t is not None:
@@ -334,7 +529,8 @@ def quiet() -> None:
     logging.getLogger("transformers").setLevel(logging.ERROR)
 
 
-def markdown(rows: List[Dict[str, Any]], seconds: float) -> str:
+def markdown(rows: List[Dict[str, Any]], seconds: float, run: Optional[List[str]] = None,
+             merged: Optional[List[str]] = None) -> str:
     import torch
     import transformers
     n = len(rows)
@@ -346,12 +542,15 @@ def markdown(rows: List[Dict[str, Any]], seconds: float) -> str:
         "",
         f"Generated by `python tools/hf_patch_coverage.py` on {now}: transformers "
         f"{transformers.__version__}, torch {torch.__version__}, Python "
-        f"{platform.python_version()}; walk time {seconds:.0f} s.",
+        f"{platform.python_version()}; walk time {seconds:.0f} s"
+        + (f" for the {len(run)} families run now; the other rows come from "
+           f"{len(merged)} earlier tables of this tool merged in (`--merge`)"
+           if merged and run is not None else "") + ".",
         "",
         f"Families whose tiny model is bit for bit patched (float32, bfloat16 cast before and "
         f"after patching, greedy generate() of causal LMs): **{len(ok)} of {n}**; differs: "
         f"{len(by['differs'])}; refused by patch (NotImplementedError): {len(by['refused'])}; "
-        f"no tiny model built from input ids: {len(by['no build'])}.",
+        f"no tiny model built: {len(by['no build'])}.",
         "",
         "| family | model | status | forms / reason |",
         "|---|---|---|---|",
@@ -364,14 +563,40 @@ def markdown(rows: List[Dict[str, Any]], seconds: float) -> str:
     return "\n".join(out)
 
 
+def read_table(path: str) -> List[Dict[str, Any]]:
+    """The rows of a table this tool wrote (for --merge)."""
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if not line.startswith("| ") or line.startswith("| family "):
+                continue
+            cells = [c.strip().replace("\\|", "|") for c in
+                     line.rstrip("\n").strip("|").replace("\\|", "\0").split("|")]
+            cells = [c.replace("\0", "|") for c in cells]
+            if len(cells) != 4:
+                continue
+            fam, model, status, what = cells
+            row: Dict[str, Any] = {"family": fam, "model": model, "status": status}
+            if status == BIT:
+                row["forms"] = what.split("; ") if what else []
+            else:
+                row["reason"] = what
+            rows.append(row)
+    return rows
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--families", help="comma-separated families (default: all)")
+    ap.add_argument("--families", "--only", dest="families",
+                    help="comma-separated families (default: all)")
     ap.add_argument("--markdown", help="write the table to this file")
     ap.add_argument("--backend", default=None, help="patch's backend (default: torch's)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=TIMEOUT)
     ap.add_argument("-q", action="store_true", help="no progress lines")
+    ap.add_argument("--merge", action="append", default=[],
+                    help="a table this tool wrote: its rows stand for the families not run "
+                         "now (repeatable, later files win); the output is the whole table")
     a = ap.parse_args(argv)
     import torch
     torch.set_num_threads(a.threads)
@@ -396,7 +621,17 @@ def main(argv: Optional[List[str]] = None) -> int:
         if not a.q:
             print(f"{fam}: {row['status']} {row.get('reason', '')[:200]} "
                   f"({time.time() - t:.1f} s)", file=sys.stderr, flush=True)
-    md = markdown(rows, time.time() - t0)
+    seconds = time.time() - t0
+    if a.merge:
+        merged: Dict[str, Dict[str, Any]] = {}
+        for path in a.merge:
+            merged.update({r["family"]: r for r in read_table(path)})
+        run = [r["family"] for r in rows]
+        merged.update({r["family"]: r for r in rows})
+        rows = [merged[f] for f in sorted(merged)]
+        md = markdown(rows, seconds, run, a.merge)
+    else:
+        md = markdown(rows, seconds)
     if a.markdown:
         with open(a.markdown, "w", encoding="utf-8") as f:
             f.write(md)

@@ -40,6 +40,11 @@ SAMPLE = {
     "gemma3": "apply_rotary_pos_emb -> apply_rotary_pos_emb",  # per layer type
     "olmo": "apply_rotary_pos_emb -> apply_rotary_pos_emb_olmo",
     "gpt_neox": "apply_rotary_pos_emb -> apply_rotary_pos_emb",  # partial rotary
+    # forms added for issue 24's last families, and a hybrid the harness now builds
+    "codegen": "hf_rope (sincos table)",  # embed_positions, float32 kept
+    "gptj": "hf_rope (sincos table)",  # embed_positions cast to x's dtype
+    "phimoe": "hf_rope (per-call mscale) (dynamic_rope_update)",
+    "qwen3_next": "apply_rotary_pos_emb -> apply_rotary_pos_emb",  # linear + full attention
 }
 
 
@@ -122,7 +127,7 @@ def test_refused_family_left_as_it_was():
     import sinpe.torch as st
     model = _tiny("deepseek_v2")
     before = {id(m): dict(m.__dict__) for m in model.modules()}
-    with pytest.raises(NotImplementedError, match="deepseek_v2"):
+    with pytest.raises(NotImplementedError, match="deepseek_v2.*torch.polar.*cosf/sinf"):
         st.patch(model)
     assert st.patched(model) == []
     for m in model.modules():
@@ -184,3 +189,51 @@ def test_hf_rope_tensors(dtype):
             assert isinstance(g, torch.Tensor) and g.dtype == w.dtype == dtype
             assert g.device == pos.device
             assert H.ndiff(w, g) == 0
+
+
+def test_phimoe_per_call_mscale():
+    """PhiMoE's longrope: short_mscale below original_max_position_embeddings, long_mscale
+    past it, inv_freq recomputed from the config on every call (not the buffer): logits equal
+    at float32 and bfloat16 for a short and a long call; builtin tables change them."""
+    import sinpe.torch as st
+    cfg = H.tiny_config("phimoe")
+    cfg.rope_parameters = {"rope_type": "longrope", "rope_theta": 10000.0,
+                           "short_factor": [1.0 + i / 8 for i in range(8)],
+                           "long_factor": [2.0 + i / 4 for i in range(8)],
+                           "short_mscale": 1.1, "long_mscale": 1.3,
+                           "original_max_position_embeddings": 32}
+    cfg.max_position_embeddings = 128
+    from transformers import AutoModelForCausalLM
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").eval()
+    g = torch.Generator().manual_seed(4)
+    for n in (16, 48):
+        ids = torch.randint(3, 128, (1, n), generator=g)
+        with torch.no_grad():
+            ref = H.output(model, ids)
+            m16 = copy.deepcopy(model).to(torch.bfloat16)
+            ref16 = H.output(m16, ids)
+            st.patch(model)
+            got = H.output(model, ids)
+            st.patch(model, backend="builtin")
+            ctl = H.output(model, ids)
+            st.unpatch(model)
+            st.patch(m16)
+            got16 = H.output(m16, ids)
+        assert H.ndiff(ref, got) == 0, n
+        assert H.ndiff(ref16, got16) == 0, n
+        assert H.ndiff(ref, ctl) > 0, n
+
+
+def test_sincos_buffer_checked():
+    """GPT-J's embed_positions is recomputed whole at patch time: a buffer that is not the
+    table (here one value changed) refuses the family and leaves the model as it was."""
+    import sinpe.torch as st
+    model = _tiny("gptj", rotary_dim=8)
+    rot = model.transformer.rotary_emb
+    with torch.no_grad():
+        rot.embed_positions[5, 1] += 1.0
+    with pytest.raises(NotImplementedError, match="embed_positions.*1 of"):
+        st.patch(model)
+    assert st.patched(model) == []
+    assert "forward" not in rot.__dict__
