@@ -180,8 +180,8 @@ def tensor2tensor(length: int, channels: int, min_timescale: float = 1.0,
                   out: Any = None, backend: Optional[str] = None, threads: Optional[int] = None,
                   torch_threads: Optional[int] = None) -> np.ndarray:
     """tensor2tensor ``get_timing_signal_1d`` (layers/common_attention.py @bafdc1b), the math
-    as written in float32 steps on sinpe's backends (TF's own Eigen kernels are not
-    reproduced): ``inc = f32(log(max/min)) / max(f32(n) - 1, 1)``, ``inv = f32(min) *
+    as written in float32 steps on sinpe's backends (backend='tensorflow': TensorFlow's own
+    kernels, bit for bit): ``inc = f32(log(max/min)) / max(f32(n) - 1, 1)``, ``inv = f32(min) *
     exp(i * -inc)``, ``[sin | cos]`` of ``(start_index + p) * inv``, channels % 2 zero
     columns. Shape (1, length, channels)."""
     L = _int(length, "length")
@@ -211,7 +211,8 @@ def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
               backend: Optional[str] = None, threads: Optional[int] = None,
               torch_threads: Optional[int] = None) -> np.ndarray:
     """keras-hub ``SinePositionEncoding(max_wavelength)(inputs, start_index, positions)``
-    (src/layers/modeling/sine_position_encoding.py @71453d0, 0.32.0) on keras' torch backend:
+    (src/layers/modeling/sine_position_encoding.py @71453d0, 0.32.0) on keras' torch backend
+    (backend='jax' and 'tensorflow' raise NotImplementedError: not reproduced yet):
     interleaved ``sin, cos`` of ``pos * f32(1/max_wavelength) ** (f32(2*(j//2)) / f32(d))``,
     broadcast to inputs' shape. inputs: an array (its shape; the result is float32, or
     dtype=) or a shape tuple (..., seq_length, hidden_size); positions: (seq,) or
@@ -241,6 +242,11 @@ def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
         except ValueError:
             raise ValueError(f"positions of shape {pos.shape} do not broadcast to inputs' "
                              f"{shape[:-1]}") from None
+    if isinstance(backend, str) and backend.split("-")[0] == "jax":
+        raise NotImplementedError(
+            f"keras_hub with backend={backend!r}: keras-hub's SinePositionEncoding under JAX is "
+            "not reproduced yet (equal at some shapes, not at every one: its jnp.power is not "
+            "yet modelled at every length)")
     dst = _result(shape, opts)
     freq = _freqs("pow", d, opts, step=2, group=2, b=float(d), base=1 / wl)
     col = [4 * j + (SIN if j % 2 == 0 else COS) for j in range(d)]

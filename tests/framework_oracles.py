@@ -161,7 +161,6 @@ def t2t(length, channels, min_timescale=1.0, max_timescale=1.0e4, start_index=0)
 def keras_hub(keras_backend, shape, max_wavelength=10000, start_index=0):
     """keras-hub's SinePositionEncoding under a Keras backend, in a fresh process (Keras picks
     its backend at import): the layer's output for zeros of `shape`."""
-    import json
     import subprocess
     import sys
     code = ("import numpy as np, keras_hub, json, sys\n"
@@ -171,7 +170,6 @@ def keras_hub(keras_backend, shape, max_wavelength=10000, start_index=0):
             "sys.stdout.buffer.write(np.asarray(y, np.float32).tobytes())\n")
     env = dict(os.environ, KERAS_BACKEND=keras_backend)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, check=True)
-    del json
     return np.frombuffer(out.stdout, np.float32).reshape(shape)
 
 

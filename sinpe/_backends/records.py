@@ -284,10 +284,12 @@ BACKENDS: Tuple[Record, ...] = (
            _vml_sentence, {}),
     Record("mkl", find_mkl, "oneMKL", lambda: X86_64 and mkl_equal(),
            lambda: library_info("mkl") is not None, _vml_sentence, {}),
+    # the frameworks: never 'auto' (their bits are asked for by name)
+    *(Record(fw, None, "", None, lambda: True, _framework_sentence, FRAMEWORKS[fw],
+             lambda fw=fw: framework_profile(fw))  # type: ignore[misc]
+      for fw in FRAMEWORKS),
     Record("builtin", None, "", lambda: True, lambda: True, _builtin_sentence, {}),
-) + tuple(Record(fw, None, "", None, lambda: True, _framework_sentence, FRAMEWORKS[fw],
-                 lambda fw=fw: framework_profile(fw))  # type: ignore[misc]
-          for fw in FRAMEWORKS)
+)
 BY_NAME: Dict[str, Record] = {r.name: r for r in BACKENDS}
 #: a profile's name -> its backend's record
 BY_PROFILE: Dict[str, Record] = {p: r for r in BACKENDS for p in r.profiles}

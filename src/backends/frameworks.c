@@ -9,8 +9,8 @@
  *     (NumPy on AVX2; on AVX-512 NumPy calls SVML, which is not reproduced: the package
  *     refuses pow there).
  *   tensorflow (2.21): Eigen's psin/pcos/pexp under FTZ/DAZ; the last n % 8 elements of
- *     each op's n are Eigen's scalar path, std::sin/cos/exp (glibc) with input and output
- *     flushed.  pow: Eigen's float pow is not reproduced (the package refuses it).
+ *     each op's n are Eigen's scalar path, std::sin/cos/exp (glibc) under FTZ/DAZ (expf's
+ *     subnormal results flushed; sinf keeps a subnormal argument).  pow: Eigen's float pow is not reproduced (the package refuses it).
  *   jax (0.10): XLA's exp (FTZ/DAZ), but an exp of 3 to 7, or 11 to 15, elements leaves
  *     its last n % 8 to glibc; sin, cos: glibc's sinf/cosf; pow: glibc's powf under
  *     FTZ/DAZ.
@@ -60,7 +60,9 @@ typedef float (*vec_fn)(float x, int flag);
 typedef float (*lib_fn)(float x, int fused);
 
 /* out[i] = f(in[i]) for elements e0 .. e0+n-1 of a tensor of len elements, those at or past
- * the tail's start by the C library (flushed when ftz). */
+ * the tail's start by the C library; ftz: glibc run under FTZ/DAZ, which changes only
+ * expf's subnormal results (flushed): sinf returns a tiny argument untouched (a subnormal
+ * stays), cosf and expf of one give 1 (measured with TensorFlow 2.21 and jaxlib 0.10). */
 static void with_tail(vec_fn vec, int flag, lib_fn lib, int ftz, int width, int64_t len,
                       int64_t e0, const float *in, float *out, size_t n)
 {
@@ -70,7 +72,7 @@ static void with_tail(vec_fn vec, int flag, lib_fn lib, int ftz, int width, int6
         if (e0 + (int64_t)i < t)
             out[i] = vec(x, flag);
         else
-            out[i] = ftz ? flush(lib(flush(x), FUSED)) : lib(x, FUSED);
+            out[i] = ftz ? flush(lib(x, FUSED)) : lib(x, FUSED);
     }
 }
 
@@ -128,10 +130,10 @@ static void tf_sincos(const sinpe_bctx *ctx, int64_t e0, const float *a, float *
                       size_t n)
 {
     if (s)
-        with_tail(sinpe_eigen_sinf, 1, sinpe_glibc_sinf, 1, TF_WIDTH, ctx->tensor_len, e0, a, s,
+        with_tail(sinpe_eigen_sinf, 1, sinpe_glibc_sinf, 0, TF_WIDTH, ctx->tensor_len, e0, a, s,
                   n);
     if (c)
-        with_tail(sinpe_eigen_cosf, 1, sinpe_glibc_cosf, 1, TF_WIDTH, ctx->tensor_len, e0, a, c,
+        with_tail(sinpe_eigen_cosf, 1, sinpe_glibc_cosf, 0, TF_WIDTH, ctx->tensor_len, e0, a, c,
                   n);
 }
 
@@ -170,7 +172,7 @@ static void jax_exp(const sinpe_bctx *ctx, int64_t e0, const float *in, float *o
     int64_t len = ctx->exp_len;
     int64_t t = len < 16 && len % 8 >= 3 ? tail_start(len, 8) : len;
     for (size_t i = 0; i < n; i++)
-        out[i] = e0 + (int64_t)i < t ? xla_exp(in[i], 0) : sinpe_glibc_expf(in[i], FUSED);
+        out[i] = e0 + (int64_t)i < t ? xla_exp(in[i], 0) : flush(sinpe_glibc_expf(in[i], FUSED));
 }
 
 static void jax_sincos(const sinpe_bctx *ctx, int64_t e0, const float *a, float *s, float *c,
