@@ -20,16 +20,13 @@ from sinpe import presets
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import framework_oracles as O  # noqa: E402
+from conftest import bits  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
                     "frameworks.json")
 with open(DATA) as fh:
     REC = json.load(fh)
 SPECIALS = np.array(REC["specials"], np.uint32).view(np.float32)
-
-
-def bits(a):
-    return np.ascontiguousarray(a, np.float32).view(np.uint32)
 
 
 def test_the_record_is_of_the_measured_releases():

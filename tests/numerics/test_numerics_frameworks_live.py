@@ -1,8 +1,7 @@
 """The frameworks' backends against the installed frameworks themselves (opt-in: -m frameworks).
 
-Needs NumPy 2.4, TensorFlow 2.21, jax/jaxlib 0.10, ONNX Runtime 1.32 (with onnx) and, for the
-keras-hub comparison, keras 3 and keras-hub; .ci/run runs this once, in a venv of its own
-with them installed.  Each framework's ops run eagerly (tests/framework_oracles.py); every
+Needs NumPy 2.4, TensorFlow 2.21, jax/jaxlib 0.10 and ONNX Runtime 1.32 (with onnx); .ci/run
+runs this once, in a venv of its own with them installed.  Each framework's ops run eagerly (tests/framework_oracles.py); every
 comparison is of bits.  Without the frameworks these tests fail (they are never skipped):
 the marker is deselected by default (pyproject's addopts).
 """
@@ -17,15 +16,12 @@ from sinpe import presets
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import framework_oracles as O  # noqa: E402
+from conftest import bits  # noqa: E402
 
 pytestmark = pytest.mark.frameworks
 
 
-def bits(a):
-    return np.ascontiguousarray(a, np.float32).view(np.uint32)
-
-
-def same(want, got, what):
+def equal(want, got, what):
     bad = np.nonzero(bits(want).ravel() != bits(got).ravel())[0]
     assert bad.size == 0, (what, bad.size, bad[:5].tolist())
 
@@ -36,7 +32,7 @@ def test_elementwise_maps(fw, func):
     rng = np.random.default_rng(26)
     for x in (O.specials(), O.dense(k=8191, tail=3), rng.uniform(-200, 200, 100_003)
               .astype(np.float32), rng.uniform(-1e6, 1e6, (301, 7)).astype(np.float32)):
-        same(O.elementwise(fw, func, x), sinpe.elementwise(func, x, backend=fw), (fw, func))
+        equal(O.elementwise(fw, func, x), sinpe.elementwise(func, x, backend=fw), (fw, func))
 
 
 @pytest.mark.parametrize("fw", O.FRAMEWORKS)
@@ -50,26 +46,20 @@ def test_elementwise_every_short_length(fw, func):
     for n in range(16 if (fw, func) == ("jax", "exp") else 1, 40):
         for start in range(0, pool.size - n, 331):
             x = pool[start:start + n].copy()
-            same(O.elementwise(fw, func, x), sinpe.elementwise(func, x, backend=fw), (fw, n))
+            equal(O.elementwise(fw, func, x), sinpe.elementwise(func, x, backend=fw), (fw, n))
 
 
 @pytest.mark.parametrize("fw", O.FRAMEWORKS)
 @pytest.mark.parametrize("L,d,base", O.TABLES + [(1, 2, 10000.0), (16, 6, 10000.0),
                                                   (257, 22, 123.0), (2000, 768, 10000.0)])
 def test_tutorial_tables(fw, L, d, base):
-    same(O.table(fw, L, d, base), sinpe.positional_encoding(L, d, base, backend=fw), (fw, L, d))
+    equal(O.table(fw, L, d, base), sinpe.positional_encoding(L, d, base, backend=fw), (fw, L, d))
 
 
 @pytest.mark.parametrize("args", [(50, 64), (33, 31, 1.0, 1.0e4, 5), (100, 130, 2.0, 5.0e3),
                                   (7, 6), (129, 258, 1.0, 1.0e5, 0)])
 def test_tensor2tensor_under_tensorflow(args):
-    same(O.t2t(*args), presets.tensor2tensor(*args, backend="tensorflow"), args)
-
-
-@pytest.mark.parametrize("shape,wl,start", [((2, 50, 64), 10000, 0), ((1, 33, 30), 500, 3)])
-def test_keras_hub_under_torch(shape, wl, start):
-    same(O.keras_hub("torch", shape, wl, start), presets.keras_hub(shape, wl, start,
-                                                                   backend="torch"), shape)
+    equal(O.t2t(*args), presets.tensor2tensor(*args, backend="tensorflow"), args)
 
 
 def test_the_profiles_follow_the_installed_releases():
