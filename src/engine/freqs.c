@@ -86,7 +86,7 @@ static void freq_run(sinpe_plan *p, int64_t item, int tid)
     float *out = (float *)p->j.dst.data + e0;
     if (f->kind == SINPE_FREQ_POW) {
         for (int64_t i = 0; i < n; i++)
-            out[i] = k_of(f, e0 + i) / f->b; /* the exponents, in place */
+            out[i] = f->a != 0.0f ? k_of(f, e0 + i) * f->a : k_of(f, e0 + i) / f->b; /* in place */
         p->be->pow(&p->ctx, f->base, out, out, e0, n);
         if (f->recip)
             for (int64_t i = 0; i < n; i++)

@@ -195,7 +195,8 @@ typedef struct {
  * k_i = start + step * (i / group) (a float32 value, as torch's arange(...).float()):
  *   EXP_MUL:    exp(k_i * a) * m            (float32 steps; the multiply by m when m != 1)
  *   EXP_MULDIV: exp((k_i * a) / b)
- *   POW:        base ** (k_i / b), then 1 / that when recip
+ *   POW:        base ** (k_i / b) (or base ** (k_i * a) when a != 0: XLA divides by a
+ *               scalar as a multiply by its float32 reciprocal), then 1 / that when recip
  *   POW64:      (double) base ** (k_i / b), then 1 / that when recip (float64 out)
  * exp and pow of the backend (pow as torch computes it, on the backends with torch's
  * bits); POW64 uses the C library's pow on every backend. */

@@ -3,8 +3,8 @@
 tests/data/frameworks.json holds what NumPy 2.4, TensorFlow 2.21, jaxlib 0.10 and ONNX Runtime
 1.32 computed on x86-64 (tools/fwrecord.py): exp, sin and cos over specials, subnormals and
 NaNs (bit patterns), a dense sample of every 4099th float32 bit pattern and the tutorial tables
-at a few shapes and bases (SHA-256 digests), and tensor2tensor's timing signal under
-TensorFlow.  sinpe's 'numpy-2.4', 'tensorflow-2.21', 'jax-0.10' and 'onnxruntime-1.32' are
+at a few shapes and bases (SHA-256 digests), tensor2tensor's timing signal under
+TensorFlow and keras-hub's SinePositionEncoding under JAX.  sinpe's 'numpy-2.4', 'tensorflow-2.21', 'jax-0.10' and 'onnxruntime-1.32' are
 portable C, so these hold on any machine: a changed bit fails here.  The live comparison with
 the installed frameworks is tests/numerics/test_numerics_frameworks_live.py (-m frameworks).
 """
@@ -91,10 +91,17 @@ def test_pow_is_refused_where_not_reproduced(backend):
         presets.keras_hub((1, 4, 8), backend=backend)
 
 
-@pytest.mark.parametrize("backend", ["jax", "jax-0.10"])
-def test_keras_hub_under_jax_is_refused_for_now(backend):
-    with pytest.raises(NotImplementedError, match="JAX"):
-        presets.keras_hub((1, 4, 8), backend=backend)
+@pytest.mark.parametrize("case", REC["keras_hub_jax"], ids=str)
+def test_keras_hub_under_jax_digest(case):
+    shape, wl, start, want = case
+    assert O.digest(presets.keras_hub(tuple(shape), wl, start, backend="jax")) == want
+
+
+def test_keras_hub_rotary_refuses_the_frameworks():
+    x = np.zeros((1, 4, 8), np.float32)
+    for fw in O.FRAMEWORKS:
+        with pytest.raises(NotImplementedError, match=fw):
+            presets.keras_hub_rotary(x, backend=fw)
 
 
 def test_add_pe_is_the_table_added():

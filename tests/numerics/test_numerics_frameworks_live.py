@@ -1,6 +1,7 @@
 """The frameworks' backends against the installed frameworks themselves (opt-in: -m frameworks).
 
-Needs NumPy 2.4, TensorFlow 2.21, jax/jaxlib 0.10 and ONNX Runtime 1.32 (with onnx); .ci/run
+Needs NumPy 2.4, TensorFlow 2.21, jax/jaxlib 0.10, ONNX Runtime 1.32 (with onnx), keras 3 and
+keras-hub 0.32 (its SinePositionEncoding under JAX, in a subprocess); .ci/run
 runs this once, in a venv of its own with them installed.  Each framework's ops run eagerly (tests/framework_oracles.py); every
 comparison is of bits.  Without the frameworks these tests fail (they are never skipped):
 the marker is deselected by default (pyproject's addopts).
@@ -60,6 +61,13 @@ def test_tutorial_tables(fw, L, d, base):
                                   (7, 6), (129, 258, 1.0, 1.0e5, 0)])
 def test_tensor2tensor_under_tensorflow(args):
     equal(O.t2t(*args), presets.tensor2tensor(*args, backend="tensorflow"), args)
+
+
+@pytest.mark.parametrize("shape,wl,start", [((2, 50, 64), 10000, 0), ((1, 33, 30), 500, 3),
+                                             ((1, 300, 258), 10000, 11), ((4, 1, 2), 77, 0)])
+def test_keras_hub_under_jax(shape, wl, start):
+    equal(O.keras_hub("jax", shape, wl, start), presets.keras_hub(shape, wl, start, backend="jax"),
+          shape)
 
 
 def test_the_profiles_follow_the_installed_releases():
