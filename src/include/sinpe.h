@@ -82,7 +82,8 @@ int sinpe_type_size(sinpe_type t);
 
 /* Backends, by index: "builtin" (correctly rounded, no dependency), "mkl" (oneMKL VML from
  * the mkl wheel), "torch" (oneMKL VML inside the installed torch), "sleef" (torch on 64-bit
- * Arm: SLEEF re-implemented, configured by sinpe_opts.sleef). */
+ * Arm: SLEEF re-implemented, configured by sinpe_opts.sleef), "numpy", "tensorflow", "jax",
+ * "onnxruntime" (those frameworks' float32 functions on x86-64, re-implemented). */
 int sinpe_backend_count(void);
 const char *sinpe_backend_name(int backend);       /* NULL outside 0 .. count-1 */
 int sinpe_backend_find(const char *name);          /* -1 when unknown */
