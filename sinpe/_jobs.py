@@ -105,10 +105,22 @@ def positive(value: Any, name: str) -> float:
 _FREQ_KINDS = {"exp_mul": 0, "exp_muldiv": 1, "pow": 2, "pow64": 3}
 
 
+def _pow_reproduced(index: int) -> None:
+    """NotImplementedError for a backend whose float32 pow sinpe does not reproduce."""
+    from ._backends.records import NO_POW
+    name = _sinpe.BACKENDS[index]
+    if name in NO_POW:
+        raise NotImplementedError(f"float32 pow on backend {name!r} is not reproduced: "
+                                  f"{NO_POW[name]}; a preset that raises to a power cannot use "
+                                  "it (use 'jax', 'onnxruntime', 'torch' or 'builtin')")
+
+
 def freq_job(core: tuple, kind: str, n: int, *, start: int = 0, step: int = 1, group: int = 1,
              a: float = 0.0, b: float = 1.0, m: float = 1.0, base: Any = 1.0,
              recip: bool = False, base_name: str = "base") -> np.ndarray:
     """A preset's frequency vector (sinpe.h: sinpe_freq) with resolved options core."""
+    if kind == "pow":
+        _pow_reproduced(core[0])
     return _sinpe.freqs(core, _FREQ_KINDS[kind], n, start, step, group, a, b, m, base, recip,
                         base_name)
 

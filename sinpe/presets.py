@@ -29,7 +29,7 @@ from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _dtypes, _rope
+from . import _dtypes, _rope, _sinpe
 from ._hf import hf_rope  # transformers' rotary modules from a config
 from ._jobs import (ANGLE, COS, SIN, ZERO, _admit, _freqs, _int, _opts, _positive, _real, _result,
                     _rope_inv_freq, _round_to, _table)
@@ -180,8 +180,8 @@ def tensor2tensor(length: int, channels: int, min_timescale: float = 1.0,
                   out: Any = None, backend: Optional[str] = None, threads: Optional[int] = None,
                   torch_threads: Optional[int] = None) -> np.ndarray:
     """tensor2tensor ``get_timing_signal_1d`` (layers/common_attention.py @bafdc1b), the math
-    as written in float32 steps on sinpe's backends (TF's own Eigen kernels are not
-    reproduced): ``inc = f32(log(max/min)) / max(f32(n) - 1, 1)``, ``inv = f32(min) *
+    as written in float32 steps on sinpe's backends (backend='tensorflow': TensorFlow's own
+    kernels, bit for bit): ``inc = f32(log(max/min)) / max(f32(n) - 1, 1)``, ``inv = f32(min) *
     exp(i * -inc)``, ``[sin | cos]`` of ``(start_index + p) * inv``, channels % 2 zero
     columns. Shape (1, length, channels)."""
     L = _int(length, "length")
@@ -211,7 +211,9 @@ def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
               backend: Optional[str] = None, threads: Optional[int] = None,
               torch_threads: Optional[int] = None) -> np.ndarray:
     """keras-hub ``SinePositionEncoding(max_wavelength)(inputs, start_index, positions)``
-    (src/layers/modeling/sine_position_encoding.py @71453d0, 0.32.0) on keras' torch backend:
+    (src/layers/modeling/sine_position_encoding.py @71453d0, 0.32.0) on keras' torch backend,
+    or under JAX with backend='jax' (backend='tensorflow' raises NotImplementedError: TF's
+    float pow is not reproduced):
     interleaved ``sin, cos`` of ``pos * f32(1/max_wavelength) ** (f32(2*(j//2)) / f32(d))``,
     broadcast to inputs' shape. inputs: an array (its shape; the result is float32, or
     dtype=) or a shape tuple (..., seq_length, hidden_size); positions: (seq,) or
@@ -242,7 +244,10 @@ def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
             raise ValueError(f"positions of shape {pos.shape} do not broadcast to inputs' "
                              f"{shape[:-1]}") from None
     dst = _result(shape, opts)
-    freq = _freqs("pow", d, opts, step=2, group=2, b=float(d), base=1 / wl)
+    # under JAX, XLA divides the exponents by hidden_size as a multiply by f32(1 / d)
+    by = (dict(a=float(np.float32(1) / np.float32(d))) if _sinpe.BACKENDS[opts["core"][0]] == "jax"
+          else dict(b=float(d)))
+    freq = _freqs("pow", d, opts, step=2, group=2, base=1 / wl, **by)
     col = [4 * j + (SIN if j % 2 == 0 else COS) for j in range(d)]
     one = dict(opts, out=None, dtype=dst.dtype)  # the library's own table, then broadcast
     if pos is not None:

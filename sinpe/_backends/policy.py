@@ -59,13 +59,15 @@ def resolve(name: Any) -> Tuple[str, int]:
     if rec is None:
         raise ValueError(f"unknown backend {name!r}: choose 'auto' or one of "
                          f"{', '.join(repr(n) for n in NAMES)}")
-    if rec.profiles and name == rec.name:  # the profile of this platform's torch (or the newest)
-        profile, threads, _ = records.torch_profile()
+    if rec.profile_of is not None and name == rec.name:  # the profile of what is installed
+        profile, threads, _ = rec.profile_of()  # (or of the newest measured)
         return profile, threads
-    if rec.profiles:
+    if name in PROFILES:
         mod = sys.modules.get("torch")
         return name, (int(mod.get_num_threads()) if ARM64 and mod is not None
                       else records.physical_cores())
+    if name in rec.profiles:  # a framework's release
+        return name, 0
     if rec.finder is not None and not records.load(name):
         raise RuntimeError(f"backend {name!r} is not available: {records.reason(name)}")
     return name, 0
@@ -107,8 +109,10 @@ def _resolve_opts(name: Any) -> Tuple[int, int, int, int, int]:
     if concrete in PROFILES:
         trig, lanes = (1 if PROFILES[concrete][2] == "SLEEF u35" else 0), PROFILES[concrete][3]
         index = BACKEND_INDEX["sleef"]
-    else:
-        trig, lanes, index = 0, 4, BACKEND_INDEX[concrete]
+    else:  # a framework's profile selects its backend
+        trig, lanes = 0, 4
+        index = BACKEND_INDEX[records.BY_PROFILE[concrete].name
+                              if concrete in records.BY_PROFILE else concrete]
     return index, trig, lanes, default_tt or 1, _pow_lanes()
 
 

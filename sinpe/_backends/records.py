@@ -148,6 +148,67 @@ def torch_profile() -> Tuple[str, int, str]:
     return name, threads, note
 
 
+# ---- the frameworks on x86-64 -----------------------------------------------------------------
+
+#: The frameworks' measured releases (docs/backends.md; tests/data/frameworks.json): profile ->
+#: (release, the distributions whose version says which release is installed, what it runs).
+FRAMEWORKS: Dict[str, Dict[str, Tuple[str, str, str, int]]] = {
+    "numpy": {"numpy-2.4": ("2.4", "numpy", "NumPy's float32 exp/sin/cos SIMD loops (AVX2 or "
+                            "AVX-512: the same bits), glibc's powf", 0)},
+    "tensorflow": {"tensorflow-2.21": ("2.21", "tensorflow tensorflow-cpu tensorflow-intel",
+                                       "Eigen's exp/sin/cos under FTZ/DAZ, the last n % 8 "
+                                       "elements of each op through glibc (flushed)", 0)},
+    "jax": {"jax-0.10": ("0.10", "jaxlib jax", "XLA's exp (FTZ/DAZ), glibc's sinf/cosf, glibc's "
+                         "powf under FTZ/DAZ", 0)},
+    "onnxruntime": {"onnxruntime-1.32": ("1.32", "onnxruntime onnxruntime-gpu",
+                                         "MLAS exp, Eigen sin/cos with the last n % 4 elements "
+                                         "of each op through glibc, glibc's powf", 0)},
+}
+#: Frameworks whose float32 pow is not reproduced (presets that need pow refuse them).
+NO_POW = {"numpy": "NumPy's float32 power on AVX-512 CPUs is Intel SVML's, which sinpe does not "
+                   "reproduce",
+          "tensorflow": "TensorFlow's float32 pow is Eigen's, which sinpe does not reproduce"}
+
+
+def _installed(dists: str) -> Optional[str]:
+    """The version of the first of these distributions that is installed (never imported)."""
+    from importlib import metadata
+    for dist in dists.split():
+        try:
+            return str(metadata.version(dist))
+        except Exception:  # not installed, or broken metadata
+            continue
+    return None
+
+
+def framework_profile(framework: str) -> Tuple[str, int, str]:
+    """(profile, 0, note): the installed release's profile when the framework is installed
+    and measured, else the newest measured."""
+    profiles = FRAMEWORKS[framework]
+    newest = list(profiles)[-1]
+    version = _installed(profiles[newest][1])
+    if version is None:
+        return newest, 0, (f"{framework} is not installed: the newest release measured "
+                           f"({profiles[newest][0]})")
+    rel = ".".join(version.split("+")[0].split(".")[:2])
+    for name, p in profiles.items():
+        if p[0] == rel:
+            return name, 0, f"the installed {framework} {version}"
+    return newest, 0, (f"{framework} {version} is installed but not measured: using the "
+                       f"{profiles[newest][0]} profile")
+
+
+def _framework_sentence(name: str, torch_threads: Optional[int]) -> str:
+    fw = BY_PROFILE[name].name if name in BY_PROFILE else name
+    profile, _, note = framework_profile(fw)
+    if name in BY_PROFILE:
+        profile, note = name, "chosen by name"
+    rel, _, what, _ = FRAMEWORKS[fw][profile]
+    pow_note = f"; pow is not reproduced ({NO_POW[fw]})" if fw in NO_POW else ""
+    return (f"{fw} {rel} on x86-64 CPUs, bit for bit ({profile}: {note}): {what}, applied to the "
+            f"same float32 operations; the same bits on any machine{pow_note}")
+
+
 # ---- whose bits each backend gives (numerics()'s sentence) ----------------------------------
 
 def _cpu() -> str:
@@ -203,6 +264,8 @@ class Record(NamedTuple):
     available: Callable[[], bool]  # usable in this process (sinpe.backends())
     sentence: Callable[[str, Optional[int]], str]  # whose bits it gives (numerics())
     profiles: Dict[str, Tuple[str, str, str, int]]  # names that select it with a profile
+    #: what its plain name means now: (profile, torch threads, note); None: itself
+    profile_of: Optional[Callable[[], Tuple[str, int, str]]] = None
 
 
 def _torch_usable() -> bool:
@@ -214,12 +277,17 @@ def _torch_usable() -> bool:
 
 #: Every backend, in the order 'auto' tries them (the first whose auto() holds is taken).
 BACKENDS: Tuple[Record, ...] = (
-    Record("sleef", None, "", lambda: ARM64, lambda: True, _sleef_sentence, PROFILES),
+    Record("sleef", None, "", lambda: ARM64, lambda: True, _sleef_sentence, PROFILES,
+           torch_profile),
     Record("torch", find_torch_library, "torch's library",
            lambda: X86_64 and "torch" in sys.modules and load("torch"), _torch_usable,
            _vml_sentence, {}),
     Record("mkl", find_mkl, "oneMKL", lambda: X86_64 and mkl_equal(),
            lambda: library_info("mkl") is not None, _vml_sentence, {}),
+    # the frameworks: never 'auto' (their bits are asked for by name)
+    *(Record(fw, None, "", None, lambda: True, _framework_sentence, FRAMEWORKS[fw],
+             lambda fw=fw: framework_profile(fw))  # type: ignore[misc]
+      for fw in FRAMEWORKS),
     Record("builtin", None, "", lambda: True, lambda: True, _builtin_sentence, {}),
 )
 BY_NAME: Dict[str, Record] = {r.name: r for r in BACKENDS}

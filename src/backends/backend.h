@@ -20,6 +20,7 @@ typedef struct {
     int torch_threads;          /* SLEEF and pow: torch's thread count */
     int pow_lanes;              /* x86-64 torch's float32 vector width for pow (0: DEFAULT) */
     int64_t tensor_len;         /* elements of the tensor torch evaluates in one call */
+    int64_t exp_len;            /* elements of the tensor exp is evaluated over in one call */
     float (*argument)(const void *src, int64_t element); /* that tensor's element */
     const void *src;
 } sinpe_bctx;
@@ -36,7 +37,9 @@ typedef struct {
     int (*threading_layer)(void);
     /* 0 when the context's parameters suit this backend */
     int (*check)(const sinpe_bctx *ctx);
-    void (*exp)(const sinpe_bctx *ctx, const float *in, float *out, size_t n);
+    /* exp of n arguments that are elements e0 .. e0+n-1 of exp's tensor (exp_len elements:
+     * the frameworks send an op's last elements to their C library) */
+    void (*exp)(const sinpe_bctx *ctx, int64_t e0, const float *in, float *out, size_t n);
     /* sin and cos of n arguments that are elements e0 .. e0+n-1 of the tensor (s or c NULL:
      * not wanted) */
     void (*sincos)(const sinpe_bctx *ctx, int64_t e0, const float *a, float *s, float *c,
@@ -54,7 +57,8 @@ typedef struct {
 /* The registry (backends/registry.c). */
 /* The backends by index: the one list of their names (the registry, the public API and,
  * through the binding's BACKENDS, the package read it). */
-#define SINPE_BACKEND_LIST(X) X(BUILTIN, "builtin") X(MKL, "mkl") X(TORCH, "torch") X(SLEEF, "sleef")
+#define SINPE_BACKEND_LIST(X) X(BUILTIN, "builtin") X(MKL, "mkl") X(TORCH, "torch") X(SLEEF, "sleef") \
+    X(NUMPY, "numpy") X(TENSORFLOW, "tensorflow") X(JAX, "jax") X(ONNXRUNTIME, "onnxruntime")
 #define SINPE_BACKEND_ENUM_(id, name) SINPE_BACKEND_##id,
 enum { SINPE_BACKEND_LIST(SINPE_BACKEND_ENUM_) SINPE_BACKEND_COUNT };
 

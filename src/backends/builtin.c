@@ -16,9 +16,11 @@ static int builtin_check(const sinpe_bctx *ctx)
     return ctx->path ? 0 : 1;
 }
 
-static void builtin_exp(const sinpe_bctx *ctx, const float *in, float *out, size_t n)
+static void builtin_exp(const sinpe_bctx *ctx, int64_t e0, const float *in, float *out,
+                        size_t n)
 {
     (void)ctx;
+    (void)e0;
     for (size_t i = 0; i < n; i++)
         out[i] = sinpe_expf(in[i]);
 }

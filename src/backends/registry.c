@@ -3,7 +3,8 @@
 #include "backends/backend.h"
 
 extern const sinpe_backend_ops sinpe_backend_builtin, sinpe_backend_mkl, sinpe_backend_torch,
-    sinpe_backend_sleef;
+    sinpe_backend_sleef, sinpe_backend_numpy, sinpe_backend_tensorflow, sinpe_backend_jax,
+    sinpe_backend_onnxruntime;
 
 #define SINPE_BACKEND_NAME_(id, name) [SINPE_BACKEND_##id] = name,
 static const char *const NAMES[SINPE_BACKEND_COUNT] = { SINPE_BACKEND_LIST(SINPE_BACKEND_NAME_) };
@@ -13,6 +14,11 @@ static const sinpe_backend_ops *const BACKENDS[SINPE_BACKEND_COUNT] = {
     [SINPE_BACKEND_MKL] = &sinpe_backend_mkl,         /* oneMKL VML from the mkl wheel */
     [SINPE_BACKEND_TORCH] = &sinpe_backend_torch,     /* oneMKL VML inside the installed torch */
     [SINPE_BACKEND_SLEEF] = &sinpe_backend_sleef,     /* torch on 64-bit Arm: SLEEF */
+    /* the frameworks' float32 functions on x86-64 (backends/frameworks.c) */
+    [SINPE_BACKEND_NUMPY] = &sinpe_backend_numpy,
+    [SINPE_BACKEND_TENSORFLOW] = &sinpe_backend_tensorflow,
+    [SINPE_BACKEND_JAX] = &sinpe_backend_jax,
+    [SINPE_BACKEND_ONNXRUNTIME] = &sinpe_backend_onnxruntime,
 };
 
 int sinpe_backends_count(void)

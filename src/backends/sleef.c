@@ -38,9 +38,10 @@ int64_t sinpe_sleef_chunk(int64_t n, int threads)
     return n / t + (n % t != 0);
 }
 
-static void sleef_exp(const sinpe_bctx *ctx, const float *in, float *out, size_t n)
+static void sleef_exp(const sinpe_bctx *ctx, int64_t e0, const float *in, float *out, size_t n)
 {
     (void)ctx;
+    (void)e0;
     sinpe_sleef_exp(in, out, n);
 }
 

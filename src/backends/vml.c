@@ -183,9 +183,11 @@ static void vml_pow(const sinpe_bctx *ctx, float base, const float *y, float *ou
     static int NAME##_ready(void) { return M[LIB].handle != NULL; }                          \
     static const char *NAME##_version(void) { return M[LIB].handle ? M[LIB].version : ""; }  \
     static int NAME##_layer(void) { return M[LIB].handle ? M[LIB].threading_layer : -1; }   \
-    static void NAME##_exp(const sinpe_bctx *ctx, const float *in, float *out, size_t n)     \
+    static void NAME##_exp(const sinpe_bctx *ctx, int64_t e0, const float *in, float *out,   \
+                           size_t n)                                                         \
     {                                                                                        \
         (void)ctx;                                                                           \
+        (void)e0;                                                                            \
         vml_map(LIB, F_EXP, in, out, n);                                                     \
     }                                                                                        \
     static void NAME##_sincos(const sinpe_bctx *ctx, int64_t e0, const float *a, float *s,   \

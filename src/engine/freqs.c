@@ -52,7 +52,7 @@ static void map_run(sinpe_plan *p, int64_t item, int tid)
     const float *in = (const float *)p->j.src.data + e0;
     float *r = (float *)p->j.dst.data + e0; /* C order (the check) */
     switch (p->j.func) {
-    case SINPE_FN_EXP: p->be->exp(&p->ctx, in, r, n); break;
+    case SINPE_FN_EXP: p->be->exp(&p->ctx, e0, in, r, n); break;
     case SINPE_FN_SIN: p->be->sincos(&p->ctx, e0, in, r, NULL, n); break;
     default: p->be->sincos(&p->ctx, e0, in, NULL, r, n); break;
     }
@@ -86,7 +86,7 @@ static void freq_run(sinpe_plan *p, int64_t item, int tid)
     float *out = (float *)p->j.dst.data + e0;
     if (f->kind == SINPE_FREQ_POW) {
         for (int64_t i = 0; i < n; i++)
-            out[i] = k_of(f, e0 + i) / f->b; /* the exponents, in place */
+            out[i] = f->a != 0.0f ? k_of(f, e0 + i) * f->a : k_of(f, e0 + i) / f->b; /* in place */
         p->be->pow(&p->ctx, f->base, out, out, e0, n);
         if (f->recip)
             for (int64_t i = 0; i < n; i++)
@@ -98,7 +98,7 @@ static void freq_run(sinpe_plan *p, int64_t item, int tid)
         float v = k_of(f, e0 + i) * f->a;
         arg[i] = f->kind == SINPE_FREQ_EXP_MULDIV ? v / f->b : v;
     }
-    p->be->exp(&p->ctx, arg, out, (size_t)n);
+    p->be->exp(&p->ctx, e0, arg, out, (size_t)n);
     if (f->kind == SINPE_FREQ_EXP_MUL)
         for (int64_t i = 0; i < n; i++)
             out[i] = f->m * out[i];

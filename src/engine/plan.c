@@ -88,7 +88,7 @@ static sinpe_plan *layout(const sinpe_job *j, const sinpe_opts *o, const sinpe_b
 void sinpe_map_layout(sinpe_plan *p)
 {
     p->count = count_of(&p->j.dst, p->j.dst.ndim);
-    p->ctx.tensor_len = p->count;
+    p->ctx.tensor_len = p->ctx.exp_len = p->count;
     p->ctx.argument = map_argument;
     p->ctx.src = p;
     p->nslots = p->o.threads;
@@ -97,7 +97,7 @@ void sinpe_map_layout(sinpe_plan *p)
 void sinpe_freq_layout(sinpe_plan *p)
 {
     p->count = p->j.rows;
-    p->ctx.tensor_len = p->count;
+    p->ctx.tensor_len = p->ctx.exp_len = p->count;
     p->nslots = p->o.threads;
 }
 

@@ -344,7 +344,7 @@ static void run_divisors(sinpe_plan *p, int64_t cb, int tid)
         size_t n = (size_t)(nj - i0 < SINPE_BLOCK ? nj - i0 : SINPE_BLOCK);
         for (size_t i = 0; i < n; i++)
             arg[i] = (float)(2 * (j0 + i0 + (int64_t)i)) * p->c;
-        p->be->exp(&p->ctx, arg, p->div + j0 + i0, n);
+        p->be->exp(&p->ctx, j0 + i0, arg, p->div + j0 + i0, n);
     }
     float lo = INFINITY, hi = 0.0f;
     for (int64_t i = j0; i < j0 + nj; i++) {
@@ -494,6 +494,7 @@ static void torch_tensor(sinpe_plan *p)
     if (j->preset)
         trows += j->preset->trow_shift; /* 0, or -1 by positions: never past the rows */
     p->ctx.tensor_len = trows * p->pairs;
+    p->ctx.exp_len = p->pairs; /* exp over the divisors: one vector of d/2 */
 }
 
 void sinpe_table_geometry(sinpe_plan *p)

@@ -82,7 +82,8 @@ int sinpe_type_size(sinpe_type t);
 
 /* Backends, by index: "builtin" (correctly rounded, no dependency), "mkl" (oneMKL VML from
  * the mkl wheel), "torch" (oneMKL VML inside the installed torch), "sleef" (torch on 64-bit
- * Arm: SLEEF re-implemented, configured by sinpe_opts.sleef). */
+ * Arm: SLEEF re-implemented, configured by sinpe_opts.sleef), "numpy", "tensorflow", "jax",
+ * "onnxruntime" (those frameworks' float32 functions on x86-64, re-implemented). */
 int sinpe_backend_count(void);
 const char *sinpe_backend_name(int backend);       /* NULL outside 0 .. count-1 */
 int sinpe_backend_find(const char *name);          /* -1 when unknown */
@@ -197,7 +198,8 @@ typedef struct {
  * k_i = start + step * (i / group) (a float32 value, as torch's arange(...).float()):
  *   EXP_MUL:    exp(k_i * a) * m            (float32 steps; the multiply by m when m != 1)
  *   EXP_MULDIV: exp((k_i * a) / b)
- *   POW:        base ** (k_i / b), then 1 / that when recip
+ *   POW:        base ** (k_i / b) (or base ** (k_i * a) when a != 0: XLA divides by a
+ *               scalar as a multiply by its float32 reciprocal), then 1 / that when recip
  *   POW64:      (double) base ** (k_i / b), then 1 / that when recip (float64 out)
  * exp and pow of the backend (pow as torch computes it, on the backends with torch's
  * bits); POW64 uses the C library's pow on every backend. */

@@ -255,7 +255,7 @@ static void errors(void)
     sinpe_opts bad_path = opts_of("builtin", 99, 1);
     CHECK(sinpe_table(x, 3, 8, 10000.0, &bad_path) == SINPE_E_PATH);
     sinpe_opts bad_backend = opts_of("builtin", 0, 1);
-    bad_backend.backend = 5;
+    bad_backend.backend = sinpe_backend_count(); /* one past the last */
     CHECK(sinpe_table(x, 3, 8, 10000.0, &bad_backend) == SINPE_E_BACKEND);
     sinpe_opts bad_threads = opts_of("builtin", 0, 0);
     CHECK(sinpe_table(x, 3, 8, 10000.0, &bad_threads) == SINPE_E_THREADS);
@@ -319,7 +319,8 @@ static void errors(void)
         CHECK(strstr(msg, "symbol not found") != NULL);
         CHECK(!sinpe_backend_ready(b) && sinpe_backend_version(b)[0] == 0);
     }
-    CHECK(sinpe_backend_load(7, "x", NULL, 0) == SINPE_E_LOAD && !sinpe_backend_ready(7));
+    CHECK(sinpe_backend_load(sinpe_backend_count(), "x", NULL, 0) == SINPE_E_LOAD
+          && !sinpe_backend_ready(sinpe_backend_count()));
     CHECK(sinpe_backend_load(0, "x", NULL, 0) == SINPE_E_LOAD); /* builtin: nothing to load */
     CHECK(sinpe_backend_find("nonsense") == -1 && sinpe_backend_name(-1) == NULL);
     for (int s = 0; s <= SINPE_STATUS_COUNT; s++)

@@ -1,0 +1,239 @@
+/* The frameworks' backends: 'numpy', 'tensorflow', 'jax' and 'onnxruntime', each the float32
+ * exp, sin, cos and pow that framework runs on x86-64 CPUs, applied to the same operations
+ * (docs/backends.md).  The element functions are elem/fw_*.c and elem/glibcf.c; what this
+ * file adds is each framework's rule for which elements of an op's output take its C
+ * library instead of its vector kernel (a scalar tail at the end of the tensor):
+ *
+ *   numpy (NumPy 2.4): exp, sin, cos are NumPy's own SIMD loops (masked loads: no tail;
+ *     their large and infinite lanes call glibc, inside the model); pow is glibc's powf
+ *     (NumPy on AVX2; on AVX-512 NumPy calls SVML, which is not reproduced: the package
+ *     refuses pow there).
+ *   tensorflow (2.21): Eigen's psin/pcos/pexp under FTZ/DAZ; the last n % 8 elements of
+ *     each op's n are Eigen's scalar path, std::sin/cos/exp (glibc) under FTZ/DAZ (expf's
+ *     subnormal results flushed; sinf keeps a subnormal argument).  pow: Eigen's float pow is not reproduced (the package refuses it).
+ *   jax (0.10): XLA's exp (FTZ/DAZ), but an exp of 3 to 7, or 11 to 15, elements leaves
+ *     its last n % 8 to glibc; sin, cos: glibc's sinf/cosf; pow: glibc's powf under
+ *     FTZ/DAZ.
+ *   onnxruntime (1.32): MLAS exp for every element; sin, cos: Eigen without FTZ, the last
+ *     n % 4 elements through glibc; pow: glibc's powf.
+ *
+ * Every profile pins glibc's FMA variants (the x86-64-v3 machines the frameworks were
+ * measured on), so its bits are the same on any machine.
+ */
+#include "backends/backend.h"
+
+#include <string.h>
+
+#include "elem/bits.h"
+#include "elem/fwmath.h"
+#include "elem/glibcf.h"
+#include "elem/powf.h"
+
+#define FUSED 1
+
+static int fw_ready(void)
+{
+    return 1;
+}
+
+static int fw_check(const sinpe_bctx *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
+/* Subnormals to a zero of their sign (FTZ on results, DAZ on arguments). */
+static float flush(float x)
+{
+    uint32_t u = sinpe_f32_bits(x);
+    return (u & 0x7f800000u) == 0 ? sinpe_bits_f32(u & 0x80000000u) : x;
+}
+
+/* The first element of a tensor of len elements that takes the scalar tail of a vector
+ * loop of `width` lanes. */
+static int64_t tail_start(int64_t len, int width)
+{
+    return len - len % width;
+}
+
+typedef float (*vec_fn)(float x, int flag);
+typedef float (*lib_fn)(float x, int fused);
+
+/* out[i] = f(in[i]) for elements e0 .. e0+n-1 of a tensor of len elements, those at or past
+ * the tail's start by the C library; ftz: glibc run under FTZ/DAZ, which changes only
+ * expf's subnormal results (flushed): sinf returns a tiny argument untouched (a subnormal
+ * stays), cosf and expf of one give 1 (measured with TensorFlow 2.21 and jaxlib 0.10). */
+static void with_tail(vec_fn vec, int flag, lib_fn lib, int ftz, int width, int64_t len,
+                      int64_t e0, const float *in, float *out, size_t n)
+{
+    int64_t t = width > 1 ? tail_start(len, width) : len;
+    for (size_t i = 0; i < n; i++) {
+        float x = in[i];
+        if (e0 + (int64_t)i < t)
+            out[i] = vec(x, flag);
+        else
+            out[i] = ftz ? flush(lib(x, FUSED)) : lib(x, FUSED);
+    }
+}
+
+static void glibc_pow(const sinpe_bctx *ctx, float base, const float *y, float *out, int64_t e0,
+                      int64_t n)
+{
+    (void)ctx;
+    (void)e0;
+    for (int64_t i = 0; i < n; i++)
+        out[i] = sinpe_powf_glibc(base, y[i], FUSED);
+}
+
+/* ---- numpy ---------------------------------------------------------------------------- */
+
+static void numpy_exp(const sinpe_bctx *ctx, int64_t e0, const float *in, float *out, size_t n)
+{
+    (void)ctx;
+    (void)e0;
+    for (size_t i = 0; i < n; i++)
+        out[i] = sinpe_numpy_expf(in[i]);
+}
+
+static void numpy_sincos(const sinpe_bctx *ctx, int64_t e0, const float *a, float *s, float *c,
+                         size_t n)
+{
+    (void)ctx;
+    (void)e0;
+    for (size_t i = 0; i < n; i++) {
+        if (s)
+            s[i] = sinpe_numpy_sinf(a[i], FUSED);
+        if (c)
+            c[i] = sinpe_numpy_cosf(a[i], FUSED);
+    }
+}
+
+const sinpe_backend_ops sinpe_backend_numpy = {
+    .independent = 1,
+    .ready = fw_ready,
+    .check = fw_check,
+    .exp = numpy_exp,
+    .sincos = numpy_sincos,
+    .pow = glibc_pow,
+};
+
+/* ---- tensorflow ------------------------------------------------------------------------ */
+
+#define TF_WIDTH 8 /* Eigen's AVX float packet */
+
+static void tf_exp(const sinpe_bctx *ctx, int64_t e0, const float *in, float *out, size_t n)
+{
+    with_tail(sinpe_eigen_expf, 1, sinpe_glibc_expf, 1, TF_WIDTH, ctx->exp_len, e0, in, out, n);
+}
+
+static void tf_sincos(const sinpe_bctx *ctx, int64_t e0, const float *a, float *s, float *c,
+                      size_t n)
+{
+    if (s)
+        with_tail(sinpe_eigen_sinf, 1, sinpe_glibc_sinf, 0, TF_WIDTH, ctx->tensor_len, e0, a, s,
+                  n);
+    if (c)
+        with_tail(sinpe_eigen_cosf, 1, sinpe_glibc_cosf, 0, TF_WIDTH, ctx->tensor_len, e0, a, c,
+                  n);
+}
+
+static void tf_pow(const sinpe_bctx *ctx, float base, const float *y, float *out, int64_t e0,
+                   int64_t n)
+{
+    /* not reproduced (the package refuses it): glibc's, flushed, stands in */
+    (void)ctx;
+    (void)e0;
+    for (int64_t i = 0; i < n; i++)
+        out[i] = flush(sinpe_powf_glibc_ftz(base, y[i], FUSED));
+}
+
+const sinpe_backend_ops sinpe_backend_tensorflow = {
+    .independent = 0, /* an element's function depends on where it lies (the tail) */
+    .ready = fw_ready,
+    .check = fw_check,
+    .exp = tf_exp,
+    .sincos = tf_sincos,
+    .pow = tf_pow,
+};
+
+/* ---- jax ------------------------------------------------------------------------------- */
+
+static float xla_exp(float x, int flag)
+{
+    (void)flag;
+    return sinpe_xla_expf(x);
+}
+
+/* XLA's loop over an exp of fewer than 16 elements leaves the last n % 8 to glibc's expf
+ * when they are 3 to 7 (measured with jaxlib 0.10.2 at every length to 80 and at 127 to
+ * 4097: from 16 elements on, and for 1 or 2 left over, every element is XLA's). */
+static void jax_exp(const sinpe_bctx *ctx, int64_t e0, const float *in, float *out, size_t n)
+{
+    int64_t len = ctx->exp_len;
+    int64_t t = len < 16 && len % 8 >= 3 ? tail_start(len, 8) : len;
+    for (size_t i = 0; i < n; i++)
+        out[i] = e0 + (int64_t)i < t ? xla_exp(in[i], 0) : flush(sinpe_glibc_expf(in[i], FUSED));
+}
+
+static void jax_sincos(const sinpe_bctx *ctx, int64_t e0, const float *a, float *s, float *c,
+                       size_t n)
+{
+    (void)ctx;
+    (void)e0;
+    for (size_t i = 0; i < n; i++) {
+        if (s)
+            s[i] = sinpe_glibc_sinf(a[i], FUSED);
+        if (c)
+            c[i] = sinpe_glibc_cosf(a[i], FUSED);
+    }
+}
+
+static void jax_pow(const sinpe_bctx *ctx, float base, const float *y, float *out, int64_t e0,
+                    int64_t n)
+{
+    (void)ctx;
+    (void)e0;
+    for (int64_t i = 0; i < n; i++)
+        out[i] = sinpe_powf_glibc_ftz(base, y[i], FUSED);
+}
+
+const sinpe_backend_ops sinpe_backend_jax = {
+    .independent = 1,
+    .ready = fw_ready,
+    .check = fw_check,
+    .exp = jax_exp,
+    .sincos = jax_sincos,
+    .pow = jax_pow,
+};
+
+/* ---- onnxruntime ----------------------------------------------------------------------- */
+
+#define ORT_WIDTH 4 /* Eigen's SSE float packet */
+
+static void ort_exp(const sinpe_bctx *ctx, int64_t e0, const float *in, float *out, size_t n)
+{
+    (void)ctx;
+    (void)e0;
+    for (size_t i = 0; i < n; i++)
+        out[i] = sinpe_mlas_expf(in[i], FUSED);
+}
+
+static void ort_sincos(const sinpe_bctx *ctx, int64_t e0, const float *a, float *s, float *c,
+                       size_t n)
+{
+    if (s)
+        with_tail(sinpe_eigen_sinf, 0, sinpe_glibc_sinf, 0, ORT_WIDTH, ctx->tensor_len, e0, a, s,
+                  n);
+    if (c)
+        with_tail(sinpe_eigen_cosf, 0, sinpe_glibc_cosf, 0, ORT_WIDTH, ctx->tensor_len, e0, a, c,
+                  n);
+}
+
+const sinpe_backend_ops sinpe_backend_onnxruntime = {
+    .independent = 0, /* sin/cos: the tail */
+    .ready = fw_ready,
+    .check = fw_check,
+    .exp = ort_exp,
+    .sincos = ort_sincos,
+    .pow = glibc_pow,
+};

@@ -1,0 +1,184 @@
+"""The frameworks themselves, as oracles of sinpe's 'numpy', 'tensorflow', 'jax' and
+'onnxruntime' backends: each computation written with that framework's own ops, run eagerly
+(float32 throughout), as a user of the framework writes it.
+
+Imported by tests/numerics/test_numerics_frameworks_live.py (the opt-in `frameworks` marker)
+and by tools/fwrecord.py, which records their digests in tests/data/frameworks.json for the
+suite's every pass (tests/numerics/test_numerics_frameworks.py).  The frameworks are imported
+on first use only.
+"""
+import hashlib
+import math
+import os
+
+import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+FRAMEWORKS = ("numpy", "tensorflow", "jax", "onnxruntime")
+# the measured release of each (its sinpe profile)
+PROFILE = {"numpy": "numpy-2.4", "tensorflow": "tensorflow-2.21", "jax": "jax-0.10",
+           "onnxruntime": "onnxruntime-1.32"}
+FUNCS = ("exp", "sin", "cos")
+
+
+# ---- inputs -------------------------------------------------------------------------------
+
+def specials():
+    """Specials, subnormals, NaNs with payloads, thresholds and their neighbours."""
+    u = [0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000, 0x7F800001,
+         0xFF800001, 0x7FA00000, 0x7FC12345, 0xFFFFFFFF, 0x7FFFFFFF, 0x7F7FFFFF, 0xFF7FFFFF,
+         0x00800000, 0x80800000, 0x007FFFFF, 0x807FFFFF, 1, 0x80000001]
+    u += list(range(1, 0x800000, 65537)) + list(range(0x80000001, 0x80800000, 65521))
+    f = [0.5, 1, 2, 3, 10, 87, 88, 88.72, 88.7228, 88.723, 89, 100, 103.28, 103.97, 104,
+         1e4, 71476.0625, 117435.992, 1e5, 1e6, 1e10, 1e30, 3.14159265, 1.5707964, 0.78539816,
+         2.0 ** -12, 2.0 ** -126]
+    f32 = np.array(f, np.float32)
+    near = np.concatenate([f32, -f32]).view(np.uint32).astype(np.int64)
+    steps = (np.concatenate([near + d for d in range(-3, 4)]) & 0xFFFFFFFF).astype(np.uint32)
+    return np.concatenate([np.array(u, np.uint32), steps]).view(np.float32)
+
+
+def dense(k=4099, tail=5):
+    """Every k-th bit pattern, and `tail` more so that the length is not a multiple of 8."""
+    x = np.arange(0, 1 << 32, k, dtype=np.uint64).astype(np.uint32)
+    x = x[: x.size - x.size % 8 + tail] if x.size % 8 != tail else x
+    return x.view(np.float32)
+
+
+# ---- the frameworks ----------------------------------------------------------------------
+
+_MOD = {}
+
+
+def tf():
+    if "tf" not in _MOD:
+        import tensorflow
+        _MOD["tf"] = tensorflow
+    return _MOD["tf"]
+
+
+def jnp():
+    if "jnp" not in _MOD:
+        import jax
+        jax.config.update("jax_platforms", "cpu")
+        import jax.numpy
+        _MOD["jnp"] = jax.numpy
+    return _MOD["jnp"]
+
+
+def _ort_session(nodes, inputs, outputs, initializer=()):
+    import onnxruntime
+    from onnx import TensorProto, helper
+    g = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
+        initializer=list(initializer))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return onnxruntime.InferenceSession(m.SerializeToString(), onnxruntime.SessionOptions(),
+                                        providers=["CPUExecutionProvider"])
+
+
+def ort_map(func, x):
+    from onnx import helper
+    key = ("map", func)
+    if key not in _MOD:
+        _MOD[key] = _ort_session([helper.make_node(func.capitalize(), ["X"], ["Y"])],
+                                 [("X", ["n"])], [("Y", ["n"])])
+    return _MOD[key].run(None, {"X": np.ascontiguousarray(x, np.float32).reshape(-1)})[0] \
+        .reshape(np.shape(x))
+
+
+def elementwise(fw, func, x):
+    """func(x) by the framework's own op on a float32 array (any shape)."""
+    x = np.ascontiguousarray(x, np.float32)
+    if fw == "numpy":
+        with np.errstate(all="ignore"):
+            return getattr(np, func)(x)
+    if fw == "tensorflow":
+        return getattr(tf().math, func)(tf().constant(x)).numpy()
+    if fw == "jax":
+        return np.asarray(getattr(jnp(), func)(jnp().asarray(x)))
+    return ort_map(func, x)
+
+
+def table(fw, L, d, base=10000.0):
+    """The tutorial table (tests/reference.py's module) with the framework's ops:
+    div = exp(arange(0, d, 2) * (-log(base) / d)); angles = position * div;
+    pe[:, 0::2] = sin(angles), pe[:, 1::2] = cos(angles)."""
+    c = -math.log(base) / d
+    if fw == "numpy":
+        div = np.exp(np.arange(0, d, 2, dtype=np.float32) * np.float32(c))
+        ang = np.arange(L, dtype=np.float32)[:, None] * div
+        s, co = np.sin(ang), np.cos(ang)
+    elif fw == "tensorflow":
+        t = tf()
+        div = t.exp(t.range(0, d, 2, dtype=t.float32) * c)
+        ang = t.range(L, dtype=t.float32)[:, None] * div
+        s, co = t.sin(ang).numpy(), t.cos(ang).numpy()
+    elif fw == "jax":
+        j = jnp()
+        div = j.exp(j.arange(0, d, 2, dtype=j.float32) * c)
+        ang = j.arange(L, dtype=j.float32)[:, None] * div
+        s, co = np.asarray(j.sin(ang)), np.asarray(j.cos(ang))
+    else:
+        from onnx import helper, numpy_helper
+        key = ("table", d, base)
+        if key not in _MOD:
+            cc = numpy_helper.from_array(np.array(c, np.float32), "c")
+            nodes = [helper.make_node("Mul", ["k", "c"], ["e"]),
+                     helper.make_node("Exp", ["e"], ["div"]),
+                     helper.make_node("Mul", ["pos", "div"], ["ang"]),
+                     helper.make_node("Sin", ["ang"], ["s"]),
+                     helper.make_node("Cos", ["ang"], ["co"])]
+            _MOD[key] = _ort_session(nodes, [("k", ["h"]), ("pos", ["L", 1])],
+                                     [("s", ["L", "h"]), ("co", ["L", "h"])], [cc])
+        s, co = _MOD[key].run(None, {"k": np.arange(0, d, 2, dtype=np.float32),
+                                     "pos": np.arange(L, dtype=np.float32)[:, None]})
+    pe = np.zeros((L, d), np.float32)
+    pe[:, 0::2] = s
+    pe[:, 1::2] = co
+    return pe
+
+
+def t2t(length, channels, min_timescale=1.0, max_timescale=1.0e4, start_index=0):
+    """tensor2tensor's get_timing_signal_1d (layers/common_attention.py) run by TensorFlow."""
+    t = tf()
+    position = t.cast(t.range(length) + start_index, t.float32)
+    num_timescales = channels // 2
+    log_timescale_increment = (math.log(float(max_timescale) / float(min_timescale))
+                               / t.maximum(t.cast(num_timescales, t.float32) - 1, 1))
+    inv_timescales = min_timescale * t.exp(
+        t.cast(t.range(num_timescales), t.float32) * -log_timescale_increment)
+    scaled_time = t.expand_dims(position, 1) * t.expand_dims(inv_timescales, 0)
+    signal = t.concat([t.sin(scaled_time), t.cos(scaled_time)], axis=1)
+    signal = t.pad(signal, [[0, 0], [0, t.math.mod(channels, 2)]])
+    return t.reshape(signal, [1, length, channels]).numpy()
+
+
+def keras_hub(keras_backend, shape, max_wavelength=10000, start_index=0):
+    """keras-hub's SinePositionEncoding under a Keras backend, in a fresh process (Keras picks
+    its backend at import): the layer's output for zeros of `shape`."""
+    import subprocess
+    import sys
+    code = ("import numpy as np, keras_hub, json, sys\n"
+            f"x = np.zeros({tuple(shape)!r}, np.float32)\n"
+            f"y = keras_hub.layers.SinePositionEncoding(max_wavelength={max_wavelength!r})"
+            f"(x, start_index={start_index!r})\n"
+            "sys.stdout.buffer.write(np.asarray(y, np.float32).tobytes())\n")
+    env = dict(os.environ, KERAS_BACKEND=keras_backend)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, check=True)
+    return np.frombuffer(out.stdout, np.float32).reshape(shape)
+
+
+# ---- digests ------------------------------------------------------------------------------
+
+def digest(a):
+    return hashlib.sha256(np.ascontiguousarray(a, np.float32).view(np.uint32).tobytes()).hexdigest()
+
+
+# the tables recorded: shapes and bases with tails of every kind (n % 8, n % 4, d/2 % 8)
+TABLES = [(64, 512, 10000.0), (333, 98, 10000.0), (101, 36, 500.0), (1000, 130, 1.0e6),
+          (7, 6, 10000.0), (2047, 510, 10000.0)]

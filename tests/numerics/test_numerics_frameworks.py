@@ -1,0 +1,112 @@
+"""The frameworks' backends against the frameworks' own recorded results, in every pass.
+
+tests/data/frameworks.json holds what NumPy 2.4, TensorFlow 2.21, jaxlib 0.10 and ONNX Runtime
+1.32 computed on x86-64 (tools/fwrecord.py): exp, sin and cos over specials, subnormals and
+NaNs (bit patterns), a dense sample of every 4099th float32 bit pattern and the tutorial tables
+at a few shapes and bases (SHA-256 digests), tensor2tensor's timing signal under
+TensorFlow and keras-hub's SinePositionEncoding under JAX.  sinpe's 'numpy-2.4', 'tensorflow-2.21', 'jax-0.10' and 'onnxruntime-1.32' are
+portable C, so these hold on any machine: a changed bit fails here.  The live comparison with
+the installed frameworks is tests/numerics/test_numerics_frameworks_live.py (-m frameworks).
+"""
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import sinpe
+from sinpe import presets
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import framework_oracles as O  # noqa: E402
+from conftest import bits  # noqa: E402
+
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data",
+                    "frameworks.json")
+with open(DATA) as fh:
+    REC = json.load(fh)
+SPECIALS = np.array(REC["specials"], np.uint32).view(np.float32)
+
+
+def test_the_record_is_of_the_measured_releases():
+    v = REC["versions"]
+    assert v["numpy"].startswith("2.4.") and v["tensorflow-cpu"].startswith("2.21.")
+    assert v["jaxlib"].startswith("0.10.") and v["onnxruntime"].startswith("1.32.")
+    assert np.array_equal(bits(SPECIALS), bits(O.specials()))  # the same inputs as recorded
+
+
+@pytest.mark.parametrize("fw", O.FRAMEWORKS)
+@pytest.mark.parametrize("func", O.FUNCS)
+def test_elementwise_specials_bit_for_bit(fw, func):
+    want = np.array(REC["frameworks"][fw]["specials"][func], np.uint32)
+    for name in (O.PROFILE[fw], fw):
+        got = bits(sinpe.elementwise(func, SPECIALS, backend=name))
+        bad = np.nonzero(got != want)[0]
+        assert bad.size == 0, (name, func, [(hex(bits(SPECIALS)[i]), hex(want[i]), hex(got[i]))
+                                            for i in bad[:5]])
+
+
+@pytest.mark.parametrize("fw", O.FRAMEWORKS)
+@pytest.mark.parametrize("func", O.FUNCS)
+def test_elementwise_dense_sample_digest(fw, func):
+    got = sinpe.elementwise(func, O.dense(), backend=O.PROFILE[fw])
+    assert O.digest(got) == REC["frameworks"][fw]["dense"][func]
+
+
+@pytest.mark.parametrize("fw", O.FRAMEWORKS)
+@pytest.mark.parametrize("L,d,base", O.TABLES)
+def test_tutorial_table_digest(fw, L, d, base):
+    got = sinpe.positional_encoding(L, d, base, backend=O.PROFILE[fw])
+    assert O.digest(got) == REC["frameworks"][fw]["tables"][f"{L}x{d}@{base!r}"]
+
+
+@pytest.mark.parametrize("key", sorted(REC["tensor2tensor"]))
+def test_tensor2tensor_under_tensorflow_digest(key):
+    args = [float(v) if "." in v or "e" in v else int(v) for v in key.split(",")]
+    args[0], args[1], args[4] = int(args[0]), int(args[1]), int(args[4])
+    got = presets.tensor2tensor(*args, backend="tensorflow-2.21")
+    assert O.digest(got) == REC["tensor2tensor"][key]
+
+
+def test_the_frameworks_differ_from_each_other_and_from_builtin():
+    """The record tells the frameworks apart (a test that could not fail otherwise)."""
+    digests = {fw: REC["frameworks"][fw]["tables"]["64x512@10000.0"] for fw in O.FRAMEWORKS}
+    assert len(set(digests.values())) == 4
+    assert O.digest(sinpe.positional_encoding(64, 512, backend="builtin")) not in digests.values()
+
+
+def test_plain_names_mean_a_measured_profile_and_auto_never_picks_them():
+    from sinpe._backends import policy, records
+    for fw in O.FRAMEWORKS:
+        assert policy.resolve(fw)[0] == O.PROFILE[fw]
+        assert records.BY_NAME[fw].auto is None
+        assert O.PROFILE[fw] in policy.reproduces(fw)
+    assert policy.auto() not in O.FRAMEWORKS
+
+
+@pytest.mark.parametrize("backend", ["numpy", "tensorflow-2.21"])
+def test_pow_is_refused_where_not_reproduced(backend):
+    with pytest.raises(NotImplementedError, match=backend.split("-")[0]):
+        presets.keras_hub((1, 4, 8), backend=backend)
+
+
+@pytest.mark.parametrize("case", REC["keras_hub_jax"], ids=str)
+def test_keras_hub_under_jax_digest(case):
+    shape, wl, start, want = case
+    assert O.digest(presets.keras_hub(tuple(shape), wl, start, backend="jax")) == want
+
+
+def test_keras_hub_rotary_refuses_the_frameworks():
+    x = np.zeros((1, 4, 8), np.float32)
+    for fw in O.FRAMEWORKS:
+        with pytest.raises(NotImplementedError, match=fw):
+            presets.keras_hub_rotary(x, backend=fw)
+
+
+def test_add_pe_is_the_table_added():
+    x = np.random.default_rng(3).standard_normal((2, 37, 26)).astype(np.float32)
+    for fw in O.FRAMEWORKS:
+        pe = sinpe.positional_encoding(5000, 26, backend=fw)[:37]  # the tutorial's max_len
+        want = x + pe
+        assert np.array_equal(bits(sinpe.add_pe(x.copy(), backend=fw)), bits(want)), fw
