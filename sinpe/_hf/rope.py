@@ -322,14 +322,22 @@ def _emb(mt: str, inv: np.ndarray) -> np.ndarray:
     return np.concatenate([inv, inv])
 
 
+_COLS: Dict[int, np.ndarray] = {}
+
+
 def _cos_sin_table(pos: Optional[np.ndarray], shape: Tuple[int, ...], freq: np.ndarray,
                    scaling: float, opts: Dict[str, Any], dtype: Any, grid: bool = False
                    ) -> np.ndarray:
     """``emb.cos()`` then ``emb.sin()`` side by side, shape + (2 * len(freq),), in one job
     (scaled by attention_scaling in float32, then rounded to dtype)."""
     width = len(freq)
-    k = 4 * np.arange(width, dtype=np.int64)
-    col: Any = np.concatenate([k + COS, k + SIN])
+    col = _COLS.get(width)
+    if col is None:  # a pure function of the width: kept (read-only), as the frequencies are
+        k = 4 * np.arange(width, dtype=np.int64)
+        col = np.concatenate([k + COS, k + SIN])
+        col.flags.writeable = False
+        if len(_COLS) < 64:
+            _COLS[width] = col
     job = dict(opts, dtype=dtype if scaling == 1.0 else None)
     freq = np.ascontiguousarray(freq, F32)
     if pos is not None:
