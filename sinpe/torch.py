@@ -145,7 +145,7 @@ def _wrapped(t: torch.Tensor) -> bool:
 def _fast_ok(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
              same_dtype: bool) -> bool:
     ts = (q, k, cos, sin)
-    if not all(isinstance(t, torch.Tensor) for t in ts) or any(t.device.type != "cpu" for t in ts):
+    if not all(isinstance(t, torch.Tensor) for t in ts) or not all(t.is_cpu for t in ts):
         return False
     if torch.is_grad_enabled() and any(t.requires_grad for t in ts):
         return False
