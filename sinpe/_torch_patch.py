@@ -35,10 +35,8 @@ import textwrap
 import types
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
-import numpy as np
 import torch
 
-from ._backends.policy import torch_kernels
 
 __all__ = ["patch", "unpatch", "patched", "hf_rope", "FORMS"]
 
@@ -50,34 +48,9 @@ _Pair = Tuple[torch.Tensor, torch.Tensor]
 _ATTR = "_sinpe_patch"
 
 
-# ---- hf_rope as torch tensors -----------------------------------------------------------------
+# ---- hf_rope as torch tensors: sinpe/_torch_ops.py (an operator under torch.compile) --------
 
-def _to_torch(a: np.ndarray, device: Any) -> torch.Tensor:
-    """A NumPy table (float32, float16, or ml_dtypes bfloat16) as a torch tensor (no copy on
-    the CPU), copied to device when it is not the CPU."""
-    if a.dtype.name == "bfloat16":
-        t = torch.from_numpy(np.ascontiguousarray(a).view(np.int16)).view(torch.bfloat16)
-    else:
-        t = torch.from_numpy(np.ascontiguousarray(a))
-    return t if torch.device(device).type == "cpu" else t.to(device)
-
-
-def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any = None,
-            layer_type: Optional[str] = None, backend: Optional[str] = None) -> "_Pair":
-    """:func:`sinpe.presets.hf_rope` with torch tensors out: ``(cos, sin)`` in ``dtype`` (a
-    torch dtype or any spelling sinpe takes; torch.bfloat16 included) on position_ids' device
-    (the tables are computed on the CPU and copied when the device differs).  backend None:
-    the kernels of the torch in this process (what the model computes); ``'builtin'``:
-    correctly rounded tables."""
-    if isinstance(dtype, torch.dtype):
-        dtype = str(dtype).replace("torch.", "")
-    device = position_ids.device if isinstance(position_ids, torch.Tensor) else \
-        torch.device("cpu")
-    from .presets import hf_rope as np_hf_rope
-    cos, sin = np_hf_rope(config, position_ids, inv_freq=inv_freq, dtype=dtype,
-                          layer_type=layer_type,
-                          backend=torch_kernels() if backend is None else backend)
-    return _to_torch(cos, device), _to_torch(sin, device)
+from ._torch_ops import hf_rope  # noqa: E402
 
 
 # ---- recognising the modeling module's rotation functions --------------------------------------
@@ -207,6 +180,9 @@ class _Router:
         if self.overrides:
             ng = dict(g)
             ng.update(self.overrides)
+            # no __name__: torch.compile reads a function's globals through sys.modules[__name__]
+            # (the unpatched module) when the globals name a module; unnamed, it reads ng itself
+            ng.pop("__name__", None)
             # module-level helpers calling a routed function get copies reading ng
             changed = True
             done: Set[str] = set()
@@ -256,6 +232,7 @@ def _rebuild(fn: types.FunctionType, ng: Dict[str, Any], g: Dict[str, Any]) -> A
     new.__kwdefaults__ = fn.__kwdefaults__
     new.__dict__.update(fn.__dict__)
     new.__qualname__ = fn.__qualname__
+    new.__module__ = fn.__module__  # ng has no __name__ to take it from
     if new_inner is not None:
         setattr(new, "__wrapped__", new_inner)
     return new

@@ -416,3 +416,14 @@ _FORMS.update({f.__name__: f for f in (
 __all__ += ["patch", "unpatch", "patched", "hf_rope", "apply_rotary_pos_emb_half",
             "apply_rotary_pos_emb_float32", "apply_rotary_pos_emb_glm_float32",
             "apply_rotary_pos_emb_single"]
+
+# ---- the public names as torch custom operators (sinpe/_torch_ops.py) -------------------------
+# Each form above becomes torch.ops.sinpe.<name> (fake kernel, autograd) behind its public name,
+# so torch.compile(fullgraph=True) traces it as one node; sinpe.torch.patch routes to these too.
+
+from ._torch_ops import (OPERATORS, publish as _publish, add_pe, to_torch,  # noqa: E402
+                         preset)
+
+_FORMS.update(_publish(_FORMS))
+globals().update(_FORMS)
+__all__ += ["add_pe", "to_torch", "preset", "OPERATORS"]

@@ -116,7 +116,27 @@ static int zeroinfnan(uint32_t ix)
     return 2 * ix - 1 >= 2u * 0x7f800000u - 1;
 }
 
-float sinpe_powf_glibc(float x, float y, int fused)
+/* x + y when one is a NaN, as glibc's x86-64 build returns it: the first operand's NaN,
+ * quieted, when both are (written out: a compiler may swap the operands of a sum). */
+static float nan_sum(float x, float y)
+{
+    uint32_t ix = sinpe_f32_bits(x);
+    if (2 * ix > 2u * 0x7f800000u)
+        return sinpe_bits_f32(ix | 0x00400000u);
+    return sinpe_bits_f32(sinpe_f32_bits(y) | 0x00400000u);
+}
+
+/* Subnormal to signed zero (MXCSR's FTZ on a result, DAZ on an operand). */
+static float flush_subnormal(float v)
+{
+    uint32_t u = sinpe_f32_bits(v);
+    return (u & 0x7f800000u) == 0 ? sinpe_bits_f32(u & 0x80000000u) : v;
+}
+
+/* glibc's powf; ftz: as it runs under FTZ and DAZ (XLA's threads): its float operations see
+ * subnormal operands as zero (so a subnormal x normalizes to garbage bits, as there) and
+ * flush subnormal results. */
+static float powf_glibc(float x, float y, int fused, int ftz)
 {
     uint64_t sign_bias = 0;
     uint32_t ix = sinpe_f32_bits(x), iy = sinpe_f32_bits(y);
@@ -124,11 +144,11 @@ float sinpe_powf_glibc(float x, float y, int fused)
         /* x < 2^-126, inf or nan; or y is 0, inf or nan (glibc's special cases) */
         if (zeroinfnan(iy)) {
             if (2 * iy == 0)
-                return (ix & 0x7fc00000u) == 0x7f800000u && (ix & 0x3fffffu) ? x + y : 1.0f;
+                return (ix & 0x7fc00000u) == 0x7f800000u && (ix & 0x3fffffu) ? nan_sum(x, y) : 1.0f;
             if (ix == 0x3f800000u)
-                return (iy & 0x7fc00000u) == 0x7f800000u && (iy & 0x3fffffu) ? x + y : 1.0f;
+                return (iy & 0x7fc00000u) == 0x7f800000u && (iy & 0x3fffffu) ? nan_sum(x, y) : 1.0f;
             if (2 * ix > 2u * 0x7f800000u || 2 * iy > 2u * 0x7f800000u)
-                return x + y;
+                return nan_sum(x, y);
             if (2 * ix == 2 * 0x3f800000u)
                 return 1.0f;
             if ((2 * ix < 2 * 0x3f800000u) == !(iy & 0x80000000u))
@@ -150,13 +170,13 @@ float sinpe_powf_glibc(float x, float y, int fused)
             ix &= 0x7fffffffu;
         }
         if (ix < 0x00800000u) { /* normalize a subnormal x */
-            ix = sinpe_f32_bits(x * 0x1p23f);
+            ix = sinpe_f32_bits(ftz ? 0.0f : x * 0x1p23f);
             ix &= 0x7fffffffu;
             ix -= 23u << 23;
         }
     }
     double logx = log2_inline(ix, fused);
-    double ylogx = (double)y * logx;
+    double ylogx = (double)(ftz ? flush_subnormal(y) : y) * logx;
     if ((sinpe_asuint64(ylogx) >> 47 & 0xffff) >= sinpe_asuint64(126.0) >> 47) {
         /* |y log2(x)| >= 126: glibc's overflow and underflow rules (WANT_ROUNDING and
          * WANT_ERRNO builds) */
@@ -169,9 +189,20 @@ float sinpe_powf_glibc(float x, float y, int fused)
         if (ylogx <= -150.0)
             return sign_bias ? -0.0f : 0.0f;
         if (ylogx < -149.0) /* __math_may_uflowf: 0x1.4p-75 squared */
-            return sign_bias ? -0x1p-149f : 0x1p-149f;
+            return ftz ? (sign_bias ? -0.0f : 0.0f) : sign_bias ? -0x1p-149f : 0x1p-149f;
     }
-    return exp2_inline(ylogx, sign_bias, fused);
+    float r = exp2_inline(ylogx, sign_bias, fused);
+    return ftz ? flush_subnormal(r) : r;
+}
+
+float sinpe_powf_glibc(float x, float y, int fused)
+{
+    return powf_glibc(x, y, fused, 0);
+}
+
+float sinpe_powf_glibc_ftz(float x, float y, int fused)
+{
+    return powf_glibc(x, y, fused, 1);
 }
 
 int sinpe_glibc_powf_fused(void)

@@ -6,6 +6,8 @@
 
 /* glibc's powf (since 2.28), with its multiply-adds fused or not. */
 float sinpe_powf_glibc(float x, float y, int fused);
+/* The same under FTZ and DAZ (JAX's jnp.power on x86-64). */
+float sinpe_powf_glibc_ftz(float x, float y, int fused);
 /* Whether this platform's glibc runs its fused form (x86-64 with FMA and AVX2, AArch64). */
 int sinpe_glibc_powf_fused(void);
 

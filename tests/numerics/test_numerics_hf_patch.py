@@ -129,6 +129,36 @@ def test_refused_family_left_as_it_was():
         assert set(m.__dict__) == set(before[id(m)])
 
 
+@pytest.mark.parametrize("family,dtype,form", [
+    ("llama", torch.float32, "apply_rotary_pos_emb"),
+    ("gpt_oss", torch.bfloat16, "apply_rotary_pos_emb_half")])
+def test_patched_model_compiles_fullgraph(family, dtype, form):
+    """A patched tiny model under torch.compile(fullgraph=True): no graph break, sinpe's
+    hf_rope and rotation are nodes of the one graph, and the compiled logits are the eager
+    ones, bit for bit, with the graph run by torch's eager kernels (inductor may change the
+    bits of the matmuls and softmax around sinpe's operators, not theirs)."""
+    import sinpe.torch as st
+    from torch._dynamo.utils import counters
+    model = st.patch(_tiny(family)).to(dtype)
+    assert any(r["kind"] == "rotation" for r in st.patched(model))
+    ids = H.inputs(model)
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    torch._dynamo.reset()
+    counters.clear()
+    with torch.no_grad():
+        want = H.output(model, ids)
+        got = torch.compile(lambda i: model(i).logits, fullgraph=True, backend=backend)(ids)
+    assert not counters["graph_break"] and len(graphs) == 1
+    targets = {str(n.target) for n in graphs[0].graph.nodes if n.op == "call_function"}
+    assert {"sinpe.hf_rope.default", f"sinpe.{form}.default"} <= targets, targets
+    assert H.ndiff(want, got) == 0
+
+
 def test_patch_rejects_non_module():
     import sinpe.torch as st
     with pytest.raises(TypeError, match="model"):

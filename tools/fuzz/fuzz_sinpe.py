@@ -260,8 +260,8 @@ def diff_report(got, want, x0=None, n=6):
 def close(got, want, exact, ulps=2, scale=1.0):
     """Bit for bit (exact), or within ulps units of the result's type scaled by `scale`
     (angle_scale: how far the angle may move)."""
-    g = np.asarray(got)
-    w = np.asarray(want)
+    g = np.ascontiguousarray(got)  # (a strided out=: its elements, packed, to view as bytes)
+    w = np.ascontiguousarray(want)
     if g.shape != w.shape or g.dtype != w.dtype:
         return False
     if exact:

@@ -1,0 +1,28 @@
+/* The frameworks' float32 element functions on x86-64 (element layer, pure C):
+ * elem/fw_numpy.c, elem/fw_eigen.c, elem/fw_mlas.c, elem/fw_xla.c.  Each computes one
+ * element exactly as that framework's vector kernel does (every lane independent of the
+ * others); which elements of a tensor a framework sends to its C library instead (its
+ * scalar tail) is the backend's rule, not the element function's. */
+#ifndef SINPE_ELEM_FWMATH_H
+#define SINPE_ELEM_FWMATH_H
+
+/* NumPy 2.x float32 ufuncs on AVX2+FMA3 or AVX-512 CPUs.  `fused`: whether the process's
+ * glibc runs its FMA variants (NumPy's large and infinite lanes call sinf/cosf). */
+float sinpe_numpy_sinf(float x, int fused);
+float sinpe_numpy_cosf(float x, int fused);
+float sinpe_numpy_expf(float x);
+
+/* Eigen's psin/pcos/pexp for float packets without FMA (TensorFlow's AVX build, ONNX
+ * Runtime's SSE build), `ftz`: flush-to-zero and denormals-are-zero (TensorFlow). */
+float sinpe_eigen_sinf(float x, int ftz);
+float sinpe_eigen_cosf(float x, int ftz);
+float sinpe_eigen_expf(float x, int ftz);
+
+/* ONNX Runtime's MLAS exp (MlasComputeExpVector); `fused` on FMA3 CPUs. */
+float sinpe_mlas_expf(float x, int fused);
+
+/* XLA's CPU exp as jaxlib 0.10 emits it (every multiply-add fused, flush-to-zero and
+ * denormals-are-zero). */
+float sinpe_xla_expf(float x);
+
+#endif
