@@ -203,6 +203,9 @@ def _rotate_into(q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor,
     if lq is None or lk is None:
         return None
     opts = _core_opts()
+    # grad mode off (checked by _fast_ok) with inputs that require grad, as a custom op's
+    # kernel runs: the values are read as they are (torch's export refuses such tensors)
+    q, k, cos, sin = _plain(q), _plain(k), _plain(cos), _plain(sin)
     if inplace:
         qe, ke, q, k = q, k, None, None
     else:
@@ -222,6 +225,10 @@ def _rotate_into(q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor,
         c, s = _table(cos, ud, nd, shape, *lk), _table(sin, ud, nd, shape, *lk)
         _sinpe.rope(opts, ke, c, s, lk[0], lk[1], pairs, k, None, None)
     return qe, ke
+
+
+def _plain(t: Any) -> Any:
+    return t.detach() if t is not None and t.requires_grad else t
 
 
 def _core_opts() -> Any:

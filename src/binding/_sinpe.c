@@ -355,33 +355,9 @@ static const char *const ROPE_KW[] = KEYWORDS(ROPE_PARAMS);
 
 PyDoc_STRVAR(rope_doc,
 SIGNATURE("rope", ROPE_PARAMS)
-"Rotates x in place (a ROPE job) by tables cos and sin of shape (tables, x.shape[seq_axis],\n"
-"rot): NumPy arrays or DLPack exporters of float32, float16 or bfloat16, read in place\n"
-"at their strides (anything else: copied to float32).  src (None: x itself) is read instead\n"
-"of x; x2 (None: none) is rotated by the same tables in the same job, read from src2 (None:\n"
-"x2 itself).  Returns x.\n");
-
-/* A rope table, read where it is (an array or a DLPack exporter), or as a float32 copy. */
-static int rope_table(call *c, PyObject *o, const char *what, sinpe_array *v)
-{
-    if (PyArray_Check(o) || (!PyObject_CheckBuffer(o) && PyObject_HasAttrString(o, "__dlpack__")))
-        return view_get(c, 1, o, what, v);
-    return float_array(c, o, what, v);
-}
-
-/* An optional array of the job (None: data NULL), read or written in place. */
-static int rope_array(call *c, PyObject *o, const char *what, sinpe_array *v)
-{
-    memset(v, 0, sizeof *v);
-    if (o == Py_None)
-        return 0;
-    if (!PyArray_Check(o) && !PyObject_HasAttrString(o, "__dlpack__")) {
-        PyErr_Format(PyExc_TypeError, "%s must be an ndarray or a DLPack exporter (a torch "
-                     "tensor), got %s", what, Py_TYPE(o)->tp_name);
-        return -1;
-    }
-    return view_get(c, 1, o, what, v);
-}
+"Rotates x in place (a ROPE job) by tables cos, sin (tables, x.shape[seq_axis], rot), read\n"
+"in place in their dtype and strides (arrays, DLPack exporters; else float32 copies); src\n"
+"(None: x) is read; x2 (None: none) is rotated too, from src2 (None: x2).  Returns x.\n");
 
 static PyObject *py_rope(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                          PyObject *kwnames)
@@ -404,11 +380,11 @@ static PyObject *py_rope(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     j->rope.pairs = pairs;
     j->rope.second = a.p.x2 != Py_None;
     if (to_opts(o_opts, &c) < 0 || view_get(&c, 0, x, "x", &j->dst) < 0
-        || rope_table(&c, cos, "cos", &j->rope.cos) < 0
-        || rope_table(&c, sin, "sin", &j->rope.sin) < 0
-        || rope_array(&c, a.p.src, "src", &j->rope.src) < 0
-        || rope_array(&c, a.p.x2, "x2", &j->rope.dst2) < 0
-        || rope_array(&c, a.p.src2, "src2", &j->rope.src2) < 0) {
+        || rope_view(&c, cos, "cos", &j->rope.cos, 0) < 0
+        || rope_view(&c, sin, "sin", &j->rope.sin, 0) < 0
+        || rope_view(&c, a.p.src, "src", &j->rope.src, 1) < 0
+        || rope_view(&c, a.p.x2, "x2", &j->rope.dst2, 1) < 0
+        || rope_view(&c, a.p.src2, "src2", &j->rope.src2, 1) < 0) {
         call_clear(&c);
         return NULL;
     }
