@@ -173,8 +173,8 @@ def _cu(t: torch.Tensor, ud: int) -> Tuple[int, ...]:
     return sh[:ud] + (1,) + sh[ud:]
 
 
-def _table(t: torch.Tensor, ud: int, nd: int, shape: Tuple[int, int, int], sd: int,
-           ba: int) -> torch.Tensor:
+def _rope_table(t: torch.Tensor, ud: int, nd: int, shape: Tuple[int, int, int], sd: int,
+                ba: int) -> torch.Tensor:
     """t, unsqueezed at ud and right-aligned against an x of nd axes, as the core's table of
     shape (tables, seq, rot): x's batch axis ba (-1: none) and seq axis sd; a view (no copy,
     in t's dtype), t itself when its layout is already that."""
@@ -206,24 +206,22 @@ def _rotate_into(q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor,
     # grad mode off (checked by _fast_ok) with inputs that require grad, as a custom op's
     # kernel runs: the values are read as they are (torch's export refuses such tensors)
     q, k, cos, sin = _plain(q), _plain(k), _plain(cos), _plain(sin)
-    if inplace:
-        qe, ke, q, k = q, k, None, None
-    else:
-        qe = torch.empty_like(q)
-        ke = None if k is None else torch.empty_like(k)
+    qe = q if inplace else torch.empty_like(q)
+    ke = k if inplace or k is None else torch.empty_like(k)
+    src_q, src_k = (None, None) if inplace else (q, k)
     nd = qe.dim()
     if qe.numel():
         shape = (qe.shape[lq[1]] if lq[1] >= 0 else 1, qe.shape[lq[0]], r)
-        c, s = _table(cos, ud, nd, shape, *lq), _table(sin, ud, nd, shape, *lq)
+        c, s = _rope_table(cos, ud, nd, shape, *lq), _rope_table(sin, ud, nd, shape, *lq)
         if ke is not None and lk == lq and ke.shape[lq[0]] == shape[1] and ke.numel():
-            _sinpe.rope(opts, qe, c, s, lq[0], lq[1], pairs, q, ke, k)
+            _sinpe.rope(opts, qe, c, s, lq[0], lq[1], pairs, src_q, ke, src_k)
             return qe, ke
-        _sinpe.rope(opts, qe, c, s, lq[0], lq[1], pairs, q, None, None)
+        _sinpe.rope(opts, qe, c, s, lq[0], lq[1], pairs, src_q, None, None)
     if ke is not None and ke.numel():
         nd = ke.dim()
         shape = (ke.shape[lk[1]] if lk[1] >= 0 else 1, ke.shape[lk[0]], r)
-        c, s = _table(cos, ud, nd, shape, *lk), _table(sin, ud, nd, shape, *lk)
-        _sinpe.rope(opts, ke, c, s, lk[0], lk[1], pairs, k, None, None)
+        c, s = _rope_table(cos, ud, nd, shape, *lk), _rope_table(sin, ud, nd, shape, *lk)
+        _sinpe.rope(opts, ke, c, s, lk[0], lk[1], pairs, src_k, None, None)
     return qe, ke
 
 
@@ -409,7 +407,8 @@ def _single(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
     if ud is not None and _fast_ok(x, x, cos, sin, True):
         out = _rotate_into(x, None, cos, sin, ud, False)
         if out is not None:
-            return out[0]
+            xe: torch.Tensor = out[0]
+            return xe
     c, s = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
     return (x * c) + (_hf_rotate_half(x) * s)
 

@@ -331,7 +331,7 @@ def _cos_sin_table(pos: Optional[np.ndarray], shape: Tuple[int, ...], freq: np.n
     """``emb.cos()`` then ``emb.sin()`` side by side, shape + (2 * len(freq),), in one job
     (scaled by attention_scaling in float32, then rounded to dtype)."""
     width = len(freq)
-    col = _COLS.get(width)
+    col: Any = _COLS.get(width)
     if col is None:  # a pure function of the width: kept (read-only), as the frequencies are
         k = 4 * np.arange(width, dtype=np.int64)
         col = np.concatenate([k + COS, k + SIN])
