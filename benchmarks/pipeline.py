@@ -271,6 +271,66 @@ def hf_rows(shapes, repeats):
                   f"{ratio('hf_rope vs rotary forward ' + name, t['hr'] / t['sr'])} |")
 
 
+def decode_rows(repeats, misses):
+    """Issue 23's RoPE targets: sinpe.torch.apply_rotary_pos_emb against transformers' function
+    at the decode step (one token, q B x 32 x 1 x 128, k 8 heads: grouped-query attention, B
+    1-16) and at prefill (q 2 x 16 x 256 x 64, k 4 heads), cos/sin as LlamaRotaryEmbedding
+    returns them (x's dtype); sinpe.presets.hf_rope against the module's forward at 1 and 300
+    positions (the default rope, and llama3).  Each ratio < 1 is a miss, named at the end."""
+    from transformers import LlamaConfig
+    from transformers.models.llama import modeling_llama as ml
+    import sinpe.torch as st
+    from sinpe.presets import hf_rope
+    print("\n## apply_rotary_pos_emb at decode and prefill (µs): sinpe.torch's against "
+          "transformers' function (cos/sin from LlamaRotaryEmbedding, in x's dtype)\n")
+    print("| q | k heads | dtype | sinpe | HF | HF/sinpe |")
+    print("|---|---|---|---|---|---|")
+    cases = [((B, 32, 1, 128), 8, 300) for B in (1, 2, 4, 8, 16)] + [((2, 16, 256, 64), 4, 0)]
+    for (B, H, L, hd), kh, at in cases:
+        cfg = LlamaConfig(hidden_size=H * hd, num_attention_heads=H, num_key_value_heads=kh,
+                          head_dim=hd, max_position_embeddings=4096)
+        rope = ml.LlamaRotaryEmbedding(cfg)
+        pos_ids = (at + torch.arange(L))[None].expand(B, -1)
+        for dt in (torch.float32, torch.float16, torch.bfloat16):
+            q = torch.randn(B, H, L, hd).to(dt)
+            k = torch.randn(B, kh, L, hd).to(dt)
+            with torch.no_grad():
+                cos, sin = rope(q, pos_ids)
+                t = interleaved({"s": lambda: st.apply_rotary_pos_emb(q, k, cos, sin),
+                                 "h": lambda: ml.apply_rotary_pos_emb(q, k, cos, sin)}, repeats)
+            r = t["h"] / t["s"]
+            name = f"apply_rotary_pos_emb q {B}x{H}x{L}x{hd} k {kh} heads {str(dt).split('.')[1]}"
+            if r < 1.0:
+                misses.append((name, r))
+            print(f"| {B} x {H} x {L} x {hd} | {kh} | {str(dt).split('.')[1]} | {us(t['s'])} | "
+                  f"{us(t['h'])} | {r:.2f} |")
+    print("\n## hf_rope against the rotary module's forward (µs), (1, n) positions, the decode "
+          "step's n = 1 at position 300 and a prompt's n = 300\n")
+    print("| rope | positions | dtype | sinpe hf_rope | module forward | module/sinpe |")
+    print("|---|---|---|---|---|---|")
+    ropes = {"default": {"rope_type": "default", "rope_theta": 500000.0},
+             "llama3": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+                        "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                        "original_max_position_embeddings": 8192}}
+    for kind, rp in ropes.items():
+        cfg = LlamaConfig(hidden_size=4096, num_attention_heads=32, num_key_value_heads=8,
+                          head_dim=128, max_position_embeddings=16384, rope_parameters=rp)
+        rope = ml.LlamaRotaryEmbedding(cfg)
+        for n in (1, 300):
+            pos_ids = (torch.arange(n) + (300 if n == 1 else 0))[None]
+            for dt in (torch.float32, torch.bfloat16):
+                x = torch.zeros(1, dtype=dt)
+                with torch.no_grad():
+                    t = interleaved({"s": lambda: hf_rope(cfg, pos_ids, dtype=dt),
+                                     "h": lambda: rope(x, pos_ids)}, repeats)
+                r = t["h"] / t["s"]
+                name = f"hf_rope {kind} {n} positions {str(dt).split('.')[1]}"
+                if r < 1.0:
+                    misses.append((name, r))
+                print(f"| {kind} | {n} | {str(dt).split('.')[1]} | {us(t['s'])} | {us(t['h'])} | "
+                      f"{r:.2f} |")
+
+
 def numpy_view(t):
     if t.dtype == torch.bfloat16:
         import ml_dtypes
@@ -293,6 +353,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="a few shapes (a smoke run)")
     ap.add_argument("--compile", action="store_true", help="also torch.compile of HF's eager rope")
+    ap.add_argument("--decode", action="store_true",
+                    help="only the RoPE rows of issue 23 (decode step, prefill, hf_rope)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     sinpe.set_threads(a.threads)
@@ -316,6 +378,13 @@ def main():
         # the decode step (one token, k with H / 4 heads) and the rotary module at 300
         decode = [(1, 32, 1, 128), (4, 32, 1, 128), (8, 32, 1, 128), (16, 32, 1, 128),
                   (1, 32, 300, 128), (2, 16, 256, 64)]
+    if a.decode:
+        misses = []
+        decode_rows(a.repeats, misses)
+        print("\nmisses (ratio < 1):" if misses else "\nno misses")
+        for name, r in misses:
+            print(f"MISS {name}: {r:.2f}")
+        return
     add_rows(shapes, a.repeats)
     held_rows(held, a.repeats)
     packed_rows(packed, a.repeats)

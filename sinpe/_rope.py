@@ -60,7 +60,8 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
                               not _is_float32(x))
     else:
         c, s_ = _rope_tables(opts, shape, sd, seq, d, positions, base, layout, offset, rot_dim)
-    _sinpe.rope(opts["core"], x, c, s_, sd, 0 if c.shape[0] > 1 else -1, layout == "pairs")
+    _sinpe.rope(opts["core"], x, c, s_, sd, 0 if c.shape[0] > 1 else -1, layout == "pairs",
+                None, None, None)
     if tensor:
         _dtypes.bump_version(x)
     return x

@@ -35,8 +35,11 @@ from typing import Any, Optional, Tuple
 import torch
 from torch import nn
 
+from . import _sinpe
+from ._backends import policy as _policy
 from ._backends.policy import torch_kernels
 from ._api import positional_encoding
+from ._jobs import check_opts as _check_opts
 
 __all__ = ["SinusoidalPositionalEncoding", "apply_rotary_pos_emb",
            "apply_rotary_pos_emb_interleave", "apply_rotary_pos_emb_glm",
@@ -131,21 +134,6 @@ def _layout(x: torch.Tensor, cu_shape: Tuple[int, ...], r: int) -> Optional[Tupl
     return (rows[-1], rows[0] if len(rows) == 2 else -1)
 
 
-def _tables(t: torch.Tensor, cu_shape: Tuple[int, ...], nd: int, seq: int,
-            batch: int) -> Any:
-    """cos (or sin) unsqueezed to cu_shape as the core's float32 table (tables, seq, rot)."""
-    import numpy as np
-    v = t.detach().reshape(cu_shape)
-    v = v.reshape((1,) * (nd - v.dim()) + tuple(v.shape))
-    idx = tuple(slice(None) if a in (seq, batch) else 0 for a in range(nd - 1))
-    v = v[idx + (slice(None),)]  # the kept axes, in x's order
-    if batch >= 0 and batch > seq:
-        v = v.transpose(0, 1)
-    if batch < 0:
-        v = v.reshape(1, -1, v.shape[-1])
-    return np.ascontiguousarray(v.float().contiguous().numpy(), dtype=np.float32)
-
-
 def _wrapped(t: torch.Tensor) -> bool:
     """A tensor whose memory is not a plain strided CPU array: nested, sparse, or one of
     torch's function transforms' wrappers (vmap's batched tensors, grad's, functionalized)."""
@@ -157,7 +145,7 @@ def _wrapped(t: torch.Tensor) -> bool:
 def _fast_ok(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
              same_dtype: bool) -> bool:
     ts = (q, k, cos, sin)
-    if not all(isinstance(t, torch.Tensor) for t in ts) or any(t.device.type != "cpu" for t in ts):
+    if not all(isinstance(t, torch.Tensor) for t in ts) or not all(t.is_cpu for t in ts):
         return False
     if torch.is_grad_enabled() and any(t.requires_grad for t in ts):
         return False
@@ -169,32 +157,80 @@ def _fast_ok(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Ten
     return not (same_dtype and cos.dtype != q.dtype)  # else torch promotes the products
 
 
-def _rotate(x: torch.Tensor, cu_shape: Tuple[int, ...], cos: torch.Tensor, sin: torch.Tensor,
-            pairs: bool, memo: Optional[dict] = None) -> bool:
-    """Rotate x (a fresh tensor) in place; False when its layout does not fit the core.
-    memo: the tables already made in this call (q and k share them), by layout."""
-    from . import _sinpe
-    from ._jobs import _opts
-    lay = _layout(x, cu_shape, cu_shape[-1])
-    if lay is None:
-        return False
-    if not x.numel():
-        return True  # nothing to rotate (an empty sequence): the clone is the result
-    sd, ba = lay
-    nd = x.dim()
-    key = (nd, sd, ba)
-    if memo is not None and key in memo:
-        c, s = memo[key]
-    else:
-        c, s = _tables(cos, cu_shape, nd, sd, ba), _tables(sin, cu_shape, nd, sd, ba)
-        if memo is not None:
-            memo[key] = c, s
-    _sinpe.rope(_opts(None, None, None, None, None)["core"], x, c, s, sd, ba, pairs)
-    return True
+def _ud(t: torch.Tensor, unsqueeze_dim: Any) -> Optional[int]:
+    """unsqueeze_dim as a non-negative axis of t.unsqueeze's result, or None where torch's own
+    unsqueeze would refuse it (the torch ops then raise its error)."""
+    if type(unsqueeze_dim) is not int:
+        return None
+    n = t.dim() + 1
+    return unsqueeze_dim + n if -n <= unsqueeze_dim < 0 else unsqueeze_dim if unsqueeze_dim < n \
+        else None
 
 
-def _unsqueezed(cos: torch.Tensor, unsqueeze_dim: int) -> Tuple[int, ...]:
-    return tuple(cos.unsqueeze(unsqueeze_dim).shape)  # torch's own checks of unsqueeze_dim
+def _cu(t: torch.Tensor, ud: int) -> Tuple[int, ...]:
+    """t's shape unsqueezed at ud (no tensor made)."""
+    sh = tuple(t.shape)
+    return sh[:ud] + (1,) + sh[ud:]
+
+
+def _rope_table(t: torch.Tensor, ud: int, nd: int, shape: Tuple[int, int, int], sd: int,
+                ba: int) -> torch.Tensor:
+    """t, unsqueezed at ud and right-aligned against an x of nd axes, as the core's table of
+    shape (tables, seq, rot): x's batch axis ba (-1: none) and seq axis sd; a view (no copy,
+    in t's dtype), t itself when its layout is already that."""
+    st = list(t.stride())
+    st.insert(ud, 0)
+    sh = _cu(t, ud)
+    pad = nd - len(sh)
+    st, sh = [0] * pad + st, (1,) * pad + sh
+    want = (st[ba] if ba >= 0 and sh[ba] > 1 else 0, st[sd] if sh[sd] > 1 else 0, st[-1])
+    if tuple(t.shape) == shape and all(n <= 1 or a == b
+                                       for n, a, b in zip(shape, t.stride(), want)):
+        return t
+    return t.as_strided(shape, want)
+
+
+def _rotate_into(q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor,
+                 sin: torch.Tensor, ud: int, pairs: bool,
+                 inplace: bool = False) -> Optional[Tuple[Any, Any]]:
+    """q (and k) rotated into fresh tensors (empty_like each, written once by the core, which
+    reads cos/sin as they are: their dtype, their strides), or in place (fresh tensors the
+    caller made); None when a layout does not fit the core (the caller runs torch's ops)."""
+    cu = _cu(cos, ud)
+    r = cu[-1]
+    lq = _layout(q, cu, r)
+    lk = lq if k is None else _layout(k, cu, r)
+    if lq is None or lk is None:
+        return None
+    opts = _core_opts()
+    # grad mode off (checked by _fast_ok) with inputs that require grad, as a custom op's
+    # kernel runs: the values are read as they are (torch's export refuses such tensors)
+    q, k, cos, sin = _plain(q), _plain(k), _plain(cos), _plain(sin)
+    qe = q if inplace else torch.empty_like(q)
+    ke = k if inplace or k is None else torch.empty_like(k)
+    src_q, src_k = (None, None) if inplace else (q, k)
+    nd = qe.dim()
+    if qe.numel():
+        shape = (qe.shape[lq[1]] if lq[1] >= 0 else 1, qe.shape[lq[0]], r)
+        c, s = _rope_table(cos, ud, nd, shape, *lq), _rope_table(sin, ud, nd, shape, *lq)
+        if ke is not None and lk == lq and ke.shape[lq[0]] == shape[1] and ke.numel():
+            _sinpe.rope(opts, qe, c, s, lq[0], lq[1], pairs, src_q, ke, src_k)
+            return qe, ke
+        _sinpe.rope(opts, qe, c, s, lq[0], lq[1], pairs, src_q, None, None)
+    if ke is not None and ke.numel():
+        nd = ke.dim()
+        shape = (ke.shape[lk[1]] if lk[1] >= 0 else 1, ke.shape[lk[0]], r)
+        c, s = _rope_table(cos, ud, nd, shape, *lk), _rope_table(sin, ud, nd, shape, *lk)
+        _sinpe.rope(opts, ke, c, s, lk[0], lk[1], pairs, src_k, None, None)
+    return qe, ke
+
+
+def _plain(t: Any) -> Any:
+    return t.detach() if t is not None and t.requires_grad else t
+
+
+def _core_opts() -> Any:
+    return _check_opts(_policy.opts(None, None, None))
 
 
 def apply_rotary_pos_emb(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
@@ -206,11 +242,11 @@ def apply_rotary_pos_emb(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, si
     form: the first rotary_dim channels rotate, the rest pass through (GPT-NeoX, Phi,
     StableLM, Persimmon).  New tensors (q_embed, k_embed), bit for bit with transformers'
     at float32, float16 and bfloat16."""
-    cu = _unsqueezed(cos, unsqueeze_dim)
-    if _fast_ok(q, k, cos, sin, True):
-        qe, ke, memo = q.clone(), k.clone(), {}
-        if _rotate(qe, cu, cos, sin, False, memo) and _rotate(ke, cu, cos, sin, False, memo):
-            return qe, ke
+    ud = _ud(cos, unsqueeze_dim)
+    if ud is not None and _fast_ok(q, k, cos, sin, True):
+        out = _rotate_into(q, k, cos, sin, ud, False)
+        if out is not None:
+            return out
     c, s = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
     r = c.shape[-1]
     if r < q.shape[-1]:
@@ -241,10 +277,11 @@ def apply_rotary_pos_emb_interleave(q: torch.Tensor, k: torch.Tensor, cos: torch
     half = cos.shape[-1] // 2
     if _fast_ok(q, k, cos, sin, True) and 2 * half == q.shape[-1] == k.shape[-1]:
         c2, s2 = _first_half_twice(cos), _first_half_twice(sin)
-        cu = _unsqueezed(c2, unsqueeze_dim)
-        qe, ke = _deinterleave(q), _deinterleave(k)
-        if _rotate(qe, cu, c2, s2, False) and _rotate(ke, cu, c2, s2, False):
-            return qe, ke
+        ud = _ud(c2, unsqueeze_dim)
+        if ud is not None:
+            out = _rotate_into(_deinterleave(q), _deinterleave(k), c2, s2, ud, False, True)
+            if out is not None:
+                return out
     c = cos[..., :half].unsqueeze(unsqueeze_dim)
     s = sin[..., :half].unsqueeze(unsqueeze_dim)
 
@@ -275,11 +312,11 @@ def apply_rotary_pos_emb_glm(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor
     r = 2 * half
     if _fast_ok(q, k, cos, sin, True) and 2 <= r <= min(q.shape[-1], k.shape[-1]):
         c2, s2 = _first_half_twice(cos), _first_half_twice(sin)
-        cu = _unsqueezed(c2, unsqueeze_dim)
+        ud = _ud(c2, unsqueeze_dim)
         outs = []
         for x in (q, k):
             xh = _deinterleave(x[..., :r])
-            if not _rotate(xh, cu, c2, s2, False):
+            if ud is None or _rotate_into(xh, None, c2, s2, ud, False, True) is None:
                 break
             y = torch.empty_like(x)
             y[..., :r] = torch.stack((xh[..., :half], xh[..., half:]), dim=-1).flatten(-2)
@@ -302,11 +339,12 @@ def apply_rotary_pos_emb_cohere(q: torch.Tensor, k: torch.Tensor, cos: torch.Ten
     float32, rotated in interleaved pairs with cos/sin as given (``CohereRotaryEmbedding``'s
     repeat_interleave layout), ``(q * cos) + (rotate_half(q) * sin)`` in float32, then
     rounded once to q's dtype.  Bit for bit at float32, float16 and bfloat16."""
-    cu = _unsqueezed(cos, unsqueeze_dim)
-    if _fast_ok(q, k, cos, sin, False) and cu[-1] == q.shape[-1] == k.shape[-1]:
-        qe, ke = q.clone(), k.clone()
-        if _rotate(qe, cu, cos, sin, True) and _rotate(ke, cu, cos, sin, True):
-            return qe, ke
+    ud = _ud(cos, unsqueeze_dim)
+    if ud is not None and _fast_ok(q, k, cos, sin, False) \
+            and cos.shape[-1] == q.shape[-1] == k.shape[-1]:
+        out = _rotate_into(q, k, cos, sin, ud, True)
+        if out is not None:
+            return out
     dtype = q.dtype
     qf, kf = q.float(), k.float()
     c, s = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
@@ -365,10 +403,11 @@ def apply_rotary_pos_emb_single(x: torch.Tensor, cos: torch.Tensor, sin: torch.T
 
 def _single(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
             unsqueeze_dim: int) -> torch.Tensor:
-    cu = _unsqueezed(cos, unsqueeze_dim)
-    if _fast_ok(x, x, cos, sin, True):
-        xe = x.clone()
-        if _rotate(xe, cu, cos, sin, False):
+    ud = _ud(cos, unsqueeze_dim)
+    if ud is not None and _fast_ok(x, x, cos, sin, True):
+        out = _rotate_into(x, None, cos, sin, ud, False)
+        if out is not None:
+            xe: torch.Tensor = out[0]
             return xe
     c, s = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
     return (x * c) + (_hf_rotate_half(x) * s)

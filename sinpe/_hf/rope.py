@@ -9,6 +9,10 @@ dtype, only where transformers scales the tables first (yarn, longrope) and cast
 from __future__ import annotations
 
 import math
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
@@ -115,11 +119,10 @@ def _regrowth(c: Cfg, rope_type: str, pos: Optional[np.ndarray],
     return top
 
 
-def _first_inv(c: Cfg, rope_type: str, opts: Dict[str, Any], pos: Optional[np.ndarray],
-               shape: Tuple[int, ...], given: Any) -> Tuple[np.ndarray, float]:
+def _first_inv(c: Cfg, rope_type: str, opts: Dict[str, Any], seq: Any,
+               given: Any) -> Tuple[np.ndarray, float]:
     """The inv_freq and attention scaling of the module's first forward: its init's, or the
     regrown ones (the same init function, called with seq_len), or the given buffer."""
-    seq = _regrowth(c, rope_type, pos, shape)
     inv, scaling = ROPE_INIT_FUNCTIONS[rope_type](c, opts, seq)
     if given is None or (rope_type == "dynamic" and seq is not None):
         return inv, scaling  # a regrown dynamic rope registers a new float32 buffer
@@ -203,13 +206,109 @@ def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any 
     if rope_type == "axial":  # a vision tower's 2D rope
         return axial_rope(c, position_ids, inv_freq, opts, dtype, layer_type)
     pos, shape = _positions(position_ids)
-    inv, scaling = _first_inv(c, rope_type, opts, pos, shape, inv_freq)
-    inv = np.ascontiguousarray(inv, F32)
+    seq = _regrowth(c, rope_type, pos, shape)
+    key = _memo_key(c, rope_type, opts, seq, inv_freq)
+    kept = None if key is None else _memo.get(key)
+    if kept is not None and (kept[3] is None or kept[3]() is inv_freq):
+        inv, emb, scaling = kept[0], kept[1], kept[2]
+    else:
+        inv, scaling = _first_inv(c, rope_type, opts, seq, inv_freq)
+        inv = np.ascontiguousarray(inv, F32)
+        emb = np.ascontiguousarray(_emb(c.model_type, inv), F32)
+        inv.flags.writeable = emb.flags.writeable = False  # shared by later calls
+        if key is not None:
+            _memo.put(key, (inv, emb, scaling, _ref(inv_freq)))
     out_dtype = None if c.model_type in NO_CAST else dtype
     mrope = MROPE.get(c.model_type)
     if mrope is not None:
         return _mrope(pos, shape, inv, scaling, mrope, c, opts, out_dtype)
-    return _cos_sin(pos, shape, _emb(c.model_type, inv), scaling, opts, out_dtype)
+    return _cos_sin(pos, shape, emb, scaling, opts, out_dtype)
+
+
+# ---- the frequencies kept between calls --------------------------------------------------------
+#
+# A decode step calls the rotary module once per token with the same config: its inv_freq (an
+# init function, a pow job in the core) is kept, keyed by the values the init functions read
+# (Cfg's fields, never the config object: a config changed in place misses), the backend's
+# options, the regrowth's seq_len, and a given inv_freq= buffer by its content (NumPy) or by its
+# identity and version counter (a torch tensor: an in-place change bumps the version).
+
+class _Memo:
+    """A small LRU of frequencies, safe across threads."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.d: "OrderedDict[Any, Any]" = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self.lock:
+            v = self.d.get(key)
+            if v is not None:
+                self.d.move_to_end(key)
+            return v
+
+    def put(self, key: Any, value: Any) -> None:
+        with self.lock:
+            self.d[key] = value
+            self.d.move_to_end(key)
+            while len(self.d) > self.size:
+                self.d.popitem(last=False)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.d.clear()
+
+
+_memo = _Memo(16)
+
+
+def _frozen(v: Any) -> Any:
+    """v as a hashable key that tells 1, 1.0 and True apart (equal in Python, not to the
+    init functions' float32 steps) and lists from tuples; TypeError when it cannot be."""
+    if isinstance(v, (list, tuple)):
+        return (type(v).__name__,) + tuple(_frozen(e) for e in v)
+    if isinstance(v, Mapping):
+        return ("map",) + tuple(sorted((str(k), _frozen(e)) for k, e in v.items()))
+    if isinstance(v, np.ndarray):
+        return ("nd", v.dtype.str, v.shape, v.tobytes())
+    if v is None or isinstance(v, (bool, int, float, str, np.generic)):
+        return (type(v).__name__, v)
+    raise TypeError("not a plain value")
+
+
+def _given_key(given: Any) -> Any:
+    if given is None:
+        return None
+    if isinstance(given, np.ndarray):
+        return _frozen(given)
+    version = getattr(given, "_version", None)
+    if type(version) is not int or getattr(given, "device", None) is None:
+        raise TypeError("no version counter")
+    return ("tensor", id(given), version, str(given.dtype), tuple(given.shape),
+            given.data_ptr(), given.storage_offset(), tuple(given.stride()))
+
+
+def _ref(given: Any) -> Any:
+    """A weak reference to a torch inv_freq (its identity is part of the key: a tensor made
+    later at the same id must not hit), None for none or a NumPy array (keyed by content)."""
+    if given is None or isinstance(given, np.ndarray):
+        return None
+    return weakref.ref(given)
+
+
+def _memo_key(c: Cfg, rope_type: str, opts: Dict[str, Any], seq: Any, given: Any) -> Any:
+    """The key of the frequencies of this call, or None when a value cannot be keyed (then
+    nothing is kept)."""
+    try:
+        key = (rope_type, _frozen(seq), opts["core"], c.model_type,
+               _frozen((c.hidden_size, c.num_attention_heads, c.max_position_embeddings,
+                        c.has_head_dim, c.head_dim, c.omp_attr, c.top_truncate)),
+               _frozen(c.p), _given_key(given))
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 # ---- the tables ------------------------------------------------------------------------------
@@ -223,14 +322,22 @@ def _emb(mt: str, inv: np.ndarray) -> np.ndarray:
     return np.concatenate([inv, inv])
 
 
+_COLS: Dict[int, np.ndarray] = {}
+
+
 def _cos_sin_table(pos: Optional[np.ndarray], shape: Tuple[int, ...], freq: np.ndarray,
                    scaling: float, opts: Dict[str, Any], dtype: Any, grid: bool = False
                    ) -> np.ndarray:
     """``emb.cos()`` then ``emb.sin()`` side by side, shape + (2 * len(freq),), in one job
     (scaled by attention_scaling in float32, then rounded to dtype)."""
     width = len(freq)
-    k = 4 * np.arange(width, dtype=np.int64)
-    col: Any = np.concatenate([k + COS, k + SIN])
+    col: Any = _COLS.get(width)
+    if col is None:  # a pure function of the width: kept (read-only), as the frequencies are
+        k = 4 * np.arange(width, dtype=np.int64)
+        col = np.concatenate([k + COS, k + SIN])
+        col.flags.writeable = False
+        if len(_COLS) < 64:
+            _COLS[width] = col
     job = dict(opts, dtype=dtype)
     kw: Dict[str, Any] = {"names": NAMES, "out_scale": None if scaling == 1.0 else scaling}
     freq = np.ascontiguousarray(freq, F32)

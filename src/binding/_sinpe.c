@@ -359,13 +359,15 @@ static PyObject *py_add(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     return run_call(&c, x);
 }
 
-#define ROPE_PARAMS(X) X(opts) X(x) X(cos) X(sin) X(seq_axis) X(batch_axis) X(pairs)
+#define ROPE_PARAMS(X) X(opts) X(x) X(cos) X(sin) X(seq_axis) X(batch_axis) X(pairs) X(src) \
+    X(x2) X(src2)
 static const char *const ROPE_KW[] = KEYWORDS(ROPE_PARAMS);
 
 PyDoc_STRVAR(rope_doc,
 SIGNATURE("rope", ROPE_PARAMS)
-"Rotates x in place (a ROPE job) by float32 tables cos and sin of shape\n"
-"(tables, x.shape[seq_axis], rot); returns x.\n");
+"Rotates x in place (a ROPE job) by tables cos, sin (tables, x.shape[seq_axis], rot), read\n"
+"in place in their dtype and strides (arrays, DLPack exporters; else float32 copies); src\n"
+"(None: x) is read; x2 (None: none) is rotated too, from src2 (None: x2).  Returns x.\n");
 
 static PyObject *py_rope(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                          PyObject *kwnames)
@@ -387,9 +389,13 @@ static PyObject *py_rope(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     j->rope.seq_axis = seq_axis;
     j->rope.batch_axis = batch_axis;
     j->rope.pairs = pairs;
+    j->rope.second = a.p.x2 != Py_None;
     if (to_opts(o_opts, &c) < 0 || view_get(&c, 0, x, "x", &j->dst) < 0
-        || float_array(&c, cos, "cos", &j->rope.cos) < 0
-        || float_array(&c, sin, "sin", &j->rope.sin) < 0) {
+        || rope_view(&c, cos, "cos", &j->rope.cos, 0) < 0
+        || rope_view(&c, sin, "sin", &j->rope.sin, 0) < 0
+        || rope_view(&c, a.p.src, "src", &j->rope.src, 1) < 0
+        || rope_view(&c, a.p.x2, "x2", &j->rope.dst2, 1) < 0
+        || rope_view(&c, a.p.src2, "src2", &j->rope.src2, 1) < 0) {
         call_clear(&c);
         return NULL;
     }

@@ -93,6 +93,7 @@ int type_of(PyArray_Descr *d, sinpe_type *t);
 int ndarray_view(PyArrayObject *a, const char *what, sinpe_array *v);
 int view_get(call *c, int slot, PyObject *o, const char *what, sinpe_array *v);
 int float_array(call *c, PyObject *o, const char *what, sinpe_array *v);
+int rope_view(call *c, PyObject *o, const char *what, sinpe_array *v, int opt);
 int positions_get(call *c, PyObject *o, sinpe_array *v);
 int to_dtype(call *c, PyObject *dtype, PyObject *asked);
 int to_dst(call *c, PyObject *out);

@@ -684,3 +684,19 @@ int to_bool(PyObject *o, int *v)
     *v = PyObject_IsTrue(o);
     return *v < 0 ? -1 : 0;
 }
+
+/* A table (opt 0: anything array-like, else a float32 copy) or an optional array (opt 1:
+ * None gives data NULL), read or written where it is. */
+int rope_view(call *c, PyObject *o, const char *what, sinpe_array *v, int opt)
+{
+    memset(v, 0, sizeof *v);
+    if (opt && o == Py_None)
+        return 0;
+    if (PyArray_Check(o) || (!PyObject_CheckBuffer(o) && PyObject_HasAttrString(o, "__dlpack__")))
+        return view_get(c, 1, o, what, v);
+    if (!opt)
+        return float_array(c, o, what, v);
+    PyErr_Format(PyExc_TypeError, "%s must be an ndarray or a DLPack exporter, got %s", what,
+                 Py_TYPE(o)->tp_name);
+    return -1;
+}

@@ -12,30 +12,71 @@
 
 #include "engine/layout.h"
 
-/* A rope table: float32, C order, of shape (tables, seq, rot); for an x with no elements
- * (nothing is rotated) also of no rows, (tables, 0, rot). */
+/* A rope table: float32, float16 or bfloat16 of shape (tables, seq, rot), any strides (0
+ * too: a broadcast view); for an x with no elements (nothing is rotated) also of no rows,
+ * (tables, 0, rot). */
 static int table_ok(const sinpe_array *t, int64_t seq, int64_t n)
 {
-    if (t->type != SINPE_F32 || t->ndim != 3 || t->shape[0] < 1
+    if ((t->type != SINPE_F32 && t->type != SINPE_F16 && t->type != SINPE_BF16) || t->ndim != 3
+        || t->shape[0] < 1 || t->shape[2] < 0
         || (t->shape[1] != seq && !(n == 0 && t->shape[1] == 0)))
         return 0;
-    if (t->shape[1] == 0 || t->shape[2] == 0) /* empty: nothing is read */
-        return 1;
-    return (t->shape[2] <= 1 || t->strides[2] == 4) && (t->shape[1] <= 1 || t->strides[1] == 4 * t->shape[2])
-           && (t->shape[0] <= 1 || t->strides[0] == 4 * t->shape[2] * t->shape[1]);
+    int64_t lo, hi;
+    return sinpe_extent(3, t->shape, t->strides, sinpe_type_size(t->type), &lo, &hi) == SINPE_OK;
 }
 
-int sinpe_rope_check(const sinpe_job *j)
+static int64_t elements(const sinpe_array *x)
 {
-    const sinpe_array *x = &j->dst;
+    int64_t n = 1;
+    for (int k = 0; k < x->ndim; k++)
+        n = x->shape[k] == 0 ? 0 : n * x->shape[k];
+    return n;
+}
+
+/* The vectors of x: every axis but the last. */
+static int64_t vectors(const sinpe_array *x)
+{
+    int64_t n = 1;
+    for (int k = 0; k < x->ndim - 1; k++)
+        n = x->shape[k] == 0 ? 0 : n * x->shape[k];
+    return x->ndim > 0 && x->shape[x->ndim - 1] == 0 ? 0 : n;
+}
+
+/* a and b reach no byte in common (by their extents; an empty one reaches none). */
+static int apart(const sinpe_array *a, const sinpe_array *b)
+{
+    int64_t al, ah, bl, bh;
+    if (elements(a) == 0 || elements(b) == 0 || !a->data || !b->data)
+        return 1;
+    if (sinpe_extent(a->ndim, a->shape, a->strides, sinpe_type_size(a->type), &al, &ah) != SINPE_OK
+        || sinpe_extent(b->ndim, b->shape, b->strides, sinpe_type_size(b->type), &bl, &bh)
+               != SINPE_OK)
+        return 0;
+    const char *pa = a->data, *pb = b->data;
+    return pa + ah <= pb + bl || pb + bh <= pa + al;
+}
+
+/* src is dst itself: the same memory in the same layout (the rotation is in place). */
+static int same_array(const sinpe_array *a, const sinpe_array *b)
+{
+    if (a->data != b->data || a->type != b->type || a->ndim != b->ndim)
+        return 0;
+    for (int k = 0; k < a->ndim; k++)
+        if (a->shape[k] != b->shape[k] || (a->shape[k] > 1 && a->strides[k] != b->strides[k]))
+            return 0;
+    return 1;
+}
+
+/* One rotated array x (its source src, data NULL for none) against the job's axes and
+ * tables. */
+static int part_check(const sinpe_job *j, const sinpe_array *x, const sinpe_array *src)
+{
     int nd = x->ndim, sa = j->rope.seq_axis, ba = j->rope.batch_axis;
     if (nd < 2)
         return SINPE_E_DIMS;
     if (sa < 0 || sa >= nd - 1 || ba < -1 || ba >= nd - 1 || ba == sa)
         return SINPE_E_AXIS;
-    int64_t n = 1;
-    for (int k = 0; k < nd; k++)
-        n = x->shape[k] == 0 ? 0 : n * x->shape[k];
+    int64_t n = elements(x);
     const sinpe_array *c = &j->rope.cos, *s = &j->rope.sin;
     if (!table_ok(c, x->shape[sa], n) || !table_ok(s, x->shape[sa], n)
         || memcmp(c->shape, s->shape, sizeof c->shape[0] * 3))
@@ -47,7 +88,46 @@ int sinpe_rope_check(const sinpe_job *j)
         return SINPE_E_TABLES;
     if (n > 0 && (!c->data || !s->data))
         return SINPE_E_NULL;
+    if (!apart(x, c) || !apart(x, s))
+        return SINPE_E_OVERLAP;
+    if (src->data) {
+        if (src->type != x->type || src->ndim != nd
+            || memcmp(src->shape, x->shape, sizeof x->shape[0] * (size_t)nd))
+            return SINPE_E_SHAPE;
+        int64_t lo, hi;
+        int st = sinpe_extent(nd, src->shape, src->strides, sinpe_type_size(src->type), &lo, &hi);
+        if (st != SINPE_OK)
+            return st;
+        if (!same_array(x, src) && !apart(x, src))
+            return SINPE_E_OVERLAP;
+    }
     return SINPE_OK;
+}
+
+int sinpe_rope_check(const sinpe_job *j)
+{
+    int st = part_check(j, &j->dst, &j->rope.src);
+    if (st != SINPE_OK || !j->rope.second)
+        return st;
+    const sinpe_array *x = &j->rope.dst2;
+    if (x->readonly)
+        return SINPE_E_READONLY;
+    if ((int)x->type < 0 || x->type > SINPE_BF16)
+        return SINPE_E_TYPE;
+    if (x->ndim < 0 || x->ndim > SINPE_MAX_DIMS)
+        return SINPE_E_DIMS;
+    for (int k = 0; k < x->ndim; k++)
+        if (x->shape[k] < 0)
+            return SINPE_E_SHAPE;
+    st = part_check(j, x, &j->rope.src2);
+    if (st == SINPE_OK)
+        st = sinpe_overlap_check(x->ndim, x->shape, x->strides, sinpe_type_size(x->type));
+    if (st == SINPE_OK && elements(x) > 0 && !x->data)
+        st = SINPE_E_NULL;
+    if (st == SINPE_OK && (!apart(&j->dst, x) || !apart(&j->dst, &j->rope.src2)
+                           || !apart(x, &j->rope.src)))
+        st = SINPE_E_OVERLAP;
+    return st;
 }
 
 static inline float ld(const char *p, sinpe_type t)
@@ -74,20 +154,48 @@ static inline void st(char *p, float v, sinpe_type t)
     }
 }
 
+/* A table row: element k at p + k * step, of type t (widened exactly). */
+typedef struct {
+    const char *p;
+    int64_t step;
+    sinpe_type t;
+} trow;
+
+static inline float tl(const trow *r, int64_t k)
+{
+    const char *q = r->p + k * r->step;
+    if (r->t == SINPE_F32) {
+        float v;
+        memcpy(&v, q, 4);
+        return v;
+    }
+    uint16_t h;
+    memcpy(&h, q, 2);
+    return r->t == SINPE_F16 ? sinpe_f16_to_f32(h) : sinpe_bf16_to_f32(h);
+}
+
+/* n values of a row from column k0 on, widened to float32 */
+static void widen(const trow *r, int64_t k0, int64_t n, float *out)
+{
+    for (int64_t k = 0; k < n; k++)
+        out[k] = tl(r, k0 + k);
+}
+
 /* One vector of a float32, float16 or bfloat16 x: element k at v + k * cs. */
-static void rotate_f(sinpe_type t, int pairs, int64_t rot, char *v, int64_t cs, const float *c,
-                     const float *s)
+static void rotate_f(sinpe_type t, int pairs, int64_t rot, char *v, int64_t cs, const trow *c,
+                     const trow *s)
 {
     int64_t h = rot / 2;
     for (int64_t i = 0; i < h; i++) {
         /* the pair of elements one rotation mixes, and their table columns */
         int64_t j0 = pairs ? 2 * i : i, j1 = pairs ? 2 * i + 1 : i + h;
         float a = ld(v + j0 * cs, t), b = ld(v + j1 * cs, t), y0, y1;
+        float cj0 = tl(c, j0), cj1 = tl(c, j1), sj0 = tl(s, j0), sj1 = tl(s, j1);
         if (pairs) { /* float32 throughout, one rounding at the end */
-            y0 = a * c[j0] + (-b) * s[j0];
-            y1 = b * c[j1] + a * s[j1];
+            y0 = a * cj0 + (-b) * sj0;
+            y1 = b * cj1 + a * sj1;
         } else { /* each op in x's type */
-            float c0 = rnd(c[j0], t), c1 = rnd(c[j1], t), s0 = rnd(s[j0], t), s1 = rnd(s[j1], t);
+            float c0 = rnd(cj0, t), c1 = rnd(cj1, t), s0 = rnd(sj0, t), s1 = rnd(sj1, t);
             y0 = rnd(rnd(a * c0, t) + rnd((-b) * s0, t), t);
             y1 = rnd(rnd(b * c1, t) + rnd(a * s1, t), t);
         }
@@ -96,7 +204,7 @@ static void rotate_f(sinpe_type t, int pairs, int64_t rot, char *v, int64_t cs, 
     }
 }
 
-static void rotate_d(int pairs, int64_t rot, char *v, int64_t cs, const float *c, const float *s)
+static void rotate_d(int pairs, int64_t rot, char *v, int64_t cs, const trow *c, const trow *s)
 {
     int64_t h = rot / 2;
     for (int64_t i = 0; i < h; i++) {
@@ -104,28 +212,56 @@ static void rotate_d(int pairs, int64_t rot, char *v, int64_t cs, const float *c
         double a, b;
         memcpy(&a, v + j0 * cs, 8);
         memcpy(&b, v + j1 * cs, 8);
-        double y0 = a * (double)c[j0] + (-b) * (double)s[j0];
-        double y1 = b * (double)c[j1] + a * (double)s[j1];
+        double y0 = a * (double)tl(c, j0) + (-b) * (double)tl(s, j0);
+        double y1 = b * (double)tl(c, j1) + a * (double)tl(s, j1);
         memcpy(v + j0 * cs, &y0, 8);
         memcpy(v + j1 * cs, &y1, 8);
     }
 }
 
-/* The vectors' axes (all but the last) with x's strides and the tables' row strides (in
- * floats): seq_axis steps a table row, batch_axis a table (when there are several). */
+/* Pairs of a row widened at once for the path's rotation (4 KiB of the thread's stack). */
+#define ROPE_WIDE 256
+
+/* A contiguous vector of x's type (kind), transformers' halves, by the code path: the tables'
+ * rows as they are when they are contiguous float32, else widened (in chunks past
+ * ROPE_WIDE pairs, by the scalar path's spans, bit for bit the same rotation). */
+static void rotate_vec(const sinpe_path_ops *path, char *v, int64_t rot, int kind, const trow *c,
+                       const trow *s, float (*buf)[2 * ROPE_WIDE], int *fresh)
+{
+    int64_t h = rot / 2;
+    if (c->t == SINPE_F32 && s->t == SINPE_F32 && c->step == 4 && s->step == 4) {
+        path->rope_half(v, (const float *)(const void *)c->p, (const float *)(const void *)s->p,
+                        (size_t)h, kind);
+        return;
+    }
+    if (h <= ROPE_WIDE) {
+        if (*fresh) { /* the row differs from the last vector's */
+            widen(c, 0, rot, buf[0]);
+            widen(s, 0, rot, buf[1]);
+            *fresh = 0;
+        }
+        path->rope_half(v, buf[0], buf[1], (size_t)h, kind);
+        return;
+    }
+    size_t w = kind == SINPE_HALF_F32 ? 4 : 2;
+    float c0[ROPE_WIDE / 2], c1[ROPE_WIDE / 2], s0[ROPE_WIDE / 2], s1[ROPE_WIDE / 2];
+    for (int64_t i = 0; i < h; i += ROPE_WIDE / 2) {
+        int64_t n = h - i < ROPE_WIDE / 2 ? h - i : ROPE_WIDE / 2;
+        widen(c, i, n, c0);
+        widen(c, h + i, n, c1);
+        widen(s, i, n, s0);
+        widen(s, h + i, n, s1);
+        sinpe_rope_span_scalar(v + (size_t)i * w, v + (size_t)(h + i) * w, c0, c1, s0, s1,
+                               (size_t)n, kind);
+    }
+    *fresh = 1;
+}
+
+/* The vectors' count and the threads: the work of both arrays. */
 void sinpe_rope_setup(sinpe_plan *p)
 {
     const sinpe_job *j = &p->j;
-    int64_t rot = j->rope.cos.shape[2], S = j->dst.shape[j->rope.seq_axis];
-    int tables = j->rope.cos.shape[0] > 1;
-    p->row_n = j->dst.ndim - 1;
-    p->count = 1;
-    for (int a = 0; a < p->row_n; a++) {
-        p->row_shape[a] = j->dst.shape[a];
-        p->row_dst[a] = j->dst.strides[a];
-        p->row_pos[a] = a == j->rope.seq_axis ? rot : (a == j->rope.batch_axis && tables) ? S * rot : 0;
-        p->count = j->dst.shape[a] == 0 ? 0 : p->count * j->dst.shape[a];
-    }
+    p->count = vectors(&j->dst) + (j->rope.second ? vectors(&j->rope.dst2) : 0);
     /* A rotated value costs about 1/32 of a computed one (a few multiplies and adds at memory
      * speed; the steps between signal checks stay counted per value): a second thread pays
      * from about 4 million values on.  Below that its start-up and, right after torch's
@@ -136,9 +272,16 @@ void sinpe_rope_setup(sinpe_plan *p)
     p->nslots = values < 2 * SINPE_ROPE_SHARE * SINPE_MIN_THREAD_WORK ? 1 : p->o.threads;
 }
 
+/* Items of the first array, then of the second. */
+static int64_t items_of(const sinpe_array *x)
+{
+    return sinpe_ceil_div(vectors(x), SINPE_ROPE_BLOCK);
+}
+
 static int64_t rope_items(const sinpe_plan *p)
 {
-    return sinpe_ceil_div(p->count, SINPE_ROPE_BLOCK);
+    const sinpe_job *j = &p->j;
+    return items_of(&j->dst) + (j->rope.second ? items_of(&j->rope.dst2) : 0);
 }
 
 static int64_t rope_work(const sinpe_plan *p)
@@ -146,28 +289,65 @@ static int64_t rope_work(const sinpe_plan *p)
     return SINPE_ROPE_BLOCK * p->j.rope.cos.shape[2];
 }
 
+/* Vectors begin .. end - 1 of x (read from src when it is another array). */
+static void rope_part(const sinpe_plan *p, const sinpe_array *x, const sinpe_array *src,
+                      int64_t begin, int64_t end)
+{
+    const sinpe_job *j = &p->j;
+    int rn = x->ndim - 1, sa = j->rope.seq_axis, ba = j->rope.batch_axis;
+    int64_t d = x->shape[rn], cs = x->strides[rn], rot = j->rope.cos.shape[2];
+    sinpe_type t = x->type;
+    int64_t w = sinpe_type_size(t);
+    int copy = src->data && !same_array(x, src);
+    int64_t scs = copy ? src->strides[rn] : cs;
+    const sinpe_array *C = &j->rope.cos, *S = &j->rope.sin;
+    int tables = C->shape[0] > 1;
+    trow c = { NULL, C->strides[2], C->type }, s = { NULL, S->strides[2], S->type };
+    sinpe_walker wk;
+    sinpe_walker_init(&wk, rn, x->shape, x->strides, copy ? src->strides : x->strides, begin);
+    int kind = t == SINPE_F16 ? SINPE_HALF_F16 : t == SINPE_BF16 ? SINPE_HALF_BF16 : SINPE_HALF_F32;
+    int vec = !j->rope.pairs && t != SINPE_F64 && cs == w; /* the path's */
+    float buf[2][2 * ROPE_WIDE];
+    const char *last_c = NULL, *last_s = NULL;
+    int fresh = 1;
+    for (int64_t i = begin; i < end; i++, sinpe_walker_next(&wk)) {
+        char *v = (char *)x->data + wk.o1;
+        if (copy) {
+            const char *u = (const char *)src->data + wk.o2;
+            if (cs == w && scs == w)
+                memcpy(v, u, (size_t)(d * w));
+            else
+                for (int64_t k = 0; k < d; k++)
+                    memcpy(v + k * cs, u + k * scs, (size_t)w);
+        }
+        int64_t b = tables ? wk.idx[ba] : 0, q = wk.idx[sa];
+        c.p = (const char *)C->data + b * C->strides[0] + q * C->strides[1];
+        s.p = (const char *)S->data + b * S->strides[0] + q * S->strides[1];
+        if (c.p != last_c || s.p != last_s) {
+            fresh = 1;
+            last_c = c.p;
+            last_s = s.p;
+        }
+        if (vec)
+            rotate_vec(p->path, v, rot, kind, &c, &s, buf, &fresh);
+        else if (t == SINPE_F64)
+            rotate_d(j->rope.pairs, rot, v, cs, &c, &s);
+        else
+            rotate_f(t, j->rope.pairs, rot, v, cs, &c, &s);
+    }
+}
+
 static void rope_run(sinpe_plan *p, int64_t item, int tid)
 {
     (void)tid;
     const sinpe_job *j = &p->j;
-    int64_t begin = item * SINPE_ROPE_BLOCK;
-    int64_t end = p->count - begin < SINPE_ROPE_BLOCK ? p->count : begin + SINPE_ROPE_BLOCK;
-    int64_t cs = j->dst.strides[j->dst.ndim - 1], rot = j->rope.cos.shape[2];
-    const float *cos = j->rope.cos.data, *sin = j->rope.sin.data;
-    sinpe_walker w;
-    sinpe_walker_init(&w, p->row_n, p->row_shape, p->row_dst, p->row_pos, begin);
-    sinpe_type t = j->dst.type;
-    int kind = t == SINPE_F16 ? SINPE_HALF_F16 : t == SINPE_BF16 ? SINPE_HALF_BF16 : SINPE_HALF_F32;
-    int vec = !j->rope.pairs && t != SINPE_F64 && cs == sinpe_type_size(t); /* the path's */
-    for (int64_t i = begin; i < end; i++, sinpe_walker_next(&w)) {
-        char *v = (char *)j->dst.data + w.o1;
-        if (vec)
-            p->path->rope_half(v, cos + w.o2, sin + w.o2, (size_t)(rot / 2), kind);
-        else if (j->dst.type == SINPE_F64)
-            rotate_d(j->rope.pairs, rot, v, cs, cos + w.o2, sin + w.o2);
-        else
-            rotate_f(j->dst.type, j->rope.pairs, rot, v, cs, cos + w.o2, sin + w.o2);
-    }
+    int64_t first = items_of(&j->dst);
+    int second = item >= first;
+    const sinpe_array *x = second ? &j->rope.dst2 : &j->dst;
+    const sinpe_array *src = second ? &j->rope.src2 : &j->rope.src;
+    int64_t begin = (second ? item - first : item) * SINPE_ROPE_BLOCK, n = vectors(x);
+    int64_t end = n - begin < SINPE_ROPE_BLOCK ? n : begin + SINPE_ROPE_BLOCK;
+    rope_part(p, x, src, begin, end);
 }
 
 const sinpe_stage sinpe_rope_stages[1] = {

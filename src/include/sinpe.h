@@ -249,9 +249,14 @@ typedef struct {
  *   want_type: the element type asked for (-1: any), which must be dst's.  lead_one: a
  *   TABLE's dst may be (1,) + its shape (the (1, max_len, d_model) buffer of a torch module).
  * ROPE: dst (..., D) rotated in place, the first rot elements (even, >= 2) of each vector
- *   along the last axis by the cos/sin row (b, s) of float32 C-order tables of shape
- *   (tables, dst.shape[seq_axis], rot): s its index along seq_axis, b its index along
- *   batch_axis (tables > 1; -1 for none) or 0.  pairs = 0: transformers' rotate_half of the halves,
+ *   along the last axis by the cos/sin row (b, s) of tables of shape
+ *   (tables, dst.shape[seq_axis], rot) (float32, float16 or bfloat16, widened exactly; any
+ *   strides, 0 included: broadcast views): s its index along seq_axis, b its index along
+ *   batch_axis (tables > 1; -1 for none) or 0.  With rope.src (data not NULL; dst's shape and
+ *   type, the same memory as dst or none of it) dst is src rotated, the columns past rot
+ *   copied.  rope.second = 1: dst2 (and src2 likewise) rotated by the same tables and axes in
+ *   the same job (transformers' q and k); the tables share no memory with a destination, nor
+ *   the destinations with each other or with the other's source.  pairs = 0: transformers' rotate_half of the halves,
  *   every operation rounded to dst's type; pairs = 1: rotary-embedding-torch's pairs, in
  *   float32 (float64 for a float64 dst), rounded once.
  *   kept: TABLE and ADD without a preset, by offset or positions: float32 rows of this
@@ -290,8 +295,12 @@ typedef struct {
     const sinpe_preset *preset;
     sinpe_kept kept;
     struct {
-        sinpe_array cos, sin; /* float32, C order, (tables, seq, rot); (tables, 0, rot) for an empty x */
+        sinpe_array cos, sin; /* float32, float16 or bfloat16, any strides, (tables, seq, rot);
+                                 (tables, 0, rot) for an empty x */
         int seq_axis, batch_axis, pairs;
+        sinpe_array src;      /* data NULL: dst rotated in place; else dst = src rotated */
+        int second;           /* 1: dst2 (= src2 rotated, or in place) by the same tables */
+        sinpe_array dst2, src2;
     } rope;
     sinpe_func func;
     sinpe_array src;

@@ -14,6 +14,7 @@ if not TORCH_FREE:  # the torch-free passes deselect every test here (needs_torc
     import torch
     import sinpe.torch as ST
     from sinpe.presets import hf_rope
+    from sinpe._hf.rope import _memo as _freq_memo
 
 pytestmark = [pytest.mark.needs_torch, pytest.mark.oracle_packages]
 
@@ -270,7 +271,10 @@ def test_mapping_config_is_read_as_a_dict():
 # ---- at most two calls into the core per call ------------------------------------------------
 
 def _count_core_calls(monkeypatch):
+    """The calls into the core from here on, the kept frequencies forgotten first (the calls
+    counted are a fresh computation's; the memo's tests below count hits)."""
     from sinpe import _sinpe
+    _freq_memo.clear()
     calls = []
     for name in dir(_sinpe):
         f = getattr(_sinpe, name)
@@ -367,3 +371,114 @@ def test_dynamic_complex_init_base():
     hf_module(cfg, np.array([[0, 50]]))  # transformers returns tables there
     with pytest.raises(NotImplementedError, match=r"factor.*complex"):
         hf_rope(cfg, np.array([[0, 50]]))
+
+
+# ---- the frequencies kept between calls (a decode step computes one row of cos/sin) ----------
+
+def test_memo_hit_makes_no_frequency_job(monkeypatch):
+    """The same config content again: no pow job, the tables equal the first call's."""
+    cfg = llama({"rope_type": "default", "rope_theta": 1e4})
+    calls = _count_core_calls(monkeypatch)
+    want = hf_rope(cfg, POS)
+    got = hf_rope(llama({"rope_type": "default", "rope_theta": 1e4}), POS)  # another object
+    assert calls == ["freqs", "table", "table"]
+    assert same(got, want)
+
+
+@pytest.mark.parametrize("change", ["rope_theta", "head_dim", "factor_type"])
+def test_memo_misses_on_a_config_changed_in_place(monkeypatch, change):
+    """A config changed in place after a call is read again: the frequencies are made anew
+    and equal transformers' module built from the changed config."""
+    rp = {"rope_type": "linear", "rope_theta": 1e4, "factor": 2.0}
+    cfg = llama(dict(rp))
+    calls = _count_core_calls(monkeypatch)
+    hf_rope(cfg, POS)
+    if change == "rope_theta":
+        cfg.rope_parameters["rope_theta"] = 5e5
+    elif change == "head_dim":
+        cfg.head_dim = 32
+    else:  # 2 -> 2.5: a value of another float32 step
+        cfg.rope_parameters["factor"] = 2.5
+    got = hf_rope(cfg, POS)
+    assert calls == ["freqs", "table", "freqs", "table"], calls
+    assert same(got, tuple(t.numpy() for t in hf_module(cfg, POS)))
+
+
+def test_memo_misses_on_an_inv_freq_changed_in_place(monkeypatch):
+    """The module's own buffer, changed in place (its version counter moves), is read anew;
+    another tensor of the same values hits nothing stale either."""
+    cfg = llama({"rope_type": "default", "rope_theta": 1e4})
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+    m = LlamaRotaryEmbedding(cfg)
+    _freq_memo.clear()
+    first = hf_rope(cfg, POS, inv_freq=m.inv_freq)
+    again = hf_rope(cfg, POS, inv_freq=m.inv_freq)
+    assert same(first, again)
+    m.inv_freq.mul_(0.5)
+    got = hf_rope(cfg, POS, inv_freq=m.inv_freq)
+    ref = m(torch.zeros(1), torch.as_tensor(POS))
+    assert same(got, tuple(t.numpy() for t in ref))
+    assert not np.array_equal(got[0], first[0])
+    arr = m.inv_freq.numpy().copy()  # a NumPy buffer: keyed by its content
+    a = hf_rope(cfg, POS, inv_freq=arr)
+    arr[:] = arr * 2
+    b = hf_rope(cfg, POS, inv_freq=arr)
+    assert same(a, got) and not np.array_equal(a[0], b[0])
+
+
+def test_memo_is_bounded_and_thread_safe():
+    import threading
+    _freq_memo.clear()
+    errors = []
+
+    def work(i):
+        try:
+            for t in range(8):
+                cfg = llama({"rope_type": "default", "rope_theta": 1e4 + 100 * (i * 8 + t)})
+                got = hf_rope(cfg, POS)
+                assert same(got, tuple(x.numpy() for x in hf_module(cfg, POS)))
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
+    assert 0 < len(_freq_memo.d) <= _freq_memo.size
+
+
+# ---- cos/sin given as bf16/f16 broadcast views: read as they are, bits equal transformers' --
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("shape", [(1, 32, 1, 128), (4, 32, 1, 128), (2, 4, 7, 64)])
+def test_tables_as_broadcast_views(dtype, shape):
+    from transformers.models.llama import modeling_llama as ml
+    dt = getattr(torch, dtype)
+    g = torch.Generator().manual_seed(5)
+    B, H, S, D = shape
+    q = torch.randn(shape, generator=g).to(dt)
+    k = torch.randn(B, 2, S, D, generator=g).to(dt)
+    base = torch.randn(1, S, D, generator=g).to(dt)
+    views = {
+        "expanded": (base.expand(B, S, D), base.mul(0.5).expand(B, S, D)),
+        "strided": (torch.randn(B, S, 2 * D, generator=g).to(dt)[..., ::2],
+                    torch.randn(B, S, 2 * D, generator=g).to(dt)[..., 1::2]),
+        "transposed": (torch.randn(S, B, D, generator=g).to(dt).transpose(0, 1),
+                       torch.randn(S, B, D, generator=g).to(dt).transpose(0, 1)),
+    }
+    for name, (c, s) in views.items():
+        want = ml.apply_rotary_pos_emb(q, k, c, s)
+        got = ST.apply_rotary_pos_emb(q, k, c, s)
+        for a, b in zip(got, want):
+            assert a.dtype == b.dtype and a.shape == b.shape, name
+            assert torch.equal(a.view(torch.int16 if dt != torch.float32 else torch.int32),
+                               b.view(torch.int16 if dt != torch.float32 else torch.int32)), name
+    # seq-second q (unsqueeze_dim=2) with a broadcast table
+    c, s = views["expanded"]
+    qt, kt = q.transpose(1, 2), k.transpose(1, 2)
+    want = ml.apply_rotary_pos_emb(qt, kt, c, s, unsqueeze_dim=2)
+    got = ST.apply_rotary_pos_emb(qt, kt, c, s, unsqueeze_dim=2)
+    for a, b in zip(got, want):
+        assert torch.equal(a.view(torch.int16 if dt != torch.float32 else torch.int32),
+                           b.view(torch.int16 if dt != torch.float32 else torch.int32))
