@@ -154,20 +154,9 @@ static int to_preset(call *c, PyObject *t)
             if (sp->comp[i] > 0)
                 sp->ncomp = 2;
     }
-    if (o_scale != Py_None) {
-        double v;
-        if (to_real(o_scale, "scale", &v) < 0)
-            return -1;
-        sp->scaled = 1;
-        sp->scale = (float)v;
-    }
-    if (o_out_scale != Py_None) {
-        double v;
-        if (to_real(o_out_scale, "out_scale", &v) < 0)
-            return -1;
-        sp->out_scaled = 1;
-        sp->out_scale = (float)v;
-    }
+    if (to_scale(o_scale, "scale", &sp->scaled, &sp->scale) < 0
+        || to_scale(o_out_scale, "out_scale", &sp->out_scaled, &sp->out_scale) < 0)
+        return -1;
     sp->zero_row = zero_row;
     sp->trow_shift = trow_shift;
     c->job.preset = sp;

@@ -88,6 +88,8 @@ void raise_memory_of(const char *noun, const sinpe_array *x, const sinpe_need *n
 /* convert.c */
 int to_int64(PyObject *o, const char *name, int64_t *v);
 int to_real(PyObject *o, const char *name, double *v);
+/* An optional float32 factor: None leaves *on 0; a real sets *on = 1 and *v. */
+int to_scale(PyObject *o, const char *name, int *on, float *v);
 int to_opts(PyObject *t, call *c);
 int type_of(PyArray_Descr *d, sinpe_type *t);
 int ndarray_view(PyArrayObject *a, const char *what, sinpe_array *v);

@@ -65,6 +65,18 @@ int to_real(PyObject *o, const char *name, double *v)
     return 0;
 }
 
+int to_scale(PyObject *o, const char *name, int *on, float *v)
+{
+    double d;
+    if (o == Py_None)
+        return 0;
+    if (to_real(o, name, &d) < 0)
+        return -1;
+    *on = 1;
+    *v = (float)d;
+    return 0;
+}
+
 static int clamp_int(int64_t v)
 {
     return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int)v;
