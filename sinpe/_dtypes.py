@@ -139,6 +139,24 @@ def _tensor_route(torch: Any) -> None:
     _TORCH_C.append(bump if bump is not None else torch.autograd.graph.increment_version)
 
 
+class _Interface:
+    """An ndarray's memory under the array interface, writable (see _writable)."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.base = a  # keeps the DLPack import, and with it the producer's tensor, alive
+        self.__array_interface__ = {"data": (a.ctypes.data, False), "shape": a.shape,
+                                    "strides": a.strides, "typestr": a.dtype.str, "version": 3}
+
+
+def _writable(a: np.ndarray) -> np.ndarray:
+    """NumPy 1.x imports every DLPack export read-only (its DLPack 0.x capsule carries no
+    read-only flag); the core has already read the export's own flags and refused a
+    read-only one, so the same memory is written here as the core would write it."""
+    if a.flags.writeable or not a.size or np.lib.NumpyVersion(np.__version__) >= "2.0.0":
+        return a
+    return np.asarray(_Interface(a)).view(a.dtype)
+
+
 def ndarray_view(out: Any, name: str = "out") -> np.ndarray:
     """An ndarray over out's own memory (an out= the core has already checked: a NumPy
     array, a buffer, a torch CPU tensor of any float dtype, a DLPack exporter), for results
@@ -160,7 +178,7 @@ def ndarray_view(out: Any, name: str = "out") -> np.ndarray:
         pass
     if hasattr(out, "__dlpack__"):
         try:
-            return np.from_dlpack(out)
+            return _writable(np.from_dlpack(out))
         except (TypeError, ValueError, BufferError, RuntimeError) as exc:
             import sys
             torch = sys.modules.get("torch")  # NumPy reads no bfloat16 export; torch does
