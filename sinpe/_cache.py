@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -109,10 +109,18 @@ def get_cache_size() -> int:
 
 
 def clear_cache() -> None:
-    """Forget every kept row (the next calls compute theirs again)."""
+    """Forget every kept row and every kept frequency vector (hf_rope's inv_freq): the next
+    calls compute theirs again."""
     with _LOCK:
         _ENTRIES.clear()
         _STATS["used"] = 0
+    for forget in _OTHERS:
+        forget()
+
+
+#: what else clear_cache forgets (the HF rope's frequencies register theirs: modules above
+#: this one add to it, so that no import points upward)
+_OTHERS: List[Callable[[], None]] = []
 
 
 def cache_info() -> Dict[str, Any]:
@@ -155,8 +163,8 @@ def _touch(key: tuple) -> None:
 def _key(core: tuple, d: int, base: Any, tensor_rows: int) -> Optional[tuple]:
     """The entry's key, or None when the call's values are not plain (the core then checks
     and names them)."""
-    if type(base) not in (float, int) and not isinstance(base, np.floating):
-        return None
+    if type(base) not in _PLAIN_REALS:  # a subclass's __float__ need not give what the core
+        return None                      # reads (a float's own value): never a key
     try:
         b = float(base)
     except OverflowError:  # an int past float64: the core names it
@@ -169,10 +177,16 @@ def _key(core: tuple, d: int, base: Any, tensor_rows: int) -> Optional[tuple]:
     return (index, core[1], core[3], core[4], core[5], d, b, tensor_rows)
 
 
+#: the exact types whose float() / int() is the value the core reads (subclasses may define
+#: __float__, __int__ and __index__ that disagree: their values are never keys)
+_NP_INTS = frozenset(np.dtype(c).type for c in "bBhHiIlLqQ")
+_PLAIN_REALS = frozenset({float, int} | {np.dtype(c).type for c in "efdg"} | _NP_INTS)
+
+
 def _plain_int(v: Any) -> Optional[int]:
     if type(v) is int:
         return v
-    if isinstance(v, np.integer) and not isinstance(v, np.bool_):
+    if type(v) in _NP_INTS:
         return int(v)
     return None
 

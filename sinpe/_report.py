@@ -28,6 +28,9 @@ DIFFERS = (
     "NaN inputs of apply_rope where both of a step's operands are NaN (q and cos, or both "
     "products): sinpe keeps the second operand's NaN, as torch's vector loops do on x86-64; "
     "torch's scalar loop tail keeps the first (only the NaN's sign or payload can differ)",
+    "NaN results of bfloat16 rotations: torch's vector loops round a NaN to 0xffff on x86-64, "
+    "their scalar tail (head dims under the vector width, the last lanes of others) to 0x7fc0; "
+    "sinpe gives 0xffff everywhere (only the NaN's bits can differ)",
     "positions from 134,217,737 (2^27 + 9) on: torch's vectorized float32 arange adds lane "
     "offsets in float32; sinpe rounds each integer to nearest",
 )

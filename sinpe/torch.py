@@ -163,8 +163,9 @@ def _ud(t: torch.Tensor, unsqueeze_dim: Any) -> Optional[int]:
     if type(unsqueeze_dim) is not int:
         return None
     n = t.dim() + 1
-    return unsqueeze_dim + n if -n <= unsqueeze_dim < 0 else unsqueeze_dim if unsqueeze_dim < n \
-        else None
+    if -n <= unsqueeze_dim < 0:
+        return unsqueeze_dim + n
+    return unsqueeze_dim if 0 <= unsqueeze_dim < n else None  # below -n too: torch's IndexError
 
 
 def _cu(t: torch.Tensor, ud: int) -> Tuple[int, ...]:
@@ -205,7 +206,8 @@ def _rotate_into(q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor,
     opts = _core_opts()
     # grad mode off (checked by _fast_ok) with inputs that require grad, as a custom op's
     # kernel runs: the values are read as they are (torch's export refuses such tensors)
-    q, k, cos, sin = _plain(q), _plain(k), _plain(cos), _plain(sin)
+    q, k = _plain(q, "q", not inplace), _plain(k, "k", not inplace)
+    cos, sin = _plain(cos, "cos"), _plain(sin, "sin")
     qe = q if inplace else torch.empty_like(q)
     ke = k if inplace or k is None else torch.empty_like(k)
     src_q, src_k = (None, None) if inplace else (q, k)
@@ -225,8 +227,20 @@ def _rotate_into(q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor,
     return qe, ke
 
 
-def _plain(t: Any) -> Any:
-    return t.detach() if t is not None and t.requires_grad else t
+def _plain(t: Any, name: str, resolve: bool = True) -> Any:
+    """A read tensor as the core reads it: detached (grad mode is off here), its neg bit
+    resolved as torch's own ops read it (resolve: not for a tensor written in place); one
+    with elements and no memory (a freed storage: NULL data) refused by name."""
+    if t is None:
+        return t
+    if t.requires_grad:
+        t = t.detach()
+    if resolve and t.is_neg():
+        t = t.resolve_neg()
+    if t.data_ptr() == 0 and t.numel():
+        raise ValueError(f"{name}: the tensor has no memory (a NULL data pointer: its storage "
+                         f"was freed or never allocated)")
+    return t
 
 
 def _core_opts() -> Any:

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import math
 import threading
-import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from .. import _dtypes
+from .. import _cache, _dtypes
 from .._backends import policy
 from .._jobs import COS, SIN, _int, _round_to, _table
 from .axial import AXIAL, axial_rope, given_inv as _inv_given, positions as _array_positions
@@ -209,15 +208,15 @@ def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any 
     seq = _regrowth(c, rope_type, pos, shape)
     key = _memo_key(c, rope_type, opts, seq, inv_freq)
     kept = None if key is None else _memo.get(key)
-    if kept is not None and (kept[3] is None or kept[3]() is inv_freq):
-        inv, emb, scaling = kept[0], kept[1], kept[2]
+    if kept is not None:
+        inv, emb, scaling = kept
     else:
         inv, scaling = _first_inv(c, rope_type, opts, seq, inv_freq)
         inv = np.ascontiguousarray(inv, F32)
         emb = np.ascontiguousarray(_emb(c.model_type, inv), F32)
         inv.flags.writeable = emb.flags.writeable = False  # shared by later calls
         if key is not None:
-            _memo.put(key, (inv, emb, scaling, _ref(inv_freq)))
+            _memo.put(key, (inv, emb, scaling))
     out_dtype = None if c.model_type in NO_CAST else dtype
     mrope = MROPE.get(c.model_type)
     if mrope is not None:
@@ -230,8 +229,9 @@ def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any 
 # A decode step calls the rotary module once per token with the same config: its inv_freq (an
 # init function, a pow job in the core) is kept, keyed by the values the init functions read
 # (Cfg's fields, never the config object: a config changed in place misses), the backend's
-# options, the regrowth's seq_len, and a given inv_freq= buffer by its content (NumPy) or by its
-# identity and version counter (a torch tensor: an in-place change bumps the version).
+# options, the regrowth's seq_len, and a given inv_freq= buffer by its content (a NumPy array or
+# a tensor alike: a write that bumps no version counter, through .data or a NumPy view, misses
+# too).  sinpe.clear_cache() forgets them.
 
 class _Memo:
     """A small LRU of frequencies, safe across threads."""
@@ -261,6 +261,7 @@ class _Memo:
 
 
 _memo = _Memo(16)
+_cache._OTHERS.append(_memo.clear)
 
 
 def _frozen(v: Any) -> Any:
@@ -278,23 +279,20 @@ def _frozen(v: Any) -> Any:
 
 
 def _given_key(given: Any) -> Any:
+    """A given inv_freq by its content: dtype, shape and values (a tensor's widened to
+    float64, exactly); TypeError when it cannot be read here (the call then keeps nothing)."""
     if given is None:
         return None
     if isinstance(given, np.ndarray):
         return _frozen(given)
-    version = getattr(given, "_version", None)
-    if type(version) is not int or getattr(given, "device", None) is None:
-        raise TypeError("no version counter")
-    return ("tensor", id(given), version, str(given.dtype), tuple(given.shape),
-            given.data_ptr(), given.storage_offset(), tuple(given.stride()))
-
-
-def _ref(given: Any) -> Any:
-    """A weak reference to a torch inv_freq (its identity is part of the key: a tensor made
-    later at the same id must not hit), None for none or a NumPy array (keyed by content)."""
-    if given is None or isinstance(given, np.ndarray):
-        return None
-    return weakref.ref(given)
+    torch = _dtypes.torch_of(given)
+    if torch is None:
+        raise TypeError("not an array")
+    try:
+        values = given.detach().to("cpu", torch.float64).numpy()
+    except (RuntimeError, NotImplementedError, ValueError) as exc:  # meta, fake tensors
+        raise TypeError(str(exc)) from None
+    return ("tensor", str(given.dtype), tuple(given.shape), values.tobytes())
 
 
 def _memo_key(c: Cfg, rope_type: str, opts: Dict[str, Any], seq: Any, given: Any) -> Any:

@@ -340,8 +340,8 @@ static PyObject *py_add(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     if (to_opts(o_opts, &c) < 0 || to_real(base, "base", &j->base) < 0
         || to_int64(offset, "offset", &j->offset) < 0
         || to_int64(table_rows, "max_len", &j->table_rows) < 0
-        || view_get(&c, 0, x, "x", &j->dst) < 0
-        || to_rows(&c, Py_None, positions, Py_None) < 0 || to_kept(&c, kept) < 0) {
+        || to_rows(&c, Py_None, positions, Py_None) < 0 /* its __array__ runs before x is */
+        || view_get(&c, 0, x, "x", &j->dst) < 0 || to_kept(&c, kept) < 0) { /* exported */
         call_clear(&c);
         return NULL;
     }

@@ -67,8 +67,9 @@ static int same_array(const sinpe_array *a, const sinpe_array *b)
     return 1;
 }
 
-/* One rotated array x (its source src, data NULL for none) against the job's axes and
- * tables. */
+/* One rotated array x (its source src: none when its ndim is 0 and its data NULL; a source
+ * of elements with no memory, a freed tensor's, is refused, never read as "none") against
+ * the job's axes and tables. */
 static int part_check(const sinpe_job *j, const sinpe_array *x, const sinpe_array *src)
 {
     int nd = x->ndim, sa = j->rope.seq_axis, ba = j->rope.batch_axis;
@@ -90,10 +91,12 @@ static int part_check(const sinpe_job *j, const sinpe_array *x, const sinpe_arra
         return SINPE_E_NULL;
     if (!apart(x, c) || !apart(x, s))
         return SINPE_E_OVERLAP;
-    if (src->data) {
+    if (src->data || src->ndim > 0) {
         if (src->type != x->type || src->ndim != nd
             || memcmp(src->shape, x->shape, sizeof x->shape[0] * (size_t)nd))
             return SINPE_E_SHAPE;
+        if (!src->data)
+            return n > 0 ? SINPE_E_NULL : SINPE_OK;
         int64_t lo, hi;
         int st = sinpe_extent(nd, src->shape, src->strides, sinpe_type_size(src->type), &lo, &hi);
         if (st != SINPE_OK)

@@ -252,8 +252,8 @@ typedef struct {
  *   along the last axis by the cos/sin row (b, s) of tables of shape
  *   (tables, dst.shape[seq_axis], rot) (float32, float16 or bfloat16, widened exactly; any
  *   strides, 0 included: broadcast views): s its index along seq_axis, b its index along
- *   batch_axis (tables > 1; -1 for none) or 0.  With rope.src (data not NULL; dst's shape and
- *   type, the same memory as dst or none of it) dst is src rotated, the columns past rot
+ *   batch_axis (tables > 1; -1 for none) or 0.  With rope.src (ndim > 0 or data not NULL; dst's
+ *   shape and type, the same memory as dst or none of it; none: all zero) dst is src rotated, the columns past rot
  *   copied.  rope.second = 1: dst2 (and src2 likewise) rotated by the same tables and axes in
  *   the same job (transformers' q and k); the tables share no memory with a destination, nor
  *   the destinations with each other or with the other's source.  pairs = 0: transformers' rotate_half of the halves,
@@ -298,7 +298,7 @@ typedef struct {
         sinpe_array cos, sin; /* float32, float16 or bfloat16, any strides, (tables, seq, rot);
                                  (tables, 0, rot) for an empty x */
         int seq_axis, batch_axis, pairs;
-        sinpe_array src;      /* data NULL: dst rotated in place; else dst = src rotated */
+        sinpe_array src;      /* ndim 0, data NULL: dst in place; else dst = src rotated */
         int second;           /* 1: dst2 (= src2 rotated, or in place) by the same tables */
         sinpe_array dst2, src2;
     } rope;

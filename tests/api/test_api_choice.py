@@ -29,7 +29,7 @@ def test_numerics_report():
     assert [d.split(":")[0] for d in info["differs"]] == [
         "NaN inputs of float16 add_pe", "NaN float16 positions",
         "NaN inputs of apply_rope where both of a step's operands are NaN (q and cos, or both "
-        "products)", "positions from 134,217,737 (2^27 + 9) on"]
+        "products)", "NaN results of bfloat16 rotations", "positions from 134,217,737 (2^27 + 9) on"]
 
 
 def test_set_backend_global_and_per_call():

@@ -333,3 +333,31 @@ def test_bfloat16_nan_bits_equal_torch():
     want16 = torch.from_numpy(f32).half().view(torch.int16).numpy().view(np.uint16)
     assert np.array_equal(PE(d_model=8, positions=p, dtype="float16", backend=TORCH_BITS).view(np.uint16),
                           want16)
+
+
+@pytest.mark.needs_torch
+def test_bfloat16_rotation_nan_in_torch_scalar_tail():
+    """Measured torch 2.13 rule, pinned (a hostile probe found it): a bfloat16 rotation whose
+    float32 result is NaN (one NaN operand) rounds it to 0xffff in torch's vector loops on
+    x86-64 and to 0x7fc0 in their scalar tail (an inner loop shorter than the vector width:
+    head_dim 2 or 8, the last 2 of 34).  sinpe gives 0xffff everywhere, the vector loops'
+    rule (numerics()["differs"]); every other element has torch's bits."""
+    import sinpe.torch as st
+
+    def rotate_half(x):
+        h = x.shape[-1] // 2
+        return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+    for D, tail in ((2, True), (8, True), (32, False), (34, True)):
+        q = torch.ones(1, 1, 1, D, dtype=torch.bfloat16)
+        cos = torch.ones(1, 1, D, dtype=torch.bfloat16)
+        cos[..., -1] = float("nan")
+        sin = torch.zeros(1, 1, D, dtype=torch.bfloat16)
+        want = q * cos.unsqueeze(1) + rotate_half(q) * sin.unsqueeze(1)
+        got = st.apply_rotary_pos_emb(q, q, cos, sin)[0]
+        w = want.view(torch.int16).numpy().view(np.uint16).ravel()
+        g = got.view(torch.int16).numpy().view(np.uint16).ravel()
+        assert np.array_equal(g[:-1], w[:-1]), D
+        if X86_64:
+            assert g[-1] == 0xffff, D
+            assert w[-1] == (0x7fc0 if tail else 0xffff), D
