@@ -414,3 +414,74 @@ def test_rotary_functions_under_vmap_and_nested_fall_back_to_torch():
     c, s = torch.randn(3, 2, 5, 8), torch.randn(3, 2, 5, 8)
     got, want = torch.vmap(apply_rotary_pos_emb)(q, k, c, s), torch.vmap(hf)(q, k, c, s)
     assert all(torch.equal(a, b) for a, b in zip(got, want))
+
+
+def test_positions_converted_before_x_is_exported():
+    """A hostile probe: add_pe exported x before converting positions, so a positions
+    __array__ that freed x's storage left the core writing freed memory (a crash).  positions
+    are converted first: the core then sees x without memory and refuses it by name."""
+    x = torch.zeros(4096, 1024)  # 16 MiB: its own mapping, unmapped when freed
+
+    class Pos:
+        def __array__(self, dtype=None, copy=None):
+            x.untyped_storage().resize_(0)
+            return np.arange(4096)
+
+    with pytest.raises(ValueError, match="x: the buffer has no memory"):
+        sinpe.add_pe(x, positions=Pos())
+
+
+@pytest.mark.parametrize("which", ["q", "k"])
+def test_rope_sources_without_memory_named(which):
+    """A hostile probe: a q or k whose storage was freed (FSDP leaves such views) exports a
+    NULL data pointer, which the core read as "no source": it rotated the uninitialised
+    result.  sinpe.torch names the tensor; the core refuses such a source on its own too."""
+    import sinpe.torch as st
+    q, k = torch.randn(1, 2, 64, 32), torch.randn(1, 2, 64, 32)
+    ang = torch.randn(1, 64, 32)
+    (q if which == "q" else k).untyped_storage().resize_(0)
+    with pytest.raises(ValueError, match=f"^{which}: the tensor has no memory"):
+        st.apply_rotary_pos_emb(q, k, ang.cos(), ang.sin())
+    x = torch.zeros(1, 2, 8, 32)
+    src = torch.zeros(1, 2, 8, 32)
+    src.untyped_storage().resize_(0)
+    c = np.ones((1, 8, 32), np.float32)
+    with pytest.raises(ValueError, match="no memory"):  # the core's own rule
+        sinpe._sinpe.rope(st._core_opts(), x, c, c, 2, -1, False, src, None, None)
+
+
+def test_rotary_forms_read_neg_bit_tensors():
+    """A hostile probe: a q, k, cos or sin carrying torch's neg bit (z.conj().imag) was
+    refused as "src is a negative view"; read tensors are resolved as torch's ops read them,
+    and the rotation equals the torch formula's bits."""
+    import sinpe.torch as st
+
+    def rotate_half(t):
+        h = t.shape[-1] // 2
+        return torch.cat((-t[..., h:], t[..., :h]), dim=-1)
+
+    z = torch.randn(1, 2, 3, 8, dtype=torch.complex64)
+    qn = z.conj().imag
+    cn = torch.randn(1, 3, 8, dtype=torch.complex64).conj().imag
+    sin = torch.randn(1, 3, 8)
+    assert qn.is_neg() and cn.is_neg()
+    for q, k, cos in ((qn, qn.resolve_neg(), cn.resolve_neg()), (qn.resolve_neg(), qn, cn)):
+        c, s = cos.unsqueeze(1), sin.unsqueeze(1)
+        want_q = q * c + rotate_half(q) * s
+        want_k = k * c + rotate_half(k) * s
+        got_q, got_k = st.apply_rotary_pos_emb(q, k, cos, sin)
+        assert torch.equal(got_q, want_q) and torch.equal(got_k, want_k)
+
+
+@pytest.mark.parametrize("ud", [-5, -99, -(2 ** 40)])
+def test_unsqueeze_dim_below_range_raises_as_torch(ud):
+    """A hostile probe: unsqueeze_dim below -(cos.dim() + 1) was taken as 0; torch's
+    unsqueeze (and so transformers) raises IndexError."""
+    import sinpe.torch as st
+    q, cos = torch.randn(1, 2, 3, 8), torch.randn(1, 3, 8)
+    with pytest.raises(IndexError):
+        q.unsqueeze(0) * cos.unsqueeze(ud)
+    for f in (lambda: st.apply_rotary_pos_emb(q, q, cos, cos, ud),
+              lambda: st.apply_rotary_pos_emb_single(q, cos, cos, ud)):
+        with pytest.raises(IndexError):
+            f()

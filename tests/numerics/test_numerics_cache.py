@@ -447,3 +447,31 @@ def test_environment_variable_past_physical_memory():
     from conftest import run_python
     r = run_python("import sinpe", SINPE_CACHE_MB=str(1 << 39))
     assert r.returncode != 0 and "SINPE_CACHE_MB=" in r.stderr and "physical" in r.stderr
+
+
+def test_keys_only_from_the_values_the_core_reads():
+    """A hostile probe: the key took float(base) (a subclass's __float__) where the core reads
+    a float's own value, and int(offset) where the core reads __index__: one call stored rows
+    under another call's key, and later plain calls got wrong bits (or a RuntimeError).
+    Such values are never keys; the plain calls after them equal the cache off."""
+    class Base(np.float64):
+        def __float__(self):
+            return 500.0
+
+    class Off(np.int64):
+        def __int__(self):
+            return 0
+
+        def __index__(self):
+            return 5
+
+    sinpe.clear_cache()
+    sinpe.positional_encoding(64, 32, base=Base(10000.0))
+    sinpe.add_pe(np.zeros((64, 32), np.float32), base=Base(10000.0))
+    later = sinpe.positional_encoding(64, 32, base=500.0)
+    x = sinpe.add_pe(np.zeros((8, 32), np.float32), offset=Off(5))
+    zero = sinpe.positional_encoding(8, 32)
+    sinpe.clear_cache()
+    assert same(later, sinpe.positional_encoding(64, 32, base=500.0))
+    assert same(x, sinpe.positional_encoding(8, 32, offset=5))
+    assert same(zero, sinpe.positional_encoding(8, 32))

@@ -8,6 +8,7 @@ import time
 import numpy as np
 import pytest
 
+import sinpe
 from conftest import TORCH_FREE, same
 
 if not TORCH_FREE:  # the torch-free passes deselect every test here (needs_torch)
@@ -424,6 +425,46 @@ def test_memo_misses_on_an_inv_freq_changed_in_place(monkeypatch):
     arr[:] = arr * 2
     b = hf_rope(cfg, POS, inv_freq=arr)
     assert same(a, got) and not np.array_equal(a[0], b[0])
+
+
+@pytest.mark.parametrize("write", ["data", "numpy"])
+def test_memo_misses_on_an_inv_freq_written_without_a_version_bump(write):
+    """A hostile probe: writes through .data or a NumPy view move no version counter, and a
+    memo keyed by identity and version served the old tables.  Keyed by content, the call
+    after the write follows the module; sinpe.clear_cache() forgets the memo too."""
+    cfg = llama({"rope_type": "default", "rope_theta": 1e4})
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+    m = LlamaRotaryEmbedding(cfg)
+    first = hf_rope(cfg, POS, inv_freq=m.inv_freq)
+    v = m.inv_freq._version
+    if write == "data":
+        m.inv_freq.data.mul_(2)
+    else:
+        m.inv_freq.numpy()[:] *= 2
+    assert m.inv_freq._version == v  # no bump: the case the memo must not trust
+    got = hf_rope(cfg, POS, inv_freq=m.inv_freq)
+    ref = m(torch.zeros(1), torch.as_tensor(POS))
+    assert same(got, tuple(t.numpy() for t in ref))
+    assert not np.array_equal(got[0], first[0])
+    hf_rope(cfg, POS)
+    assert len(_freq_memo.d) > 0
+    sinpe.clear_cache()
+    assert len(_freq_memo.d) == 0
+
+
+def test_inv_freq_made_in_inference_mode():
+    """A hostile probe: an inv_freq made under torch.inference_mode() has no version counter
+    (reading it raised RuntimeError); it is read by content, inside the mode and outside."""
+    cfg = llama({"rope_type": "default", "rope_theta": 1e4})
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+    with torch.inference_mode():
+        m = LlamaRotaryEmbedding(cfg)
+        ref = m(torch.zeros(1), torch.as_tensor(POS))
+        inside = hf_rope(cfg, POS, inv_freq=m.inv_freq)
+    assert m.inv_freq.is_inference()
+    outside = hf_rope(cfg, POS, inv_freq=m.inv_freq)
+    want = tuple(t.numpy() for t in ref)
+    assert same(inside, want) and same(outside, want)
 
 
 def test_memo_is_bounded_and_thread_safe():

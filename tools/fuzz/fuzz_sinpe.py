@@ -669,6 +669,23 @@ class Gen:
 
 # ---- JSON cases of the corpus -----------------------------------------------------------------
 
+def _fsub(value, other):
+    class Float(np.float64):
+        def __float__(self):
+            return float(other)
+    return Float(float(value))
+
+
+def _isub(index, other):
+    class Int(np.int64):
+        def __int__(self):
+            return int(other)
+
+        def __index__(self):
+            return int(index)
+    return Int(int(index))
+
+
 def decode(v):
     """A JSON value of a corpus case: {"nd": [shape, dtype, layout]} an array in a guarded
     buffer, {"f": "nan"} a float, {"i": "2**63-2"} a big integer, {"dt": "torch.float16"} a
@@ -697,6 +714,10 @@ def decode(v):
         return getattr(torch, v["dt"].split(".")[1]) if v["dt"].startswith("torch.") else v["dt"]
     if "tuple" in v:
         return tuple(decode(x) for x in v["tuple"])
+    if "fsub" in v:  # {"fsub": [value, float]}: a np.float64 whose __float__ says another
+        return _fsub(*v["fsub"])
+    if "isub" in v:  # {"isub": [index, int]}: a np.int64 whose __index__ and __int__ disagree
+        return _isub(*v["isub"])
     if "masked" in v:  # {"masked": [values, mask]}: a NumPy masked array
         values, mask = v["masked"]
         return np.ma.array(decode(values), mask=decode(mask))
