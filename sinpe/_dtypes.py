@@ -37,8 +37,8 @@ def resolve(obj: Any) -> np.dtype:
         return key
     try:
         d = np.dtype(key)
-    except (TypeError, ValueError):
-        raise _error(obj) from None
+    except (TypeError, ValueError, SyntaxError):  # NumPy's parser of "f4,(2)" strings raises
+        raise _error(obj) from None                # SyntaxError on a bad one (the fuzzer's)
     if d.name not in TABLE_DTYPES:
         raise _error(obj)
     if not d.isnative:
