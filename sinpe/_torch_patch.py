@@ -25,8 +25,9 @@ How a model is patched (docs/hf_patch.md):
 - **Rotary modules of other forms.** GPT-J/CodeGen's precomputed ``embed_positions`` sincos
   table (the default rope's sin and cos, recomputed whole and compared at patch time) and
   PhiMoE's forward (inv_freq recomputed from the config, a per-call mscale) get forwards of
-  their own; complex ``torch.polar`` tables (DeepSeek-V2, Llama 4) are refused: torch takes
-  their cos and sin from the C library's cosf/sinf, which no sinpe backend computes.
+  their own; so do complex ``torch.polar`` tables (DeepSeek-V2, Llama 4), whose cos and sin
+  torch takes from the C library's cosf/sinf: glibc's, reproduced on x86-64 Linux with AVX2
+  and FMA (elsewhere refused unless ``backend=`` names whose cos/sin to use).
 
 Nothing is changed until every rotary module has been checked: a family whose rotary
 :func:`sinpe.presets.hf_rope` does not reproduce raises NotImplementedError naming the
@@ -37,6 +38,7 @@ from __future__ import annotations
 import ast
 import copy
 import inspect
+import sys
 import textwrap
 import types
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
@@ -429,6 +431,24 @@ def _make_other_forward(module: Any, backend: Optional[str], kind: str,
             return (sin.to(x.dtype), cos.to(x.dtype)) if cast else (sin, cos)
         return types.MethodType(sincos, module)
 
+    if kind == "polar":
+        sincos_backend = _GLIBC_SINCOS if backend is None else backend
+
+        def polar(self: Any, x: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
+            # DeepSeek-V2, Llama 4: torch.polar(1, position * inv_freq) (cos and sin from the
+            # C library, times 1: exact), times attention_scaling as the module multiplies
+            inv = self.inv_freq.to(device=x.device, dtype=torch.float)
+            n = int(inv.shape[-1])
+            cos, sin = hf_rope(_plain_view(2 * n), position_ids, inv_freq=inv,
+                               dtype=torch.float32, backend=sincos_backend)
+            freqs_cis = torch.complex(cos[..., :n], sin[..., :n]).to(x.device)
+            return freqs_cis * self.attention_scaling
+        fwd0: Callable[..., Any] = polar
+        if dynamic:
+            from transformers.modeling_rope_utils import dynamic_rope_update
+            fwd0 = dynamic_rope_update(polar)  # type: ignore[no-untyped-call]
+        return types.MethodType(fwd0, module)
+
     def mscale(self: Any, x: torch.Tensor, position_ids: torch.Tensor) -> "_Pair":
         # PhiMoE: inv_freq recomputed from the config by the module's own init function on
         # every call, scaled by long_mscale or short_mscale as the call's length decides
@@ -453,10 +473,28 @@ def _make_other_forward(module: Any, backend: Optional[str], kind: str,
     return types.MethodType(fwd, module)
 
 
-_POLAR = ("its rotary returns complex torch.polar tables, whose cos and sin torch computes "
-          "with the C library's cosf/sinf (measured: 0 of 4,000 float32 angles differ from "
-          "glibc's, about 200 from torch.cos's vectorised kernel), which no sinpe backend "
-          "reproduces")
+_POLAR = ("its rotary returns complex torch.polar tables, whose cos and sin torch takes from "
+          "the C library's cosf/sinf: sinpe reproduces glibc's, as an x86-64 CPU with AVX2 and "
+          "FMA runs them (measured: 0 of 7,968,669 random float32 angles and 0 of 6,400,000 "
+          "rope angles differ), not the C library of other machines; pass backend= to take "
+          "that backend's cos/sin instead")
+
+#: the backend profile whose sin and cos are glibc's sinf/cosf (FMA variants), as torch.polar
+#: calls them on x86-64 (docs/backends.md: 'jax-0.10' runs them for JAX's sin and cos)
+_GLIBC_SINCOS = "jax-0.10"
+
+
+def _glibc_like_torch() -> bool:
+    """torch.polar's cosf/sinf are the C library's: glibc's FMA variants on an x86-64 Linux
+    machine whose CPU has AVX2 and FMA (the avx2 code path's requirement)."""
+    import platform
+    return sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64") \
+        and "avx2" in _sinpe_kernels()
+
+
+def _sinpe_kernels() -> List[str]:
+    from ._backends import policy
+    return policy.kernels()
 
 
 # ---- the public face ------------------------------------------------------------------------------
@@ -520,9 +558,9 @@ def patch(model: Any, *, backend: Optional[str] = None) -> Any:
         if not type(m).__name__.endswith("RotaryEmbedding"):
             continue
         kind = _other_kind(m)
-        if kind == "polar":
-            raise NotImplementedError(f"{family}: {type(m).__name__} cannot be reproduced: "
-                                      f"{_POLAR}")
+        if kind == "polar" and backend is None and not _glibc_like_torch():
+            raise NotImplementedError(f"{family}: {type(m).__name__} cannot be reproduced "
+                                      f"here: {_POLAR}")
         if kind is not None:
             if kind == "sincos":
                 _check_sincos(m, family, backend)
@@ -552,7 +590,8 @@ def patch(model: Any, *, backend: Optional[str] = None) -> Any:
         if isinstance(sig, str):
             fwd = _make_other_forward(m, backend, sig, dyn)
             what = {"sincos": "hf_rope (sincos table)",
-                    "mscale": "hf_rope (per-call mscale)"}[sig]
+                    "mscale": "hf_rope (per-call mscale)",
+                    "polar": "hf_rope (complex polar table)"}[sig]
         else:
             fwd = _make_forward(m, backend, sig, dyn)
             what = "hf_rope"

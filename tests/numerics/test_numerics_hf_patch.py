@@ -45,7 +45,11 @@ SAMPLE = {
     "gptj": "hf_rope (sincos table)",  # embed_positions cast to x's dtype
     "phimoe": "hf_rope (per-call mscale) (dynamic_rope_update)",
     "qwen3_next": "apply_rotary_pos_emb -> apply_rotary_pos_emb",  # linear + full attention
+    # complex torch.polar tables: glibc's cosf/sinf (x86-64 Linux with AVX2 and FMA)
+    "deepseek_v2": "hf_rope (complex polar table) (dynamic_rope_update)",
+    "llama4": "hf_rope (complex polar table) (dynamic_rope_update)",
 }
+POLAR = {"deepseek_v2", "llama4"}
 
 
 @pytest.fixture(autouse=True)
@@ -58,6 +62,10 @@ def _threads():
 
 @pytest.mark.parametrize("family", sorted(SAMPLE))
 def test_family_bit_for_bit(family):
+    import sinpe._torch_patch as TP
+    if family in POLAR and not TP._glibc_like_torch():
+        pytest.skip("torch.polar's C library is glibc's FMA variant only on x86-64 Linux "
+                    "with AVX2 and FMA (test_polar_refused_where_the_c_library_differs)")
     row = H.check_family(family)
     assert row["status"] == H.BIT, row
     assert set(row["diffs"]) >= {"float32", "bfloat16 cast, patch", "bfloat16 patch, cast"}
@@ -123,15 +131,56 @@ def test_unpatch_restores_and_patched_lists():
     assert not any("forward" in m.__dict__ for m in model.modules())
 
 
-def test_refused_family_left_as_it_was():
+def _refused_untouched(model, match):
     import sinpe.torch as st
-    model = _tiny("deepseek_v2")
     before = {id(m): dict(m.__dict__) for m in model.modules()}
-    with pytest.raises(NotImplementedError, match="deepseek_v2.*torch.polar.*cosf/sinf"):
+    with pytest.raises(NotImplementedError, match=match):
         st.patch(model)
     assert st.patched(model) == []
     for m in model.modules():
         assert set(m.__dict__) == set(before[id(m)])
+
+
+def test_refused_family_left_as_it_was():
+    from transformers import AutoModelForMaskedLM
+    cfg = H.tiny_config("neomme")
+    torch.manual_seed(0)
+    model = AutoModelForMaskedLM.from_config(cfg, attn_implementation="eager").eval()
+    _refused_untouched(model, "neomme.*not one hf_rope knows")
+
+
+def test_polar_refused_where_the_c_library_differs(monkeypatch):
+    """Where torch.polar's cosf/sinf are not glibc's FMA variants (another OS or CPU), the
+    polar families are refused, the model untouched; backend= then takes that backend's."""
+    import sinpe._torch_patch as TP
+    import sinpe.torch as st
+    monkeypatch.setattr(TP, "_glibc_like_torch", lambda: False)
+    model = _tiny("deepseek_v2")
+    _refused_untouched(model, "deepseek_v2.*torch.polar.*cosf/sinf")
+    st.patch(model, backend="builtin")
+    assert any(r["form"].startswith("hf_rope (complex polar table)") for r in st.patched(model))
+
+
+def test_polar_builtin_control_changes_logits():
+    """The polar form's comparison can fail: correctly rounded cos/sin change the logits."""
+    import sinpe._torch_patch as TP
+    import sinpe.torch as st
+    if not TP._glibc_like_torch():
+        pytest.skip("the polar form is refused here (test_polar_refused_where_the_c_library_differs)")
+    model = _tiny("deepseek_v2")
+    # 256 positions: glibc's cosf/sinf are correctly rounded but for about 1.3% of angles,
+    # so a short input may hold none that differ; torch.cos/sin differ in about 4%
+    ids = torch.randint(3, 128, (1, 256), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        ref = H.output(model, ids)
+        st.patch(model)
+        same = H.output(model, ids)
+        st.patch(model, backend="builtin")
+        got = H.output(model, ids)
+        st.patch(model, backend="torch")
+        got_torch = H.output(model, ids)
+    assert H.ndiff(ref, same) == 0
+    assert H.ndiff(ref, got) > 0 and H.ndiff(ref, got_torch) > 0
 
 
 @pytest.mark.parametrize("family,dtype,form", [
