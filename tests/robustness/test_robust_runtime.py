@@ -59,12 +59,17 @@ def test_interrupted_out_is_partially_filled_in_row_order():
     out = np.full((400_000, 1024), np.nan, np.float32)
     old = sinpe.get_kernel()
     sinpe.set_kernel("scalar")
+    # Python's own handler, whatever this process inherited (a background job of a
+    # non-interactive shell starts with SIGINT ignored: the signal would be lost; seen in a
+    # CI run started with `&`), as ctrl_c_latency does
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         timer = _interrupt_after(0.3)
         with pytest.raises(KeyboardInterrupt):
             sinpe.positional_encoding(400_000, 1024, out=out, backend="builtin", threads=1)
         timer.join()
     finally:
+        signal.signal(signal.SIGINT, handler)
         sinpe.set_kernel(old)
     filled = ~np.isnan(out).all(axis=1)
     k = int(filled.sum())
