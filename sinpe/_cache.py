@@ -305,8 +305,9 @@ def _miss(key: tuple, d: int, lo: int, hi: int, budget: int) -> Optional[Lease]:
         cap = max(n, 2 * (e.hi - e.lo)) if e is not None else n  # room to grow into
         if len(key) == 8:  # coupled lanes: no rows past torch's tensor
             cap = min(cap, key[7] - new_lo)
-        if cap * d * 4 > min(budget, _quarter()):
-            cap = n
+        if cap * d * 4 > min(budget, _quarter()):  # the largest buffer the rule allows: a
+            cap = max(n, min(budget, _quarter()) // (d * 4))  # growing entry is copied once,
+            #  not at every step (a decoder's one row per call), and stops being kept there
         if e is not None:
             e.filling = True
         lease_ = Lease(key, e, new_lo, new_hi, f0, f1, cap=cap, d=d)
@@ -352,6 +353,8 @@ def _position_rows(core: tuple, d: Any, base: Any, positions: Any) -> Any:
     top = int(np.asarray(positions).max())
     if top < 0 or top >= 1 << 24:  # float32 holds every integer below 2^24
         return None
+    if top >= 4 * positions.size + 4096:  # rows 0 .. top would cost far more than the call's
+        return None                       # own (a decoder's positions=[t]): not kept
     return lease(core, d, base, 0, top + 1, 0)
 
 

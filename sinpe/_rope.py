@@ -169,11 +169,26 @@ def _given_tables(cos: Any, sin: Any, shape: Tuple[int, ...], sd: int, layout: s
         raise TypeError("apply_rope() needs both cos and sin, or neither")
     if positions is not None or offset != 0 or rot_dim is not None:
         raise ValueError("cos/sin exclude positions, offset and rot_dim")
+    _table_shapes(cos, sin, shape, sd)  # before any copy: a broadcast view may be huge
     c, s_ = _float32(cos, "cos", not32), _float32(sin, "sin", not32)
     if c.shape != s_.shape or c.ndim not in (2, 3):
         raise ValueError(f"cos and sin must have one shape, (seq, rot) or (batch, seq, rot), got "
                          f"{c.shape} and {s_.shape}")
     return (c[None], s_[None]) if c.ndim == 2 else (c, s_)
+
+
+def _table_shapes(cos: Any, sin: Any, shape: Tuple[int, ...], sd: int) -> None:
+    """What cos and sin's shapes say before they are copied: one shape, (seq, rot) or (batch,
+    seq, rot), seq x's, no more elements than x (a table of more cannot be one)."""
+    cs, ss = (tuple(int(n) for n in getattr(t, "shape", None) or np.shape(t)) for t in (cos, sin))
+    n = 1
+    for v in shape:
+        n *= v
+    if cs != ss or len(cs) not in (2, 3) or cs[-2] != shape[sd] \
+            or int(np.prod(cs, dtype=object)) > max(n, 1):
+        raise ValueError(f"cos and sin must have one shape, (seq, rot) or (batch, seq, rot) "
+                         f"with seq = {shape[sd]} (x's) and rot <= {shape[-1]}, got {cs} and "
+                         f"{ss}")
 
 
 def _float32(t: Any, name: str, not32: bool) -> np.ndarray:

@@ -247,7 +247,8 @@ def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
     # under JAX, XLA divides the exponents by hidden_size as a multiply by f32(1 / d)
     by = (dict(a=float(np.float32(1) / np.float32(d))) if _sinpe.BACKENDS[opts["core"][0]] == "jax"
           else dict(b=float(d)))
-    freq = _freqs("pow", d, opts, step=2, group=2, base=1 / wl, **by)
+    freq = _freqs("pow", d, opts, step=2, group=2, base=1 / wl, base_name="1 / max_wavelength",
+                  **by)
     col = [4 * j + (SIN if j % 2 == 0 else COS) for j in range(d)]
     one = dict(opts, out=None, dtype=dst.dtype)  # the library's own table, then broadcast
     if pos is not None:
@@ -691,7 +692,8 @@ def rotary_embedding_torch_freqs(dim: int, theta: float = 10000, theta_rescale_f
     rescale = _positive(theta_rescale_factor, "theta_rescale_factor")
     th = th0 * rescale ** (d / (d - 2)) if d != 2 else \
         th0 * rescale ** float("inf") if rescale != 1 else th0
-    return _rope_inv_freq(d, th, opts)[:d // 2]
+    return _rope_inv_freq(d, th, opts, "theta * theta_rescale_factor ** (dim / (dim - 2))"
+                          if rescale != 1 else "theta")[:d // 2]
 
 
 def rotary_embedding_torch(dim: int, seq_len: Optional[int] = None, *, t: Any = None,
@@ -864,6 +866,14 @@ def alibi_bias(attention_mask: Any = None, num_heads: int = 8, *, seq_length: Op
         raise ValueError(f"method must be 'bloom' or 'paper', got {method!r}")
     heads = _int(num_heads, "num_heads", minimum=1)
     L = None if seq_length is None else _int(seq_length, "seq_length")
+    exact = {"float16": 2048, "bfloat16": 256}.get(
+        str(getattr(attention_mask, "dtype", "")).replace("torch.", ""))
+    if exact is not None and len(getattr(attention_mask, "shape", ())) == 2 \
+            and int(attention_mask.shape[1]) > exact:
+        raise ValueError(f"attention_mask of dtype {attention_mask.dtype} and "
+                         f"{int(attention_mask.shape[1])} positions: transformers' cumsum runs in "
+                         f"the mask's dtype, exact up to {exact} positions and rounded past them, "
+                         "which sinpe does not reproduce; pass an integer, bool or float32 mask")
     m = None if attention_mask is None else np.asarray(_dtypes.array_arg(attention_mask,
                                                                          "attention_mask"))
     if m is not None and (m.ndim != 2 or not (np.issubdtype(m.dtype, np.integer)

@@ -86,6 +86,18 @@ def _text_part(config: Any) -> Any:
     return config
 
 
+def plain_number(v: Any, key: str) -> Any:
+    """v itself when it is a plain number (int, float, bool or a NumPy scalar type); a
+    subclass is refused: transformers reads such a value both as it is (arithmetic) and
+    through its __float__ (math functions), which may disagree."""
+    t = type(v)
+    if t in (int, float, bool) or (isinstance(v, np.generic) and t.__module__ == "numpy"):
+        return v
+    raise TypeError(f"config.rope_parameters[{key!r}] must be a plain number (int, float or a "
+                    f"NumPy scalar), got an instance of {t.__module__}.{t.__qualname__}: a "
+                    "subclass's __float__ need not give its value, and transformers reads both")
+
+
 class Cfg:
     """The attributes transformers' init functions read, from a config or its to_dict()."""
 
@@ -156,7 +168,7 @@ class Cfg:
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
                                                                   np.floating)):
             raise TypeError(f"config.rope_parameters[{key!r}] must be a number, got {v!r}")
-        return v
+        return plain_number(v, key)
 
     def head(self, or_none: bool) -> int:
         """head_dim as the init reads it: ``getattr(config, "head_dim", None) or hidden //

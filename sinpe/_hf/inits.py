@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 import numpy as np
 
 from .._jobs import _freqs, _int
-from .config import Cfg
+from .config import Cfg, plain_number
 from .families import PARTIAL_DEFAULT, PARTIAL_FALLBACK
 
 F32 = np.float32
@@ -44,7 +44,7 @@ def _scalar(v: Any, key: str) -> Any:
     """A number transformers multiplies with (a bool is 0 or 1 there, as in torch)."""
     if not isinstance(v, (int, float, np.integer, np.floating, np.bool_)):
         raise TypeError(f"config.rope_parameters[{key!r}] must be a number, got {v!r}")
-    return v
+    return plain_number(v, key)
 
 
 def theta(c: Cfg) -> float:

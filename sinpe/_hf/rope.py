@@ -283,6 +283,8 @@ def _given_key(given: Any) -> Any:
     float64, exactly); TypeError when it cannot be read here (the call then keeps nothing)."""
     if given is None:
         return None
+    if getattr(given, "size", 0) > 1 << 16 or (hasattr(given, "numel") and given.numel() > 1 << 16):
+        raise TypeError("too large to key")  # no rotary has so many: the call refuses it
     if isinstance(given, np.ndarray):
         return _frozen(given)
     torch = _dtypes.torch_of(given)

@@ -2,6 +2,7 @@
  * its message naming the parameter and its value (binding/binding.h). */
 #include "binding/binding.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -89,7 +90,12 @@ static void on_rows(const call *c, const facts *f)
 static void on_base(const call *c, const facts *f)
 {
     (void)f;
-    if (c->base_obj)
+    const sinpe_freq *q = c->job.kind == SINPE_JOB_FREQS ? c->job.freq : NULL;
+    if (q && isfinite(q->base64) && q->base64 > 0.0) /* float32 made it 0 or inf */
+        PyErr_Format(PyExc_ValueError, "%s=%R is outside float32's range (its float32 is %s; "
+                     "the frequencies are computed in float32, as torch's pow computes them)",
+                     c->base_name, c->base_obj, q->base == 0.0f ? "0" : "inf");
+    else if (c->base_obj)
         PyErr_Format(PyExc_ValueError, "%s must be finite and > 0, got %R", c->base_name,
                      c->base_obj);
     else

@@ -12,6 +12,8 @@ import pytest
 import sinpe
 from conftest import BF16, DTYPES, TIME_SCALE, physical_memory, run_python, same, torch
 
+P = sinpe.presets
+
 PE = sinpe.positional_encoding
 
 
@@ -381,3 +383,44 @@ def test_apply_rope_empty_x_valid_calls_still_pass():
         assert sinpe.apply_rope(x, offset=2**62) is x
         if shape[2] == 3:
             assert sinpe.apply_rope(x, positions=[1, 2, 2**63]) is x
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: P.llama_rope(8, 4, rope_theta=1e39), r"rope_theta=1e\+39 is outside float32's range"),
+    (lambda: P.rotary_embedding_torch_freqs(8, theta=1e39), r"theta=1e\+39 is outside float32"),
+    (lambda: P.rotary_embedding_torch_freqs(8, theta=1e38, theta_rescale_factor=100.0),
+     r"theta \* theta_rescale_factor \*\* \(dim / \(dim - 2\)\)=4.6\d*e\+40 is outside"),
+    (lambda: P.timm_2d((2, 2), 8, temperature=1e39), r"temperature=1e\+39 is outside float32"),
+    (lambda: P.keras_hub((1, 2, 8), max_wavelength=1e-46), r"1 / max_wavelength=1e\+46 is outside"),
+    (lambda: P.keras_hub_rotary(np.zeros((1, 2, 8), np.float32), max_wavelength=1e39),
+     r"max_wavelength=1e\+39 is outside float32's range"),
+])
+def test_bases_past_float32_refused_with_the_true_rule(call, message):
+    """A second probe: finite bases past float32's range (their float32 is inf) were refused
+    as "must be finite and > 0", and derived bases under a name the caller never passed."""
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_given_tables_shapes_checked_before_any_copy():
+    """A second probe: apply_rope(cos=, sin=) copied broadcast tables before checking their
+    shape (1 GiB for a (2, 8192, 8192) view; NumPy's MemoryError for (2^20, 2^20))."""
+    x = np.zeros((1, 4, 8), np.float32)
+    huge = np.broadcast_to(np.float32(0.5), (1 << 20, 1 << 20))
+    with pytest.raises(ValueError, match="cos and sin must have one shape"):
+        sinpe.apply_rope(x, cos=huge, sin=huge)
+    c = np.ones((4, 8), np.float32)
+    sinpe.apply_rope(x, cos=c, sin=c * 0)  # a valid pair still rotates
+
+
+def test_alibi_bias_half_precision_masks():
+    """A second probe: transformers' cumsum runs in the mask's dtype, so a float16 mask past
+    2048 positions (a bfloat16 one past 256) gets rounded positions; sinpe refused nothing and
+    differed.  Within the exact range they equal an integer mask's; past it, ValueError."""
+    import ml_dtypes
+    m16 = np.ones((1, 2048), np.float16)
+    assert same(P.alibi_bias(m16, 2), P.alibi_bias(m16.astype(np.int64), 2))
+    with pytest.raises(ValueError, match="attention_mask of dtype float16 and 2049 positions"):
+        P.alibi_bias(np.ones((1, 2049), np.float16), 2)
+    with pytest.raises(ValueError, match="bfloat16 and 300 positions"):
+        P.alibi_bias(np.ones((1, 300), ml_dtypes.bfloat16), 2)

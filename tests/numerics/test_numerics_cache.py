@@ -475,3 +475,46 @@ def test_keys_only_from_the_values_the_core_reads():
     assert same(later, sinpe.positional_encoding(64, 32, base=500.0))
     assert same(x, sinpe.positional_encoding(8, 32, offset=5))
     assert same(zero, sinpe.positional_encoding(8, 32))
+
+
+def test_a_growing_entry_is_copied_once_not_every_step():
+    """A second probe: once doubling an entry passed the budget, every step of a decoder's
+    add_pe(x, offset=t) made a new buffer and copied the whole entry (8-19 ms a step against
+    0.01 ms with the cache off).  The entry now grows to the largest buffer the budget allows,
+    then in place; past it a new entry starts and doubles; the bits are the cache-off bits."""
+    from sinpe import _cache
+    saved = sinpe.get_cache_size()
+    try:
+        sinpe.set_cache_size(1 << 20)  # 4096 rows of d_model 64
+        sinpe.clear_cache()
+        d = 64
+        sinpe.add_pe(np.zeros((1500, d), np.float32))  # a prompt: 1500 rows kept
+        buffers, got = set(), []
+        for t in range(1500, 4600):
+            got.append(sinpe.add_pe(np.zeros((1, d), np.float32), offset=t)[0])
+            for e in list(_cache._ENTRIES.values()):
+                buffers.add(id(e.rows))
+        # the prompt's, the doubled one, the largest the budget allows, then a new entry past
+        # it that doubles again: O(log n) buffers (before: a new buffer every step, ~1,100)
+        assert len(buffers) <= 16, len(buffers)
+        sinpe.set_cache_size(0)
+        want = sinpe.positional_encoding(3100, d, offset=1500)
+        assert same(np.stack(got), want)
+    finally:
+        sinpe.set_cache_size(saved)
+
+
+def test_one_far_position_is_not_kept():
+    """A second probe: positions=[t] leased rows 0 .. t (80-330 ms for t about 250,000 against
+    0.02 ms with the cache off): a lease whose rows far outnumber the call's positions is not
+    kept; the bits are the same."""
+    sinpe.clear_cache()
+    before = sinpe.cache_info()["entries"]
+    a = sinpe.positional_encoding(d_model=64, positions=np.array([250_000]))
+    assert sinpe.cache_info()["entries"] == before
+    saved = sinpe.get_cache_size()
+    sinpe.set_cache_size(0)
+    try:
+        assert same(a, sinpe.positional_encoding(d_model=64, positions=np.array([250_000])))
+    finally:
+        sinpe.set_cache_size(saved)

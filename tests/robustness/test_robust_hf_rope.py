@@ -523,3 +523,28 @@ def test_tables_as_broadcast_views(dtype, shape):
     for a, b in zip(got, want):
         assert torch.equal(a.view(torch.int16 if dt != torch.float32 else torch.int32),
                            b.view(torch.int16 if dt != torch.float32 else torch.int32))
+
+
+def test_number_subclasses_in_configs_refused():
+    """A second probe: a float subclass rope_theta whose __float__ disagrees with its value
+    gave other bits than transformers (which reads both) and was served another instance's
+    memo.  Config numbers must be plain (int, float, bool, NumPy scalars)."""
+    class F(float):
+        def __float__(self):
+            return 500000.0
+
+    cfg = llama({"rope_type": "default", "rope_theta": F(10000.0)})
+    with pytest.raises(TypeError, match=r"rope_theta.*plain number"):
+        hf_rope(cfg, POS)
+    cfg = llama({"rope_type": "default", "rope_theta": np.float64(10000.0)})
+    hf_rope(cfg, POS)  # a NumPy scalar is plain
+
+
+def test_huge_inv_freq_refused_before_any_copy():
+    """A second probe: the memo key widened a broadcast inv_freq (2^27 values: 2 GiB) before
+    the shape check refused it."""
+    cfg = llama({"rope_type": "default", "rope_theta": 1e4})
+    with pytest.raises(ValueError, match="inv_freq must have shape"):
+        hf_rope(cfg, POS, inv_freq=torch.zeros(1).expand(1 << 40))
+    with pytest.raises(ValueError, match="inv_freq must have shape"):
+        hf_rope(cfg, POS, inv_freq=np.broadcast_to(np.float32(1), (1 << 40,)))
