@@ -59,8 +59,9 @@ def torch_of(obj: Any) -> Any:
     return torch
 
 
-def _kind_check(torch: Any, t: Any, name: str) -> None:
-    """A tensor whose memory the core cannot read as a strided CPU array, refused by name."""
+def _kind_check(torch: Any, t: Any, name: str, cpu: bool = True) -> None:
+    """A tensor whose memory the core cannot read as a strided CPU array, refused by name
+    (cpu=False: another device is the caller's to copy from)."""
     if getattr(t, "is_nested", False):
         raise TypeError(f"{name} is a nested tensor: sinpe takes strided CPU tensors (one "
                         f"shape); pass each of its tensors (.unbind()) or a padded tensor")
@@ -73,7 +74,7 @@ def _kind_check(torch: Any, t: Any, name: str) -> None:
                         f"tensor")
     if t.layout != torch.strided:
         raise TypeError(f"{name} must be a strided tensor, got layout {t.layout}")
-    if t.device.type != "cpu":
+    if cpu and t.device.type != "cpu":
         raise ValueError(f"{name} is on device {t.device}: sinpe works on CPU tensors")
 
 

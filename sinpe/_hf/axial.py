@@ -59,14 +59,22 @@ AXIAL: Dict[str, Tuple[str, str, bool]] = {
 
 def array(x: Any, name: str) -> np.ndarray:
     """x (a NumPy array-like or a torch tensor, bfloat16 as ml_dtypes') as a NumPy array."""
-    if type(x).__module__.startswith("torch"):
+    torch = _dtypes.torch_of(x)
+    if torch is not None:
         if getattr(getattr(x, "device", None), "type", None) == "meta":
             raise ValueError(f"{name} is a meta tensor (it holds no data)")
-        x = x.detach().cpu()
+        _dtypes._kind_check(torch, x, name, cpu=False)  # nested, sparse, vmapped: named
+        if x.is_complex():
+            raise TypeError(f"{name} must hold integers or real numbers, got dtype {x.dtype}")
+        x = x.detach().resolve_conj().resolve_neg().cpu()  # as torch's own ops read it
         if str(x.dtype) == "torch.bfloat16":
             import torch
             return np.asarray(x.view(torch.int16).numpy()).view(_dtypes.bfloat16())
-        x = x.numpy()
+        try:
+            x = x.numpy()
+        except (TypeError, RuntimeError) as exc:  # float8 and the like
+            raise TypeError(f"{name}: a tensor of dtype {x.dtype} cannot be read ({exc})") \
+                from None
     a = np.asarray(x)
     if a.dtype == object:
         raise TypeError(f"{name} must be an array of numbers, got {type(x).__name__}")

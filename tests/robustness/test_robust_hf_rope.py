@@ -548,3 +548,25 @@ def test_huge_inv_freq_refused_before_any_copy():
         hf_rope(cfg, POS, inv_freq=torch.zeros(1).expand(1 << 40))
     with pytest.raises(ValueError, match="inv_freq must have shape"):
         hf_rope(cfg, POS, inv_freq=np.broadcast_to(np.float32(1), (1 << 40,)))
+
+
+def test_position_ids_and_inv_freq_of_every_tensor_kind():
+    """A second probe: hf_rope read position_ids and inv_freq without the package's tensor
+    rule: neg-bit and conjugate views, requires-grad subclasses, sparse, float8 and vmapped
+    tensors got torch's own errors naming nothing (a valid neg-bit position_ids was refused).
+    Read tensors are resolved as torch reads them; the others are refused by name."""
+    cfg = llama({"rope_type": "default", "rope_theta": 1e4})
+    pos = torch.as_tensor(POS)
+    want = hf_rope(cfg, POS)
+    neg = torch._neg_view(-pos)
+    assert neg.is_neg()
+    assert same(hf_rope(cfg, neg), want)
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+    inv = LlamaRotaryEmbedding(cfg).inv_freq
+    assert same(hf_rope(cfg, POS, inv_freq=torch._neg_view(-inv)), want)
+    with pytest.raises(TypeError, match="position_ids must be a strided tensor"):
+        hf_rope(cfg, pos.to_sparse())
+    with pytest.raises(TypeError, match="position_ids: a tensor of dtype torch.float8"):
+        hf_rope(cfg, pos.to(torch.float8_e4m3fn))
+    with pytest.raises(TypeError, match="position_ids is a tensor inside a torch function"):
+        torch.vmap(lambda p: torch.as_tensor(hf_rope(cfg, p[None])[0]))(pos)
