@@ -110,7 +110,7 @@ def _configure() -> None:
     if threads:
         try:
             set_threads(int(threads))
-        except ValueError:
+        except (ValueError, OverflowError):  # not a number, out of range, past int64
             raise ValueError(f"SINPE_NUM_THREADS={os.environ['SINPE_NUM_THREADS']!r} is not "
                              "valid: use an integer from 1 to 256 (or leave it unset)") from None
     else:

@@ -3,7 +3,7 @@ and 'float' are float64, as in NumPy), 'bfloat16' (through ml_dtypes, imported o
 and torch dtypes, to the np.dtype the core writes.  One resolver for every entry point."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Tuple
 
 import numpy as np
 
@@ -76,6 +76,17 @@ def _kind_check(torch: Any, t: Any, name: str, cpu: bool = True) -> None:
         raise TypeError(f"{name} must be a strided tensor, got layout {t.layout}")
     if cpu and t.device.type != "cpu":
         raise ValueError(f"{name} is on device {t.device}: sinpe works on CPU tensors")
+
+
+def shape_of(obj: Any, name: str) -> Tuple[int, ...]:
+    """The shape of an array-like whose values are not read (a preset's inputs or tensor): a
+    nested tensor, which has no one shape, refused by name (any other tensor has one)."""
+    torch = torch_of(obj)
+    if torch is not None:
+        if obj.is_nested:
+            _kind_check(torch, obj, name)
+        return tuple(obj.shape)
+    return np.shape(obj)
 
 
 def array_arg(obj: Any, name: str) -> Any:

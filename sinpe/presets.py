@@ -219,7 +219,7 @@ def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
     dtype=) or a shape tuple (..., seq_length, hidden_size); positions: (seq,) or
     (batch, seq). The sum ``sin*mask + cos*mask`` keras forms equals the chosen function
     but for the sign of a zero sine at a position of -0.0."""
-    given = inputs if isinstance(inputs, (tuple, list)) else np.shape(inputs)
+    given = inputs if isinstance(inputs, (tuple, list)) else _dtypes.shape_of(inputs, "inputs")
     shape = tuple(_int(v, "inputs' shape") for v in given)
     if len(shape) < 2:
         raise ValueError(f"inputs must have at least 2 dimensions (..., seq, hidden), got {shape}")
@@ -730,7 +730,7 @@ def rotary_embedding_torch(dim: int, seq_len: Optional[int] = None, *, t: Any = 
 
 
 def _tatp_shape(tensor: Any, ndim: int) -> Tuple[Tuple[int, ...], Any]:
-    given = tensor if isinstance(tensor, (tuple, list)) else np.shape(tensor)
+    given = tensor if isinstance(tensor, (tuple, list)) else _dtypes.shape_of(tensor, "tensor")
     shape = tuple(_int(v, "tensor's shape") for v in given)
     dt = None if isinstance(tensor, (tuple, list)) else getattr(tensor, "dtype", None)
     if len(shape) != ndim:

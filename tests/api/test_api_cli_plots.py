@@ -201,6 +201,7 @@ def test_import_in_source_tree_says_what_to_do():
     ({"SINPE_KERNEL": "nope"}, "SINPE_KERNEL='nope' is not valid"),
     ({"SINPE_NUM_THREADS": "x"}, "SINPE_NUM_THREADS='x' is not valid"),
     ({"SINPE_NUM_THREADS": "0"}, "SINPE_NUM_THREADS='0' is not valid"),
+    ({"SINPE_NUM_THREADS": "99999999999999999999"}, "SINPE_NUM_THREADS='99999999999999999999' is not valid"),
 ])
 def test_cli_bad_environment(tmp_path, env, msg):
     """Issue 25, 12: a bad SINPE_* variable is a bad argument: `sinpe: error: ...`, exit 2,

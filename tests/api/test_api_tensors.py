@@ -485,3 +485,25 @@ def test_unsqueeze_dim_below_range_raises_as_torch(ud):
               lambda: st.apply_rotary_pos_emb_single(q, cos, cos, ud)):
         with pytest.raises(IndexError):
             f()
+
+
+def test_presets_name_nested_and_vmapped_tensors():
+    """A second probe: under torch.vmap, keras_hub's and tatp22's out= reached the core's
+    export first ("Cannot access data pointer"); a nested tensor as their inputs/tensor
+    failed in torch ("NestedTensorImpl doesn't support sizes").  Each is named."""
+    import warnings
+    P = sinpe.presets
+    with pytest.raises(TypeError, match="out is a tensor inside a torch function transform"):
+        torch.vmap(lambda t: P.keras_hub((1, 3, 8), out=t))(torch.zeros(2, 1, 3, 8))
+    with pytest.raises(TypeError, match="out is a tensor inside a torch function transform"):
+        torch.vmap(lambda t: P.tatp22_1d(8, (1, 3, 8), out=t))(torch.zeros(2, 1, 3, 8))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nt = torch.nested.nested_tensor([torch.zeros(3, 8), torch.zeros(5, 8)])
+    with pytest.raises(TypeError, match="inputs is a nested tensor"):
+        P.keras_hub(nt)
+    with pytest.raises(TypeError, match="tensor is a nested tensor"):
+        P.tatp22_1d(8, nt)
+    # a tensor whose shape only is read: its shape, under vmap too
+    got = torch.vmap(lambda t: torch.from_numpy(P.tatp22_1d(8, t)))(torch.zeros(2, 1, 3, 8))
+    assert got.shape == (2, 1, 3, 8)
