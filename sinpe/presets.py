@@ -325,13 +325,15 @@ def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor:
     _admit(moved.shape, dict(opts, dtype=np.float32))
     _admit((2, b, S, d), opts, "its cos and sin tables", np.float32)
     xm = np.array(moved, dtype=np.float32, order="C")  # the layer's compute dtype, a new array
+    # the frequencies first: their rules (max_wavelength in float32's range) hold for an empty
+    # input too
+    inv = _freqs("pow", d // 2, opts, step=2, b=-float(d), base=wl, base_name="max_wavelength")
     if xm.size:
         if pos is None:
             p32 = np.arange(S, dtype=np.float64).astype(np.float32)[None]
             p32 += np.float32(start)
         else:
             p32 = pos.astype(np.float32)
-        inv = _freqs("pow", d // 2, opts, step=2, b=-float(d), base=wl, base_name="max_wavelength")
         inv = inv / np.float32(sf)
         freq = np.concatenate([inv, inv])
         one = dict(opts, out=None, dtype=None)

@@ -402,6 +402,14 @@ def test_bases_past_float32_refused_with_the_true_rule(call, message):
         call()
 
 
+def test_keras_hub_rotary_empty_input_checks_its_base():
+    """A second probe: an empty input skipped the frequencies and with them max_wavelength's
+    rule."""
+    with pytest.raises(ValueError, match=r"max_wavelength=1e\+39 is outside float32's range"):
+        P.keras_hub_rotary(np.zeros((0, 1, 8), np.float32), max_wavelength=1e39)
+    assert P.keras_hub_rotary(np.zeros((0, 1, 8), np.float32)).shape == (0, 1, 8)
+
+
 def test_given_tables_shapes_checked_before_any_copy():
     """A second probe: apply_rope(cos=, sin=) copied broadcast tables before checking their
     shape (1 GiB for a (2, 8192, 8192) view; NumPy's MemoryError for (2^20, 2^20))."""
