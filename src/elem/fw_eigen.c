@@ -110,7 +110,8 @@ static float eigen_sincos(float x, int want_cos, int ftz)
     r = y * E.pio2[3] + r;
     if (a >= (want_cos ? E.huge_cos : E.huge_sin) && isfinite(a))
         r = reduce_huge(a, &yi);
-    uint32_t sign = want_cos ? ((uint32_t)(yi + 1) << 30) : (sinpe_f32_bits(xin) ^ ((uint32_t)yi << 30));
+    uint32_t sign = want_cos ? (((uint32_t)yi + 1u) << 30) /* unsigned: a NaN's yi is INT32_MAX */
+                              : (sinpe_f32_bits(xin) ^ ((uint32_t)yi << 30));
     sign &= 0x80000000u;
     float r2 = r * r;
     if (ftz)
