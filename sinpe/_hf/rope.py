@@ -278,18 +278,23 @@ def _frozen(v: Any) -> Any:
     raise TypeError("not a plain value")
 
 
+#: the most frequencies a given inv_freq is keyed by (no rotary has more; a larger one is
+#: refused by the call, and its values are never copied for a key first)
+_KEYED = 1 << 16
+
+
 def _given_key(given: Any) -> Any:
     """A given inv_freq by its content: dtype, shape and values (a tensor's widened to
     float64, exactly); TypeError when it cannot be read here (the call then keeps nothing)."""
     if given is None:
         return None
-    if getattr(given, "size", 0) > 1 << 16 or (hasattr(given, "numel") and given.numel() > 1 << 16):
-        raise TypeError("too large to key")  # no rotary has so many: the call refuses it
-    if isinstance(given, np.ndarray):
-        return _frozen(given)
     torch = _dtypes.torch_of(given)
-    if torch is None:
+    if torch is None and not isinstance(given, np.ndarray):
         raise TypeError("not an array")
+    if (given.numel() if torch is not None else given.size) > _KEYED:
+        raise TypeError("too large to key")  # more than any rotary has: the call refuses it
+    if torch is None:
+        return _frozen(given)
     try:
         values = given.detach().to("cpu", torch.float64).numpy()
     except (RuntimeError, NotImplementedError, ValueError) as exc:  # meta, fake tensors

@@ -435,7 +435,9 @@ def test_memo_misses_on_an_inv_freq_written_without_a_version_bump(write):
     cfg = llama({"rope_type": "default", "rope_theta": 1e4})
     from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
     m = LlamaRotaryEmbedding(cfg)
+    _freq_memo.clear()
     first = hf_rope(cfg, POS, inv_freq=m.inv_freq)
+    assert len(_freq_memo.d) == 1  # a tensor inv_freq is kept (a size check once keyed none)
     v = m.inv_freq._version
     if write == "data":
         m.inv_freq.data.mul_(2)
