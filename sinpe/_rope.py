@@ -181,11 +181,8 @@ def _table_shapes(cos: Any, sin: Any, shape: Tuple[int, ...], sd: int) -> None:
     """What cos and sin's shapes say before they are copied: one shape, (seq, rot) or (batch,
     seq, rot), seq x's, no more elements than x (a table of more cannot be one)."""
     cs, ss = (tuple(int(n) for n in getattr(t, "shape", None) or np.shape(t)) for t in (cos, sin))
-    n = 1
-    for v in shape:
-        n *= v
     if cs != ss or len(cs) not in (2, 3) or cs[-2] != shape[sd] \
-            or int(np.prod(cs, dtype=object)) > max(n, 1):
+            or math.prod(cs) > max(math.prod(shape), 1):
         raise ValueError(f"cos and sin must have one shape, (seq, rot) or (batch, seq, rot) "
                          f"with seq = {shape[sd]} (x's) and rot <= {shape[-1]}, got {cs} and "
                          f"{ss}")
