@@ -197,13 +197,13 @@ def _result(shape: Tuple[int, ...], opts: dict) -> np.ndarray:
     if out is None:
         _admit(shape, opts)
         return np.empty(shape, _dtypes.resolve(opts["dtype"]))
-    torch = _dtypes.torch_of(out)
-    if torch is not None:  # nested, sparse, vmapped: named before the core reaches for memory
-        _dtypes._kind_check(torch, out, "out")
+    # torch's rules for an in-place write first (nested, vmapped, inference tensors: named
+    # before the core reaches for the memory), then the core's
+    tensor = _dtypes.writable_tensor(out, "out")
     rows = np.broadcast_to(np.float32(0), shape[:-1])
     table_job(opts["core"], positions=rows, freq=np.zeros(1, np.float32),
                    col=[ZERO] * shape[-1], dtype=opts["dtype"], out=out, fill=False)
-    if _dtypes.writable_tensor(out, "out"):  # about to be written outside autograd
+    if tensor:  # about to be written outside autograd
         _dtypes.bump_version(out)
     return _dtypes.ndarray_view(out)
 
