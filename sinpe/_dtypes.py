@@ -151,6 +151,9 @@ def _tensor_route(torch: Any) -> None:
     _TORCH_C.append(bump if bump is not None else torch.autograd.graph.increment_version)
 
 
+_NUMPY1 = np.lib.NumpyVersion(np.__version__) < "2.0.0"
+
+
 class _Interface:
     """An ndarray's memory under the array interface, writable (see _writable)."""
 
@@ -164,7 +167,7 @@ def _writable(a: np.ndarray) -> np.ndarray:
     """NumPy 1.x imports every DLPack export read-only (its DLPack 0.x capsule carries no
     read-only flag); the core has already read the export's own flags and refused a
     read-only one, so the same memory is written here as the core would write it."""
-    if a.flags.writeable or not a.size or np.lib.NumpyVersion(np.__version__) >= "2.0.0":
+    if a.flags.writeable or not a.size or not _NUMPY1:
         return a
     return np.asarray(_Interface(a)).view(a.dtype)
 

@@ -488,13 +488,9 @@ def _glibc_like_torch() -> bool:
     """torch.polar's cosf/sinf are the C library's: glibc's FMA variants on an x86-64 Linux
     machine whose CPU has AVX2 and FMA (the avx2 code path's requirement)."""
     import platform
-    return sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64") \
-        and "avx2" in _sinpe_kernels()
-
-
-def _sinpe_kernels() -> List[str]:
     from ._backends import policy
-    return policy.kernels()
+    return sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64") \
+        and "avx2" in policy.kernels()
 
 
 # ---- the public face ------------------------------------------------------------------------------
