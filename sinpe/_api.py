@@ -8,7 +8,7 @@ from typing import Any, Literal, Optional, SupportsFloat, SupportsIndex
 import numpy as np
 import numpy.typing as npt
 
-from . import _cache, _dtypes, _sinpe
+from . import _cache, _dtypes, _held, _sinpe
 from ._backends.policy import opts as _opts
 from ._jobs import HUGE, LEAD, _PE_NAMES, _dtype_args
 from ._types import Backend, DType, X
@@ -94,6 +94,11 @@ def add_pe(x: X, /, base: SupportsFloat = 10000.0, *, offset: SupportsIndex = 0,
         None: 5000, or offset+seq_len if larger); only the 'sleef' profiles' bits can
         depend on it.  backend, torch_threads, threads: as for positional_encoding.
     """
+    plain = positions is None and max_len is None and threads is None and torch_threads is None
+    if plain:
+        key = _held.add(x, base, offset, backend)  # rows held for x's own library's add
+        if key is True:
+            return x
     table_rows, grow = (5000, True) if max_len is None else (max_len, False)
     core = _opts(backend, threads, torch_threads)
     positions = _dtypes.array_arg(positions, "positions")
@@ -102,6 +107,8 @@ def add_pe(x: X, /, base: SupportsFloat = 10000.0, *, offset: SupportsIndex = 0,
             _sinpe.add, core, x, base, offset, positions, table_rows, grow)
     if tensor:  # written outside autograd: its version counter moves
         _dtypes.bump_version(x)
+    if plain:
+        _held.keep(core, x, key, offset)
     return x
 
 

@@ -114,6 +114,7 @@ def clear_cache() -> None:
     with _LOCK:
         _ENTRIES.clear()
         _STATS["used"] = 0
+        _forgotten()
     for forget in _OTHERS:
         forget()
 
@@ -150,6 +151,35 @@ def _evict(need: int) -> None:
     entry being filled too: its call keeps its own reference).  Under the lock."""
     while _ENTRIES and _STATS["used"] + need > _STATS["budget"]:
         _STATS["used"] -= _ENTRIES.popitem(last=False)[1].rows.nbytes
+        _forgotten()
+
+
+#: what holds views of entries' rows (add_pe's held route, a module above this one): told
+#: whenever an entry is forgotten or replaced, so that no view outlives the budget's say
+_VIEW_HOLDERS: List[Callable[[], None]] = []
+
+
+def on_forget(forget: Callable[[], None]) -> None:
+    _VIEW_HOLDERS.append(forget)
+
+
+def _forgotten() -> None:
+    for forget in _VIEW_HOLDERS:
+        forget()
+
+
+def count_hit() -> None:
+    _STATS["hits"] += 1
+
+
+def kept_rows(core: tuple, d: int, base: Any, lo: int, hi: int) -> Optional[np.ndarray]:
+    """Rows lo .. hi - 1 of a kept table of a backend whose rows do not couple (a view of the
+    entry's filled rows, which are never written again), or None."""
+    key = _key(core, d, base, 0)
+    e = _ENTRIES.get(key) if key is not None and len(key) == 4 else None
+    if e is None or not (e.lo <= lo and hi <= e.hi):
+        return None
+    return e.rows[lo - e.first:hi - e.first]
 
 
 def _touch(key: tuple) -> None:
@@ -242,6 +272,7 @@ class Lease:
             if cur is not None:
                 _STATS["used"] -= cur.rows.nbytes
                 del _ENTRIES[self.key]
+                _forgotten()
             _evict(e.rows.nbytes)
             if _STATS["used"] + e.rows.nbytes <= _STATS["budget"]:
                 _ENTRIES[self.key] = e

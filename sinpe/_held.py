@@ -1,0 +1,132 @@
+"""add_pe's held route: the cache's rows held as a view of x's own kind and added by x's own
+library (torch's add_ on a torch tensor, NumPy's add on an ndarray), as a model holding its
+`pe` buffer adds it (docs/speed.md, "The held route").
+
+Policy only.  The rows are the cache's (computed by the core, the same bits as the call would
+compute), and the add is the one the core's rule names: x + pe rounded once to x's dtype, so
+the result's bits are the core's (tests/numerics/test_numerics_cache.py checks every dtype and
+route).  The route is taken only where it keeps every rule of the core's call, and is faster:
+a plain call (no positions, max_len, threads or torch_threads), x of an exact type (a torch
+CPU tensor that is contiguous, needs no grad, carries no negative bit, is no inference tensor
+and is not wrapped by a torch function transform; or a writable C-contiguous ndarray), and
+a size up to the route's measured limit for x's dtype.  Anything else returns False and the
+call goes the core's way, which checks and names what is wrong.
+
+Views are made after a plain call with offset 0 succeeded through the cache; at most
+MAX_VIEWS are held, and they are dropped whenever the cache forgets or replaces an entry
+(sinpe._cache.on_forget), so they never keep memory the cache's budget has let go.
+"""
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any, Callable, Dict, Optional
+
+import numpy as np
+
+from . import _cache
+from ._backends import policy, records
+
+MAX_VIEWS = 64
+
+#: the largest x (elements) that each library's add takes, by dtype: measured on Zen 4 at 2
+#: threads (docs/speed.md): torch's float16/bfloat16 add with a float32 operand falls behind
+#: the core's from about 64 Ki elements; NumPy's single-threaded add keeps up with the core's
+#: two threads up to a few million elements; NumPy's float16 add (a cast loop, with overflow
+#: warnings) and bfloat16 (ml_dtypes) never take the route
+_LIMITS = {
+    ("torch", "torch.float32"): 1 << 62, ("torch", "torch.float64"): 1 << 62,
+    ("torch", "torch.float16"): 1 << 16, ("torch", "torch.bfloat16"): 1 << 16,
+    ("numpy", "float32"): 1 << 22, ("numpy", "float64"): 1 << 22,
+}
+
+_VIEWS: Dict[tuple, Callable[[Any], bool]] = {}
+_STATE = policy._STATE
+_MODULES = sys.modules
+_STATS = _cache._STATS
+
+
+def add(x: Any, base: Any, offset: Any, backend: Any) -> Any:
+    """x += the held rows by x's own library: True when done; else (nothing written) the
+    call's key for keep(), or None when x has no dtype or shape or an argument no hash.
+
+    The key is everything the view depends on: x's type, dtype and shape, the exact types
+    and values of base and offset (a subclass's value is never taken for a plain one), and
+    the backend as resolved now (the argument, the default, the path, and whether torch is
+    imported, which 'auto' follows)."""
+    try:
+        key = (type(x), x.dtype, x.shape, type(base), base, type(offset), offset, backend,
+               _STATE["backend"], _STATE["path"], "torch" in _MODULES)
+        route = _VIEWS.get(key)
+    except Exception:  # no dtype or shape, an unhashable argument, a nested tensor's shape:
+        return None     # the core's way names what is wrong
+    if route is not None and route(x):
+        _STATS["hits"] += 1
+        return True
+    return key
+
+
+def _torch_route(torch: Any, rows: np.ndarray) -> Callable[[Any], bool]:
+    view = torch.from_numpy(rows)
+    wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+
+    def route(x: Any) -> bool:
+        if (x.requires_grad or not x.is_cpu or not x.is_contiguous() or x.is_neg()
+                or x.is_inference() or wrapped(x)):
+            return False
+        x.add_(view)
+        return True
+    return route
+
+
+def _numpy_route(rows: np.ndarray) -> Callable[[Any], bool]:
+    add_ = np.add
+
+    def route(x: Any) -> bool:
+        flags = x.flags
+        if not (flags.writeable and flags.c_contiguous):
+            return False
+        add_(x, rows, out=x)
+        return True
+    return route
+
+
+def keep(core: tuple, x: Any, key: Any, offset: Any) -> None:
+    """After a plain add_pe call that succeeded (key: what add() returned): hold its rows for
+    the route, when x's kind, dtype and size have one and the cache holds the rows (offset 0
+    only: a decoder's offsets change at every step and would only churn the views)."""
+    if type(key) is not tuple or type(offset) is not int or offset != 0 \
+            or not records.INDEPENDENT[core[0]]:
+        return
+    kind, torch = _kind(x)
+    limit = _LIMITS.get((kind, str(x.dtype)), 0)
+    shape = tuple(x.shape)
+    if len(shape) < 2 or not 0 < math.prod(shape) <= limit:
+        return
+    rows = _cache.kept_rows(core, shape[-1], key[4], 0, shape[-2])
+    if rows is None:
+        return
+    if len(_VIEWS) >= MAX_VIEWS:
+        _VIEWS.clear()
+    _VIEWS[key] = _torch_route(torch, rows) if torch is not None else _numpy_route(rows)
+
+
+def _kind(x: Any) -> tuple:
+    torch = _MODULES.get("torch")
+    if torch is not None and type(x) is getattr(torch, "Tensor", None):
+        return "torch", torch
+    if type(x) is np.ndarray:
+        return "numpy", None
+    return None, None
+
+
+def forget() -> None:
+    _VIEWS.clear()
+
+
+_cache.on_forget(forget)
+
+
+def held() -> Optional[int]:
+    """How many views are held (tests)."""
+    return len(_VIEWS)

@@ -1,0 +1,225 @@
+"""add_pe's held route (sinpe/_held.py, docs/speed.md "The held route"): after a plain call,
+the cache's rows are added by x's own library (torch's add_, NumPy's add).  Its bits must be
+the core's (the same call with the cache off, bit for bit, specials in x included), and it must
+keep every rule of the core's call: each refusal gives the same exception, and a call the
+route does not suit goes the core's way."""
+import numpy as np
+import pytest
+
+import sinpe
+from conftest import BF16, TORCH_FREE, run_python, same
+from sinpe import _held
+
+if not TORCH_FREE:
+    import torch
+
+RNG = np.random.default_rng(23)
+SPECIALS = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-40, 3.4e38,
+                     -3.4e38, 65504.0, 65520.0, 1e-7, 6e-8, 1.0, -1.0], np.float64)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_views():
+    size = sinpe.get_cache_size()
+    sinpe.clear_cache()
+    yield
+    sinpe.set_cache_size(size)
+    sinpe.clear_cache()
+
+
+def _x(shape, dtype):
+    v = RNG.standard_normal(shape) * RNG.choice([1e-3, 1.0, 1e3], size=shape)
+    flat = v.reshape(-1)
+    flat[:len(SPECIALS)] = SPECIALS[:flat.size]
+    with np.errstate(over="ignore"):
+        return v.astype(dtype)
+
+
+def _uncached(x, **kw):
+    size = sinpe.get_cache_size()
+    sinpe.set_cache_size(0)
+    try:
+        return sinpe.add_pe(x, **kw)
+    finally:
+        sinpe.set_cache_size(size)
+
+
+def _routed(x_of, backend=None):
+    """add_pe twice on copies (the first holds the rows, the second takes the route), and
+    the same with the cache off: (second result, uncached result, hits taken by the route)."""
+    kw = {} if backend is None else {"backend": backend}
+    sinpe.add_pe(x_of(), **kw)
+    assert _held.held() >= 1
+    hits = sinpe.cache_info()["hits"]
+    got = sinpe.add_pe(x_of(), **kw)
+    return got, _uncached(x_of(), **kw), sinpe.cache_info()["hits"] - hits
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(8, 64), (1, 8, 64), (3, 130, 96), (2, 2, 16, 6)])
+@pytest.mark.parametrize("backend", [None, "builtin", "mkl"])
+def test_numpy_route_bits_are_the_cores(dtype, shape, backend):
+    x0 = _x(shape, dtype)
+    got, want, hits = _routed(x0.copy, backend)
+    assert hits == 1 and same(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16])
+def test_numpy_half_types_go_the_cores_way(dtype):
+    x0 = _x((2, 8, 64), dtype)
+    sinpe.add_pe(x0.copy())
+    assert _held.held() == 0
+    assert same(sinpe.add_pe(x0.copy()), _uncached(x0.copy()))
+
+
+def test_numpy_refusals_and_layouts_unchanged():
+    x0 = _x((2, 8, 64), np.float32)
+    sinpe.add_pe(x0.copy())
+    ro = x0.copy()
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="x"):
+        sinpe.add_pe(ro)
+    assert same(ro, x0)
+    # the same shape and dtype, not C-contiguous: the core's way, the core's bits
+    f = np.asfortranarray(x0)
+    assert same(sinpe.add_pe(f.copy(order="F")), _uncached(f.copy(order="F")))
+    # elements sharing memory: refused by the core, untouched (rows held again: _uncached
+    # turned the cache off, which dropped them)
+    sinpe.add_pe(x0.copy())
+    assert _held.held() == 1
+    shared = np.lib.stride_tricks.as_strided(np.zeros(64, np.float32), (2, 8, 64), (0, 0, 4),
+                                             writeable=True)
+    with pytest.raises(ValueError):
+        sinpe.add_pe(shared)
+
+
+def test_route_follows_the_backend_and_base():
+    x0 = _x((1, 16, 64), np.float32)
+    for be in ("builtin", "mkl"):
+        sinpe.add_pe(x0.copy(), backend=be)
+    sinpe.set_backend("builtin")
+    try:
+        assert same(sinpe.add_pe(x0.copy()), _uncached(x0.copy(), backend="builtin"))
+    finally:
+        sinpe.set_backend("auto")
+    assert same(sinpe.add_pe(x0.copy(), 500.0), _uncached(x0.copy(), base=500.0))
+
+    class Odd(float):  # equal to 10000.0, read by the core as its own value: never the key's
+        pass
+    sinpe.add_pe(x0.copy())
+    assert same(sinpe.add_pe(x0.copy(), Odd(10000.0)), _uncached(x0.copy(), base=Odd(10000.0)))
+
+
+@pytest.mark.needs_torch
+def test_route_follows_auto_when_torch_is_imported_later():
+    r = run_python(
+        "import numpy as np, sinpe\n"
+        "x = np.zeros((1, 8, 64), np.float32)\n"
+        "sinpe.add_pe(x.copy()); sinpe.add_pe(x.copy())\n"
+        "a = sinpe.cache_info()\n"
+        "import torch\n"
+        "sinpe.add_pe(x.copy())\n"
+        "b = sinpe.cache_info()\n"
+        "print(a['hits'], a['misses'], b['hits'], b['misses'], sinpe.get_backend())\n")
+    assert r.returncode == 0, r.stderr
+    hits0, misses0, hits1, misses1, backend = r.stdout.split()
+    # before torch: one miss, then the route's hit; after: torch's rows, a miss, not the route
+    assert (hits0, misses0, backend) == ("1", "1", "torch")
+    assert (hits1, misses1) == ("1", "2")
+
+
+def test_views_go_when_the_cache_forgets():
+    x = _x((1, 8, 64), np.float32)
+    sinpe.add_pe(x.copy())
+    assert _held.held() == 1
+    sinpe.clear_cache()
+    assert _held.held() == 0
+    sinpe.add_pe(x.copy())
+    sinpe.set_cache_size(0)
+    assert _held.held() == 0
+    sinpe.add_pe(x.copy())  # the cache off: nothing held
+    assert _held.held() == 0
+    sinpe.set_cache_size(1 << 20)
+    sinpe.add_pe(x.copy())
+    assert _held.held() == 1
+    sinpe.add_pe(np.zeros((1, 4096, 64), np.float32))  # 1 MiB of rows evicts the first
+    assert sinpe.cache_info()["entries"] == 1 and _held.held() <= 1
+
+
+def test_offsets_and_other_arguments_are_not_held():
+    x = _x((1, 8, 64), np.float32)
+    for kw in ({"offset": 3}, {"max_len": 100}, {"threads": 1},
+               {"positions": np.arange(8)}):
+        sinpe.add_pe(x.copy(), **kw)
+    assert _held.held() == 0
+
+
+# ---- torch ---------------------------------------------------------------------------------
+
+TORCH_DTYPES = ["float32", "float64", "float16", "bfloat16"]
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("dtype", TORCH_DTYPES)
+@pytest.mark.parametrize("shape", [(8, 64), (1, 8, 64), (3, 130, 96), (2, 2, 16, 6)])
+def test_torch_route_bits_are_the_cores(dtype, shape):
+    x0 = torch.from_numpy(_x(shape, np.float64)).to(getattr(torch, dtype))
+    got, want, hits = _routed(x0.clone)
+    assert hits == 1 and same(got, want)
+    # and torch's own add of the reference table gives the same bits
+    pe = torch.from_numpy(sinpe.positional_encoding(shape[-2], shape[-1]))
+    assert same(got, x0.clone().add_(pe))
+
+
+@pytest.mark.needs_torch
+def test_torch_half_types_past_the_limit_go_the_cores_way():
+    x0 = torch.zeros((2, 256, 256), dtype=torch.bfloat16)  # 128 Ki elements
+    sinpe.add_pe(x0.clone())
+    assert _held.held() == 0
+
+
+@pytest.mark.needs_torch
+def test_torch_refusals_unchanged_on_the_route():
+    x0 = torch.from_numpy(_x((2, 8, 64), np.float32))
+    sinpe.add_pe(x0.clone())
+    assert _held.held() == 1
+
+    def refused(x, exc=(ValueError, TypeError)):
+        before = x.detach().resolve_neg().clone()
+        with pytest.raises(exc, match="x"):
+            sinpe.add_pe(x)
+        assert same(x.detach().resolve_neg(), before)
+
+    refused(x0.clone().requires_grad_())
+    refused(x0.clone().requires_grad_() * 1)
+    refused(torch._neg_view(x0.clone()))
+    with torch.inference_mode():
+        inf = x0.clone()
+    refused(inf)
+    sinpe.add_pe(x0[0].clone())  # rows held for the shape vmap's function sees
+    with pytest.raises(TypeError, match="x"):
+        torch.vmap(lambda t: sinpe.add_pe(t))(x0.clone())
+    # written in place: the version counter moves, as the core's way moves it
+    x = x0.clone()
+    v = x._version
+    sinpe.add_pe(x)
+    assert x._version > v
+    # a transposed view of the same shape: the core's way, the core's bits
+    t = x0.clone().transpose(1, 2).contiguous().transpose(1, 2)
+    assert same(sinpe.add_pe(t.clone()), _uncached(t.clone()))
+    # another device's tensor is never taken by the route (meta: no memory)
+    with pytest.raises(ValueError, match="x"):
+        sinpe.add_pe(torch.empty((2, 8, 64), device="meta"))
+
+
+@pytest.mark.needs_torch
+def test_torch_route_inside_inference_mode_and_subclasses():
+    x0 = torch.from_numpy(_x((1, 8, 64), np.float32))
+    with torch.inference_mode():
+        sinpe.add_pe(x0.clone())
+        x = x0.clone()
+        sinpe.add_pe(x)
+    assert same(x, _uncached(x0.clone()))
+    p = torch.nn.Parameter(x0.clone(), requires_grad=False)
+    sinpe.add_pe(p)
+    assert same(p.detach(), _uncached(x0.clone()))
