@@ -3,6 +3,7 @@ object, its ``to_dict()`` dict or any other Mapping; the text part of a composit
 per-layer view of a heterogeneous one; rope_parameters keyed by layer type)."""
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping
 from typing import Any, Callable, Optional, Tuple
@@ -197,3 +198,43 @@ class Cfg:
             raise OverflowError(f"config.partial_rotary_factor {prf!r} makes a rotary dim of "
                                 f"{head * prf:g}")
         return int(head * prf)
+
+
+# ---- configs read once per content ---------------------------------------------------------
+#
+# Reading a transformers config costs about 27 us (its __getattribute__ is Python, layered),
+# more than a decode step's whole table.  A config's reading is kept with a deep copy of the
+# config's own attributes (its __dict__, or the Mapping itself) and reused while the config
+# compares equal to that copy: a config changed in place (rope_parameters edited, a new
+# attribute) is read again.  Values that do not compare (arrays) are never kept.
+
+_READS: "dict[tuple, tuple]" = {}
+_READS_MAX = 16
+
+
+def read(config: Any, layer_type: Optional[str]) -> Cfg:
+    """Cfg(config, layer_type), kept per config object while its attributes are unchanged."""
+    own = config if isinstance(config, Mapping) else getattr(config, "__dict__", None)
+    key = (id(config), layer_type)
+    kept = _READS.get(key)
+    if kept is not None and kept[0] is config:
+        try:
+            if type(own) is type(kept[1]) and bool(own == kept[1]):
+                return kept[2]
+        except Exception:  # a value whose comparison raises: read again
+            pass
+    c = Cfg(config, layer_type)
+    if type(own) is dict or isinstance(own, Mapping):
+        try:
+            snapshot = copy.deepcopy(own)
+            if bool(snapshot == own):  # values that compare by identity would never hit
+                if len(_READS) >= _READS_MAX:
+                    _READS.clear()
+                _READS[key] = (config, snapshot, c)
+        except Exception:  # a value that cannot be copied or compared: never kept
+            pass
+    return c
+
+
+def forget() -> None:
+    _READS.clear()

@@ -20,7 +20,7 @@ from .. import _cache, _dtypes
 from .._backends import policy
 from .._jobs import COS, SIN, _int, _round_to, _table
 from .axial import AXIAL, axial_rope, given_inv as _inv_given, positions as _array_positions
-from .config import Cfg
+from .config import Cfg, forget as _forget_reads, read as read_config
 from .families import HALF_WIDTH, INTERLEAVED, MROPE, MROPE_REFUSED, NO_CAST, OTHER
 from .inits import ROPE_INIT_FUNCTIONS, omp_factor
 
@@ -200,7 +200,7 @@ def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any 
         / head_dim)``, then head_dim / 2 - a zeros, all ``/ f32(factor)``; full head_dim.
     """
     opts = _opts(dtype, backend, threads, torch_threads)
-    c = Cfg(config, layer_type)
+    c = read_config(config, layer_type)
     rope_type = _rope_type(c)
     if rope_type == "axial":  # a vision tower's 2D rope
         return axial_rope(c, position_ids, inv_freq, opts, dtype, layer_type)
@@ -262,6 +262,7 @@ class _Memo:
 
 _memo = _Memo(16)
 _cache._OTHERS.append(_memo.clear)
+_cache._OTHERS.append(_forget_reads)
 
 
 def _frozen(v: Any) -> Any:
@@ -306,10 +307,13 @@ def _memo_key(c: Cfg, rope_type: str, opts: Dict[str, Any], seq: Any, given: Any
     """The key of the frequencies of this call, or None when a value cannot be keyed (then
     nothing is kept)."""
     try:
-        key = (rope_type, _frozen(seq), opts["core"], c.model_type,
-               _frozen((c.hidden_size, c.num_attention_heads, c.max_position_embeddings,
-                        c.has_head_dim, c.head_dim, c.omp_attr, c.top_truncate)),
-               _frozen(c.p), _given_key(given))
+        part = c.__dict__.get("_key")  # the config's part, once per reading (config.read)
+        if part is None:
+            part = c.__dict__["_key"] = (
+                c.model_type, _frozen((c.hidden_size, c.num_attention_heads,
+                                       c.max_position_embeddings, c.has_head_dim, c.head_dim,
+                                       c.omp_attr, c.top_truncate)), _frozen(c.p))
+        key = (rope_type, _frozen(seq), opts["core"], part, _given_key(given))
         hash(key)
     except TypeError:
         return None

@@ -275,7 +275,8 @@ def _count_core_calls(monkeypatch):
     """The calls into the core from here on, the kept frequencies forgotten first (the calls
     counted are a fresh computation's; the memo's tests below count hits)."""
     from sinpe import _sinpe
-    _freq_memo.clear()
+    hf_rope(llama({"rope_type": "default", "rope_theta": 1e4}), POS)  # first use's calls
+    _freq_memo.clear()                                                # (backend_info) done
     calls = []
     for name in dir(_sinpe):
         f = getattr(_sinpe, name)
@@ -403,6 +404,25 @@ def test_memo_misses_on_a_config_changed_in_place(monkeypatch, change):
     got = hf_rope(cfg, POS)
     assert calls == ["freqs", "table", "freqs", "table"], calls
     assert same(got, tuple(t.numpy() for t in hf_module(cfg, POS)))
+
+
+def test_config_read_once_per_content():
+    """A config's reading is kept while its attributes compare equal to a deep copy: a dict
+    config edited in place (a nested value too) is read again; a config holding a value that
+    does not compare (an array) is read every call, with the same results."""
+    from sinpe._hf import config as hfc
+    d = llama({"rope_type": "default", "rope_theta": 1e4}).to_dict()
+    first = hf_rope(d, POS)
+    assert hf_rope(d, POS) is not None and len(hfc._READS) >= 1
+    d["rope_parameters"]["rope_theta"] = 5e5
+    assert same(hf_rope(d, POS), hf_rope(llama({"rope_type": "default",
+                                                "rope_theta": 5e5}).to_dict(), POS))
+    assert not same(hf_rope(d, POS), first)
+    cfg = llama({"rope_type": "default", "rope_theta": 1e4})
+    cfg.some_array = np.arange(3)
+    hfc.forget()
+    assert same(hf_rope(cfg, POS), first) and same(hf_rope(cfg, POS), first)
+    assert not hfc._READS
 
 
 def test_memo_misses_on_an_inv_freq_changed_in_place(monkeypatch):
