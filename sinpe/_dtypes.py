@@ -132,12 +132,18 @@ def bump_version(x: Any) -> None:
     tensors have none."""
     torch = torch_of(x)
     if torch is not None and not x.is_inference():
-        if not _TORCH_C:
-            _tensor_route(torch)
+        torch_seen(torch)
         _TORCH_C[0]((x,))
 
 
 _TORCH_C: list = []  # torch's C-level version bump, once a tensor was written
+
+
+def torch_seen(torch: Any) -> None:
+    """Once per process, when torch tensors reach the core (a tensor written, sinpe.torch
+    imported): the C-level routes of _tensor_route."""
+    if not _TORCH_C:
+        _tensor_route(torch)
 
 
 def _tensor_route(torch: Any) -> None:

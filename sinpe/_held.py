@@ -4,11 +4,11 @@ library (torch's add_ on a torch tensor, NumPy's add on an ndarray), as a model 
 
 Policy only.  The rows are the cache's (computed by the core, the same bits as the call would
 compute), and the add is the one the core's rule names: x + pe rounded once to x's dtype, so
-the result's bits are the core's (tests/numerics/test_numerics_cache.py checks every dtype and
+the result's bits are the core's (tests/numerics/test_numerics_held.py checks every dtype and
 route).  The route is taken only where it keeps every rule of the core's call, and is faster:
-a plain call (no positions, max_len, threads or torch_threads), x of an exact type (a torch
-CPU tensor that is contiguous, needs no grad, carries no negative bit, is no inference tensor
-and is not wrapped by a torch function transform; or a writable C-contiguous ndarray), and
+a plain call (no positions, max_len, threads or torch_threads), x of an exact type (a
+strided torch CPU tensor that is contiguous, needs no grad, carries no negative bit, is no
+inference tensor and is not wrapped by a torch function transform; or a writable C-contiguous ndarray), and
 a size up to the route's measured limit for x's dtype.  Anything else returns False and the
 call goes the core's way, which checks and names what is wrong.
 
@@ -69,10 +69,11 @@ def add(x: Any, base: Any, offset: Any, backend: Any) -> Any:
 def _torch_route(torch: Any, rows: np.ndarray) -> Callable[[Any], bool]:
     view = torch.from_numpy(rows)
     wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+    strided = torch.strided
 
     def route(x: Any) -> bool:
-        if (x.requires_grad or not x.is_cpu or not x.is_contiguous() or x.is_neg()
-                or x.is_inference() or wrapped(x)):
+        if (x.requires_grad or not x.is_cpu or x.layout is not strided or not x.is_contiguous()
+                or x.is_neg() or x.is_inference() or wrapped(x)):
             return False
         x.add_(view)
         return True

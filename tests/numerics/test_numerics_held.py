@@ -207,6 +207,9 @@ def test_torch_refusals_unchanged_on_the_route():
     # a transposed view of the same shape: the core's way, the core's bits
     t = x0.clone().transpose(1, 2).contiguous().transpose(1, 2)
     assert same(sinpe.add_pe(t.clone()), _uncached(t.clone()))
+    # a sparse tensor of the held shape and dtype: the core's refusal
+    with pytest.raises(TypeError, match="x must be a strided tensor"):
+        sinpe.add_pe(x0.clone().to_sparse())
     # another device's tensor is never taken by the route (meta: no memory)
     with pytest.raises(ValueError, match="x"):
         sinpe.add_pe(torch.empty((2, 8, 64), device="meta"))

@@ -514,7 +514,7 @@ def test_memo_is_bounded_and_thread_safe():
 # ---- cos/sin given as bf16/f16 broadcast views: read as they are, bits equal transformers' --
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
-@pytest.mark.parametrize("shape", [(1, 32, 1, 128), (4, 32, 1, 128), (2, 4, 7, 64)])
+@pytest.mark.parametrize("shape", [(1, 32, 1, 128), (4, 32, 1, 128), (2, 4, 7, 64), (2, 4, 40, 64)])
 def test_tables_as_broadcast_views(dtype, shape):
     from transformers.models.llama import modeling_llama as ml
     dt = getattr(torch, dtype)
