@@ -8,8 +8,8 @@ the result's bits are the core's (tests/numerics/test_numerics_held.py checks ev
 route).  The route is taken only where it keeps every rule of the core's call, and is faster:
 a plain call (no positions, max_len, threads or torch_threads), x of an exact type (a
 strided torch CPU tensor that is contiguous, needs no grad, carries no negative bit, is no
-inference tensor and is not wrapped by a torch function transform; or a writable C-contiguous ndarray), and
-a size up to the route's measured limit for x's dtype.  Anything else returns False and the
+inference tensor and is not wrapped by a torch function transform; or a writable C-contiguous
+ndarray), and a size up to the route's measured limit for x's dtype.  Anything else returns False and the
 call goes the core's way, which checks and names what is wrong.
 
 Views are made after a plain call with offset 0 succeeded through the cache; at most
