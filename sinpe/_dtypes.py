@@ -27,7 +27,27 @@ def resolve(obj: Any) -> np.dtype:
     """The np.dtype of a dtype= value (None: float32); TypeError for anything but the four
     float types in native byte order."""
     if obj is None:
-        return np.dtype(np.float32)
+        return _F32
+    try:  # torch dtypes, NumPy dtypes and scalar types, names: resolved once each
+        hit = _RESOLVED.get((type(obj), obj))
+    except TypeError:  # unhashable: resolved below, which names it
+        hit = None
+    if hit is not None:
+        return hit
+    d = _resolve(obj)
+    if type(obj).__module__ in _KEPT_MODULES and len(_RESOLVED) < 64:
+        _RESOLVED[(type(obj), obj)] = d
+    return d
+
+
+_F32 = np.dtype(np.float32)
+_RESOLVED: dict = {}
+#: the modules whose dtype spellings compare and hash by value (a user class's __eq__ need
+#: not: its instances are resolved at every call)
+_KEPT_MODULES = frozenset({"builtins", "numpy", "numpy.dtypes", "torch", "ml_dtypes"})
+
+
+def _resolve(obj: Any) -> np.dtype:
     key = obj
     if type(obj).__name__ == "dtype" and type(obj).__module__ == "torch":
         key = str(obj).replace("torch.", "", 1)
@@ -76,6 +96,18 @@ def _kind_check(torch: Any, t: Any, name: str, cpu: bool = True) -> None:
         raise TypeError(f"{name} must be a strided tensor, got layout {t.layout}")
     if cpu and t.device.type != "cpu":
         raise ValueError(f"{name} is on device {t.device}: sinpe works on CPU tensors")
+
+
+_PLAIN_TENSOR_DTYPES: list = []
+
+
+def plain_tensor_dtypes(torch: Any) -> frozenset:
+    """The tensor dtypes whose .numpy() NumPy reads as they are (integers, float32/float64)."""
+    if not _PLAIN_TENSOR_DTYPES:
+        _PLAIN_TENSOR_DTYPES.append(frozenset({
+            torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.float32,
+            torch.float64}))
+    return _PLAIN_TENSOR_DTYPES[0]
 
 
 def shape_of(obj: Any, name: str) -> Tuple[int, ...]:

@@ -425,6 +425,12 @@ def test_config_read_once_per_content():
     assert not hfc._READS
 
 
+def test_float_position_ids_that_require_grad_are_read_detached():
+    cfg = llama({"rope_type": "default", "rope_theta": 1e4})
+    p = torch.tensor([[0.0, 3.0, 7.0]], requires_grad=True)
+    assert same(hf_rope(cfg, p), hf_rope(cfg, p.detach()))
+
+
 def test_memo_misses_on_an_inv_freq_changed_in_place(monkeypatch):
     """The module's own buffer, changed in place (its version counter moves), is read anew;
     another tensor of the same values hits nothing stale either."""
