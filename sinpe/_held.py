@@ -1,6 +1,7 @@
 """add_pe's held route: the cache's rows held as a view of x's own kind and added by x's own
 library (torch's add_ on a torch tensor, NumPy's add on an ndarray), as a model holding its
-`pe` buffer adds it (docs/speed.md, "The held route").
+`pe` buffer adds it (docs/speed.md, "The held route"); small positional_encoding tables
+copied from held rows likewise.
 
 Policy only.  The rows are the cache's (computed by the core, the same bits as the call would
 compute), and the add is the one the core's rule names: x + pe rounded once to x's dtype, so
@@ -40,7 +41,7 @@ _LIMITS = {
     ("numpy", "float32"): 1 << 22, ("numpy", "float64"): 1 << 22,
 }
 
-_VIEWS: Dict[tuple, Callable[[Any], bool]] = {}
+_VIEWS: Dict[tuple, Any] = {}  # add's routes and table's rows
 _STATE = policy._STATE
 _MODULES = sys.modules
 _STATS = _cache._STATS
@@ -64,6 +65,41 @@ def add(x: Any, base: Any, offset: Any, backend: Any) -> Any:
         _STATS["hits"] += 1
         return True
     return key
+
+
+#: positional_encoding's tables of up to this many values are copies of held rows (a copy of
+#: a few hundred KiB costs less than a core call's fixed cost: docs/speed.md)
+TABLE_LIMIT = 1 << 20
+
+
+def table(max_len: Any, d_model: Any, base: Any, offset: Any, backend: Any) -> Any:
+    """A plain positional_encoding call's table as a copy of the held rows; else the call's
+    key for keep_table() (None: the arguments have no key)."""
+    try:
+        key = ("table", type(max_len), max_len, type(d_model), d_model, type(base), base,
+               type(offset), offset, backend, _STATE["backend"], _STATE["path"],
+               "torch" in _MODULES)
+        rows = _VIEWS.get(key)
+    except Exception:  # an unhashable argument: the core's way names it
+        return None
+    if rows is not None:
+        _STATS["hits"] += 1
+        return rows.copy()
+    return key
+
+
+def keep_table(core: tuple, key: Any, max_len: Any, d_model: Any, offset: Any) -> None:
+    """After a plain positional_encoding call that succeeded: hold its rows for table()."""
+    if type(key) is not tuple or type(max_len) is not int or type(d_model) is not int \
+            or type(offset) is not int or offset != 0 or not records.INDEPENDENT[core[0]] \
+            or not 0 < max_len * d_model <= TABLE_LIMIT:
+        return
+    rows = _cache.kept_rows(core, d_model, key[6], 0, max_len)
+    if rows is None:
+        return
+    if len(_VIEWS) >= MAX_VIEWS:
+        _VIEWS.clear()
+    _VIEWS[key] = rows
 
 
 def _torch_route(torch: Any, rows: np.ndarray) -> Callable[[Any], bool]:

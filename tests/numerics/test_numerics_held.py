@@ -226,3 +226,45 @@ def test_torch_route_inside_inference_mode_and_subclasses():
     p = torch.nn.Parameter(x0.clone(), requires_grad=False)
     sinpe.add_pe(p)
     assert same(p.detach(), _uncached(x0.clone()))
+
+
+# ---- positional_encoding's small tables: copies of held rows -------------------------------
+
+@pytest.mark.parametrize("backend", [None, "builtin", "mkl"])
+@pytest.mark.parametrize("L, d", [(1, 2), (8, 64), (300, 130), (2048, 512)])
+def test_table_copies_of_held_rows_are_the_cores(backend, L, d):
+    kw = {} if backend is None else {"backend": backend}
+    first = sinpe.positional_encoding(L, d, **kw)
+    assert _held.held() == 1
+    hits = sinpe.cache_info()["hits"]
+    got = sinpe.positional_encoding(L, d, **kw)
+    assert sinpe.cache_info()["hits"] == hits + 1
+    size = sinpe.get_cache_size()
+    sinpe.set_cache_size(0)
+    try:
+        want = sinpe.positional_encoding(L, d, **kw)
+    finally:
+        sinpe.set_cache_size(size)
+    assert same(got, want) and same(first, want)
+    # a fresh array each call, as the core's way returns: writing it changes no later result
+    assert got.flags.c_contiguous and got.flags.writeable and got.flags.owndata
+    got[...] = 7
+    assert same(sinpe.positional_encoding(L, d, **kw), want)
+
+
+def test_table_route_only_for_plain_calls():
+    sinpe.positional_encoding(8, 64)
+    assert _held.held() == 1
+    sinpe.clear_cache()
+    for kw in ({"offset": 2}, {"dtype": "float16"}, {"threads": 1},
+               {"out": np.empty((8, 64), np.float32)}):
+        sinpe.positional_encoding(8, 64, **kw)
+    sinpe.positional_encoding(4096, 512)  # past TABLE_LIMIT
+    assert _held.held() == 0
+    with pytest.raises(ValueError):
+        sinpe.positional_encoding(8, 63)
+
+    class Odd(int):
+        pass
+    sinpe.positional_encoding(8, 64)
+    assert same(sinpe.positional_encoding(Odd(8), 64), sinpe.positional_encoding(8, 64))
