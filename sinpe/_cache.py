@@ -101,6 +101,8 @@ def set_cache_size(nbytes: int) -> None:
     with _LOCK:
         _STATS["budget"] = n
         _evict(0)
+        if n == 0:
+            _forgotten()  # views held by a call that raced an earlier set_cache_size(0)
 
 
 def get_cache_size() -> int:
@@ -172,14 +174,19 @@ def count_hit() -> None:
     _STATS["hits"] += 1
 
 
-def kept_rows(core: tuple, d: int, base: Any, lo: int, hi: int) -> Optional[np.ndarray]:
-    """Rows lo .. hi - 1 of a kept table of a backend whose rows do not couple (a view of the
-    entry's filled rows, which are never written again), or None."""
+def hold_rows(core: tuple, d: int, base: Any, lo: int, hi: int,
+              hold: Callable[[np.ndarray], None]) -> None:
+    """hold(rows lo .. hi - 1 of a kept table of a backend whose rows do not couple: a view
+    of the entry's filled rows, which are never written again), under the lock, so that no
+    eviction runs between finding the rows and holding them (the holder is told of every
+    later one: on_forget); nothing when the rows are not kept."""
     key = _key(core, d, base, 0)
-    e = _ENTRIES.get(key) if key is not None and len(key) == 4 else None
-    if e is None or not (e.lo <= lo and hi <= e.hi):
-        return None
-    return e.rows[lo - e.first:hi - e.first]
+    if key is None or len(key) != 4:
+        return
+    with _LOCK:
+        e = _ENTRIES.get(key)
+        if _STATS["budget"] > 0 and e is not None and e.lo <= lo and hi <= e.hi:
+            hold(e.rows[lo - e.first:hi - e.first])
 
 
 def _touch(key: tuple) -> None:

@@ -35,16 +35,15 @@ def resolve(obj: Any) -> np.dtype:
     if hit is not None:
         return hit
     d = _resolve(obj)
-    if type(obj).__module__ in _KEPT_MODULES and len(_RESOLVED) < 64:
+    if (type(obj) in (str, type) or type(obj).__module__ == "torch") and len(_RESOLVED) < 64:
         _RESOLVED[(type(obj), obj)] = d
     return d
 
 
 _F32 = np.dtype(np.float32)
+#: names, scalar types and torch dtypes, which compare and hash by value (an np.dtype is
+#: not kept: one with metadata equals one without, and np.dtype() of it is quick anyway)
 _RESOLVED: dict = {}
-#: the modules whose dtype spellings compare and hash by value (a user class's __eq__ need
-#: not: its instances are resolved at every call)
-_KEPT_MODULES = frozenset({"builtins", "numpy", "numpy.dtypes", "torch", "ml_dtypes"})
 
 
 def _resolve(obj: Any) -> np.dtype:

@@ -94,36 +94,63 @@ def keep_table(core: tuple, key: Any, max_len: Any, d_model: Any, offset: Any) -
             or type(offset) is not int or offset != 0 or not records.INDEPENDENT[core[0]] \
             or not 0 < max_len * d_model <= TABLE_LIMIT:
         return
-    rows = _cache.kept_rows(core, d_model, key[6], 0, max_len)
-    if rows is None:
+    if _state_moved(core, key[9:]):
         return
+    _cache.hold_rows(core, d_model, key[6], 0, max_len, lambda rows: _store(key, rows))
+
+
+def _state_moved(core: tuple, state: tuple) -> bool:
+    """True when the backend's state changed while a call ran (another thread's set_backend
+    or set_kernel, torch imported): the key's state (backend argument, default, path, torch)
+    is no longer what the call's core options were resolved from, and its rows must not be
+    held under that key."""
+    backend = state[0]
+    now = (backend, _STATE["backend"], _STATE["path"], "torch" in _MODULES)
+    return now != state or policy.opts(backend)[:2] != core[:2]
+
+
+def _store(key: tuple, value: Any) -> None:
+    """Under the cache's lock (sinpe._cache.hold_rows): an entry forgotten since cannot be
+    held."""
     if len(_VIEWS) >= MAX_VIEWS:
         _VIEWS.clear()
-    _VIEWS[key] = rows
+    _VIEWS[key] = value
+
+
+def _modes(torch: Any) -> int:
+    """torch function and dispatch modes in force (FakeTensorMode, a TorchFunctionMode, a
+    tracer): the route's tensor ops would run under them, so it is not taken."""
+    C = torch._C
+    return C._len_torch_function_stack() + C._len_torch_dispatch_stack()
 
 
 def _torch_route(torch: Any, rows: np.ndarray) -> Callable[[Any], bool]:
     view = torch.from_numpy(rows)
     wrapped = torch._C._functorch.is_functorch_wrapped_tensor
     strided = torch.strided
+    C = torch._C
 
     def route(x: Any) -> bool:
         if (x.requires_grad or not x.is_cpu or x.layout is not strided or not x.is_contiguous()
-                or x.is_neg() or x.is_inference() or wrapped(x)):
-            return False
+                or x.is_neg() or x.is_inference() or wrapped(x) or not x.data_ptr()
+                or C._len_torch_function_stack() or C._len_torch_dispatch_stack()):
+            return False  # (no data pointer: a freed storage; the core names it)
         x.add_(view)
         return True
     return route
 
 
 def _numpy_route(rows: np.ndarray) -> Callable[[Any], bool]:
-    add_ = np.add
+    add_, quiet = np.add, np.errstate
 
     def route(x: Any) -> bool:
         flags = x.flags
         if not (flags.writeable and flags.c_contiguous):
             return False
-        add_(x, rows, out=x)
+        # a signalling NaN in x is quieted without a warning, as the core quiets it (an
+        # errstate can be entered once: one per call)
+        with quiet(all="ignore"):
+            add_(x, rows, out=x)
         return True
     return route
 
@@ -140,12 +167,10 @@ def keep(core: tuple, x: Any, key: Any, offset: Any) -> None:
     shape = tuple(x.shape)
     if len(shape) < 2 or not 0 < math.prod(shape) <= limit:
         return
-    rows = _cache.kept_rows(core, shape[-1], key[4], 0, shape[-2])
-    if rows is None:
+    if _state_moved(core, key[7:]) or (torch is not None and _modes(torch)):
         return
-    if len(_VIEWS) >= MAX_VIEWS:
-        _VIEWS.clear()
-    _VIEWS[key] = _torch_route(torch, rows) if torch is not None else _numpy_route(rows)
+    _cache.hold_rows(core, shape[-1], key[4], 0, shape[-2], lambda rows: _store(
+        key, _torch_route(torch, rows) if torch is not None else _numpy_route(rows)))
 
 
 def _kind(x: Any) -> tuple:

@@ -214,12 +214,13 @@ _READS_MAX = 16
 
 def read(config: Any, layer_type: Optional[str]) -> Cfg:
     """Cfg(config, layer_type), kept per config object while its attributes are unchanged."""
-    own = config if isinstance(config, Mapping) else getattr(config, "__dict__", None)
+    own = config if type(config) is dict or isinstance(config, Mapping) \
+        else getattr(config, "__dict__", None)
     key = (id(config), layer_type)
     kept = _READS.get(key)
     if kept is not None and kept[0] is config:
         try:
-            if type(own) is type(kept[1]) and bool(own == kept[1]):
+            if _same(own, kept[1], 0):
                 return kept[2]
         except Exception:  # a value whose comparison raises: read again
             pass
@@ -227,7 +228,7 @@ def read(config: Any, layer_type: Optional[str]) -> Cfg:
     if type(own) is dict or isinstance(own, Mapping):
         try:
             snapshot = copy.deepcopy(own)
-            if bool(snapshot == own):  # values that compare by identity would never hit
+            if _same(snapshot, own, 0):  # values that compare by identity would never hit
                 if len(_READS) >= _READS_MAX:
                     _READS.clear()
                 _READS[key] = (config, snapshot, c)
@@ -238,3 +239,38 @@ def read(config: Any, layer_type: Optional[str]) -> Cfg:
 
 def forget() -> None:
     _READS.clear()
+
+
+_LEAVES = frozenset({str, int, float, bool, type(None), bytes})
+#: a config's own attributes whose values' types are compared throughout (the others, such
+#: as id2label, only by their own type and value): what a reading reads, and the parts of
+#: composite and per-layer configs
+_DEEP = _READ | {"text_config", "per_layer_config", "layer_types", "_rope_type_labels"}
+
+
+def _same(a: Any, b: Any, depth: int) -> bool:
+    """a and b equal with the same types throughout (64 and 64.0, 1 and True, a float and a
+    float subclass differ: the init functions read them differently); mappings, sequences
+    and objects' attributes compared item by item, 8 levels deep at most (deeper: unequal)."""
+    return bool(a == b) and _same_types(a, b, depth)
+
+
+def _same_types(a: Any, b: Any, depth: int) -> bool:
+    """The types of two equal values, throughout (the leaves' in one pass each); at the top,
+    only the attributes a reading reads are entered."""
+    t = type(a)
+    if t is not type(b) or depth > 8:
+        return False
+    if t in _LEAVES:
+        return True
+    if t is dict or isinstance(a, Mapping):  # (the ABC check is slow: dicts first)
+        if list(map(type, a.values())) != list(map(type, b.values())):
+            return False  # (a key order that differs reads the config again: never wrong)
+        return all(_same_types(v, b[k], depth + 1) for k, v in a.items()
+                   if type(v) not in _LEAVES and (depth or k in _DEEP))
+    if t is list or t is tuple:
+        return list(map(type, a)) == list(map(type, b)) and all(
+            _same_types(x, y, depth + 1) for x, y in zip(a, b) if type(x) not in _LEAVES)
+    if hasattr(a, "__dict__") and not isinstance(a, type):  # a sub-config
+        return _same_types(vars(a), vars(b), depth + 1)
+    return True

@@ -3,6 +3,8 @@ the cache's rows are added by x's own library (torch's add_, NumPy's add).  Its 
 the core's (the same call with the cache off, bit for bit, specials in x included), and it must
 keep every rule of the core's call: each refusal gives the same exception, and a call the
 route does not suit goes the core's way."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -52,7 +54,9 @@ def _routed(x_of, backend=None):
     assert _held.held() >= 1
     hits = sinpe.cache_info()["hits"]
     got = sinpe.add_pe(x_of(), **kw)
-    return got, _uncached(x_of(), **kw), sinpe.cache_info()["hits"] - hits
+    again = sinpe.add_pe(x_of(), **kw)  # a route serves any number of calls
+    assert same(again, got)
+    return got, _uncached(x_of(), **kw), (sinpe.cache_info()["hits"] - hits) // 2
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -268,3 +272,76 @@ def test_table_route_only_for_plain_calls():
         pass
     sinpe.positional_encoding(8, 64)
     assert same(sinpe.positional_encoding(Odd(8), 64), sinpe.positional_encoding(8, 64))
+
+
+# ---- the review's cases: each refusal, state and race the route must keep -----------------
+
+@pytest.mark.needs_torch
+def test_torch_route_refuses_a_freed_storage_and_runs_under_no_mode():
+    sinpe.add_pe(torch.zeros(2, 8, 64))
+    x = torch.zeros(2, 8, 64)
+    x.untyped_storage().resize_(0)  # as FSDP frees a parameter's storage
+    with pytest.raises(ValueError, match="x"):
+        sinpe.add_pe(x)
+    seen = []
+
+    class Spy(torch.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append(getattr(func, "__name__", str(func)))
+            return func(*args, **(kwargs or {}))
+    x0 = torch.from_numpy(_x((2, 8, 64), np.float32))
+    with Spy():
+        got = sinpe.add_pe(x0.clone())
+    assert "add_" not in seen and same(got, _uncached(x0.clone()))
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    sinpe.clear_cache()
+    with FakeTensorMode(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's about a fake tensor's data pointer
+        try:
+            sinpe.add_pe(torch.zeros(2, 8, 64))
+        except ValueError:  # fake tensors have no memory: the core names x
+            pass
+    assert _held.held() == 0  # nothing held under a mode
+    assert same(sinpe.add_pe(x0.clone()), _uncached(x0.clone()))
+
+
+def test_route_held_only_for_the_state_the_call_ran_in():
+    """A set_backend between the key and the call (another thread's): the rows are not held
+    under the key of the other state."""
+    from sinpe._backends import policy
+    x = _x((1, 8, 64), np.float32)
+    sinpe.set_backend("mkl")
+    try:
+        key = _held.add(x.copy(), 10000.0, 0, None)
+        sinpe.add_pe(x.copy(), backend="builtin")  # builtin's rows in the cache
+        _held.forget()  # (that call held its own, under its own key)
+        _held.keep(policy.opts("builtin"), x.copy(), key, 0)
+        assert _held.held() == 0
+        _held.keep(policy.opts(None), x.copy(), key, 0)  # mkl's rows are not kept yet
+        assert _held.held() == 0
+    finally:
+        sinpe.set_backend("auto")
+
+
+def test_no_view_outlives_a_cache_turned_off():
+    sinpe.add_pe(_x((1, 8, 64), np.float32))
+    sinpe.set_cache_size(0)
+    _held._VIEWS[("raced",)] = object()  # a view stored by a call that raced the first
+    sinpe.set_cache_size(0)
+    assert _held.held() == 0
+
+
+def test_numpy_route_quiets_a_signalling_nan_as_the_core_does():
+    x0 = np.zeros((1, 8, 64), np.float32)
+    x0.view(np.uint32)[0, 0, :4] = [0x7F800001, 0xFF800001, 0x7FA00000, 0x7FC00001]
+    sinpe.add_pe(x0.copy())
+    with np.errstate(invalid="raise"):
+        got = sinpe.add_pe(x0.copy())
+    assert same(got, _uncached(x0.copy()))
+
+
+def test_dtype_spellings_kept_by_value_only():
+    from sinpe import _dtypes
+    meta = np.dtype(np.float32, metadata={"unit": "rad"})
+    assert _dtypes.resolve(meta).metadata == {"unit": "rad"}
+    assert _dtypes.resolve(np.dtype(np.float32)).metadata is None

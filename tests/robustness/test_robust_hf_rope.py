@@ -425,6 +425,29 @@ def test_config_read_once_per_content():
     assert not hfc._READS
 
 
+@pytest.mark.parametrize("edit", ["head_dim float", "heads bool", "theta subclass"])
+def test_config_edited_in_place_to_an_equal_refused_value_is_refused(edit):
+    """The kept reading compares types too: 64 -> 64.0, 4 -> True and a float subclass are
+    equal values that a fresh reading refuses, and so does the next call."""
+    d = llama({"rope_type": "default", "rope_theta": 1e4}).to_dict()
+    d["head_dim"], d["num_attention_heads"] = 16, 4
+    hf_rope(d, POS)
+
+    class F(float):
+        def __float__(self):
+            return 2.0
+    if edit == "head_dim float":
+        d["head_dim"] = 16.0
+    elif edit == "heads bool":
+        d["head_dim"], d["num_attention_heads"] = None, True
+        d["hidden_size"] = 16
+        hf_rope(dict(d, num_attention_heads=1), POS)  # the same values, read fresh: fine
+    else:
+        d["rope_parameters"]["rope_theta"] = F(1e4)
+    with pytest.raises(TypeError):
+        hf_rope(d, POS)
+
+
 def test_float_position_ids_that_require_grad_are_read_detached():
     cfg = llama({"rope_type": "default", "rope_theta": 1e4})
     p = torch.tensor([[0.0, 3.0, 7.0]], requires_grad=True)
