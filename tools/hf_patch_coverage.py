@@ -77,8 +77,9 @@ FIXES: Dict[str, Dict[str, Any]] = {
     "codegen": {"rotary_dim": 8},
     "gptj": {"rotary_dim": 8},
 }
-#: a candidate model with more parameters than this (counted on the meta device) is not built.
-MAX_PARAMS = 30_000_000
+#: a candidate model with more parameters than this (counted on the meta device) is not built
+#: (nemotron3_diarization's speech encoder does not shrink: 99 M, built in 2 s).
+MAX_PARAMS = 120_000_000
 SEQ = 24
 NEW_TOKENS = 8
 TIMEOUT = 120.0
