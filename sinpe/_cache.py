@@ -174,7 +174,7 @@ def count_hit() -> None:
     _STATS["hits"] += 1
 
 
-def hold_rows(core: tuple, d: int, base: Any, lo: int, hi: int,
+def hold_rows(core: Tuple[Any, ...], d: int, base: Any, lo: int, hi: int,
               hold: Callable[[np.ndarray], None]) -> None:
     """hold(rows lo .. hi - 1 of a kept table of a backend whose rows do not couple: a view
     of the entry's filled rows, which are never written again), under the lock, so that no

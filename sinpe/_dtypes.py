@@ -3,7 +3,7 @@ and 'float' are float64, as in NumPy), 'bfloat16' (through ml_dtypes, imported o
 and torch dtypes, to the np.dtype the core writes.  One resolver for every entry point."""
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any, Dict, FrozenSet, List, Tuple
 
 import numpy as np
 
@@ -43,7 +43,7 @@ def resolve(obj: Any) -> np.dtype:
 _F32 = np.dtype(np.float32)
 #: names, scalar types and torch dtypes, which compare and hash by value (an np.dtype is
 #: not kept: one with metadata equals one without, and np.dtype() of it is quick anyway)
-_RESOLVED: dict = {}
+_RESOLVED: Dict[Tuple[Any, Any], np.dtype] = {}
 
 
 def _resolve(obj: Any) -> np.dtype:
@@ -97,10 +97,10 @@ def _kind_check(torch: Any, t: Any, name: str, cpu: bool = True) -> None:
         raise ValueError(f"{name} is on device {t.device}: sinpe works on CPU tensors")
 
 
-_PLAIN_TENSOR_DTYPES: list = []
+_PLAIN_TENSOR_DTYPES: List[FrozenSet[Any]] = []
 
 
-def plain_tensor_dtypes(torch: Any) -> frozenset:
+def plain_tensor_dtypes(torch: Any) -> FrozenSet[Any]:
     """The tensor dtypes whose .numpy() NumPy reads as they are (integers, float32/float64)."""
     if not _PLAIN_TENSOR_DTYPES:
         _PLAIN_TENSOR_DTYPES.append(frozenset({

@@ -10,8 +10,8 @@ route).  The route is taken only where it keeps every rule of the core's call, a
 a plain call (no positions, max_len, threads or torch_threads), x of an exact type (a
 strided torch CPU tensor that is contiguous, needs no grad, carries no negative bit, is no
 inference tensor and is not wrapped by a torch function transform; or a writable C-contiguous
-ndarray), and a size up to the route's measured limit for x's dtype.  Anything else returns False and the
-call goes the core's way, which checks and names what is wrong.
+ndarray), and a size up to the route's measured limit for x's dtype.  Anything else returns
+False and the call goes the core's way, which checks and names what is wrong.
 
 Views are made after a plain call with offset 0 succeeded through the cache; at most
 MAX_VIEWS are held, and they are dropped whenever the cache forgets or replaces an entry
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -41,7 +41,7 @@ _LIMITS = {
     ("numpy", "float32"): 1 << 22, ("numpy", "float64"): 1 << 22,
 }
 
-_VIEWS: Dict[tuple, Any] = {}  # add's routes and table's rows
+_VIEWS: Dict[Tuple[Any, ...], Any] = {}  # add's routes and table's rows
 _STATE = policy._STATE
 _MODULES = sys.modules
 _STATS = _cache._STATS
@@ -88,7 +88,7 @@ def table(max_len: Any, d_model: Any, base: Any, offset: Any, backend: Any) -> A
     return key
 
 
-def keep_table(core: tuple, key: Any, max_len: Any, d_model: Any, offset: Any) -> None:
+def keep_table(core: Tuple[Any, ...], key: Any, max_len: Any, d_model: Any, offset: Any) -> None:
     """After a plain positional_encoding call that succeeded: hold its rows for table()."""
     if type(key) is not tuple or type(max_len) is not int or type(d_model) is not int \
             or type(offset) is not int or offset != 0 or not records.INDEPENDENT[core[0]] \
@@ -99,7 +99,7 @@ def keep_table(core: tuple, key: Any, max_len: Any, d_model: Any, offset: Any) -
     _cache.hold_rows(core, d_model, key[6], 0, max_len, lambda rows: _store(key, rows))
 
 
-def _state_moved(core: tuple, state: tuple) -> bool:
+def _state_moved(core: Tuple[Any, ...], state: Tuple[Any, ...]) -> bool:
     """True when the backend's state changed while a call ran (another thread's set_backend
     or set_kernel, torch imported): the key's state (backend argument, default, path, torch)
     is no longer what the call's core options were resolved from, and its rows must not be
@@ -109,7 +109,7 @@ def _state_moved(core: tuple, state: tuple) -> bool:
     return now != state or policy.opts(backend)[:2] != core[:2]
 
 
-def _store(key: tuple, value: Any) -> None:
+def _store(key: Tuple[Any, ...], value: Any) -> None:
     """Under the cache's lock (sinpe._cache.hold_rows): an entry forgotten since cannot be
     held."""
     if len(_VIEWS) >= MAX_VIEWS:
@@ -121,7 +121,7 @@ def _modes(torch: Any) -> int:
     """torch function and dispatch modes in force (FakeTensorMode, a TorchFunctionMode, a
     tracer): the route's tensor ops would run under them, so it is not taken."""
     C = torch._C
-    return C._len_torch_function_stack() + C._len_torch_dispatch_stack()
+    return int(C._len_torch_function_stack() + C._len_torch_dispatch_stack())
 
 
 def _torch_route(torch: Any, rows: np.ndarray) -> Callable[[Any], bool]:
@@ -155,7 +155,7 @@ def _numpy_route(rows: np.ndarray) -> Callable[[Any], bool]:
     return route
 
 
-def keep(core: tuple, x: Any, key: Any, offset: Any) -> None:
+def keep(core: Tuple[Any, ...], x: Any, key: Any, offset: Any) -> None:
     """After a plain add_pe call that succeeded (key: what add() returned): hold its rows for
     the route, when x's kind, dtype and size have one and the cache holds the rows (offset 0
     only: a decoder's offsets change at every step and would only churn the views)."""
@@ -173,7 +173,7 @@ def keep(core: tuple, x: Any, key: Any, offset: Any) -> None:
         key, _torch_route(torch, rows) if torch is not None else _numpy_route(rows)))
 
 
-def _kind(x: Any) -> tuple:
+def _kind(x: Any) -> Tuple[Any, ...]:
     torch = _MODULES.get("torch")
     if torch is not None and type(x) is getattr(torch, "Tensor", None):
         return "torch", torch

@@ -71,7 +71,7 @@ def array(x: Any, name: str) -> np.ndarray:
     """x (a NumPy array-like or a torch tensor, bfloat16 as ml_dtypes') as a NumPy array."""
     torch = _dtypes.torch_of(x)
     if torch is not None and _plain_tensor(torch, x):
-        return x.numpy()  # what the steps below give such a tensor, without them (a decode
+        return np.asarray(x.numpy())  # what the steps below give such a tensor, without them (a decode
         # step's (1, 1) positions: 5 us -> 1 us)
     if torch is not None:
         if getattr(getattr(x, "device", None), "type", None) == "meta":

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Mapping
-from typing import Any, Callable, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -208,7 +208,7 @@ class Cfg:
 # compares equal to that copy: a config changed in place (rope_parameters edited, a new
 # attribute) is read again.  Values that do not compare (arrays) are never kept.
 
-_READS: "dict[tuple, tuple]" = {}
+_READS: "Dict[Tuple[int, Optional[str]], Tuple[Any, Any, Cfg]]" = {}
 _READS_MAX = 16
 
 
