@@ -170,10 +170,6 @@ def _forgotten() -> None:
         forget()
 
 
-def count_hit() -> None:
-    _STATS["hits"] += 1
-
-
 def hold_rows(core: Tuple[Any, ...], d: int, base: Any, lo: int, hi: int,
               hold: Callable[[np.ndarray], None]) -> None:
     """hold(rows lo .. hi - 1 of a kept table of a backend whose rows do not couple: a view
