@@ -120,14 +120,22 @@ static void preset_angles(const sinpe_plan *p, const float *pos, int64_t first, 
     const sinpe_preset *sp = p->preset;
     const sinpe_preset_prog *pr = &p->prog;
     int64_t T = pr->K;
+    const float *f = pr->freq;
+    const int32_t *comp = p->ncomp > 1 ? pr->comp : NULL; /* (one component: all 0) */
     for (int64_t r = 0; r < nr; r++) {
         float p0 = pos ? pos[r * p->ncomp] : (float)(first + r);
         float p1 = pos && p->ncomp > 1 ? pos[r * p->ncomp + 1] : 0.0f;
         float *ar = a + r * T;
-        for (int64_t t = 0; t < T; t++) {
-            float v = (pr->comp && pr->comp[t] ? p1 : p0) * pr->freq[t];
-            ar[t] = sp->scaled ? sp->scale * v : v;
-        }
+        /* branch-free inner loops (a row's loop with a branch per value took as long as its
+         * sines: hf_rope at 300 positions) */
+        if (comp)
+            for (int64_t t = 0; t < T; t++)
+                ar[t] = (comp[t] ? p1 : p0) * f[t];
+        else
+            p->path->scale(ar, f, p0, (size_t)T);
+        if (sp->scaled)
+            for (int64_t t = 0; t < T; t++)
+                ar[t] = sp->scale * ar[t];
     }
 }
 

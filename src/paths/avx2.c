@@ -141,6 +141,8 @@ static const sinpe_verification avx2_records[] = {
 #define PATH_SLOAD _mm256_loadu_ps
 #define PATH_SSTORE _mm256_storeu_ps
 #define PATH_SADD _mm256_add_ps
+#define PATH_SMUL _mm256_mul_ps
+#define PATH_SSET1 _mm256_set1_ps
 #define PATH_SPAIRS avx2_spairs
 #define PATH_ALIGN 32
 

@@ -137,6 +137,8 @@ TARGET static inline void avx512_pairs16(float *dst, __m512 s, __m512 c)
 #define PATH_SLOAD _mm512_loadu_ps
 #define PATH_SSTORE _mm512_storeu_ps
 #define PATH_SADD _mm512_add_ps
+#define PATH_SMUL _mm512_mul_ps
+#define PATH_SSET1 _mm512_set1_ps
 #define PATH_SPAIRS avx512_pairs16
 #define PATH_ALIGN 64
 

@@ -16,7 +16,8 @@
  *                                      has 2^-120 <= |a| < 2^20
  *     PATH_STORE_PAIRS(dst, s, c)      dst[2i] = s[i], dst[2i+1] = c[i], i < PATH_W
  *   store vectors, PATH_SW floats (the widest float vector):
- *     PATH_SF, PATH_SLOAD(p), PATH_SSTORE(p, v), PATH_SADD(a, b)
+ *     PATH_SF, PATH_SLOAD(p), PATH_SSTORE(p, v), PATH_SADD(a, b), PATH_SMUL(a, b),
+ *     PATH_SSET1(x)
  *     PATH_SPAIRS(dst, s, c)           dst[2i] = s[i], dst[2i+1] = c[i], i < PATH_SW
  *     PATH_ALIGN                       bytes the add aligns its stores to
  *   with PATH_HALF defined, the element conversions of PATH_SW lanes (elem/half.h's rules):
@@ -134,6 +135,21 @@ PATH_TARGET static void FN(add)(float *x, const float *pe, size_t n)
         x[j] += pe[j];
 }
 
+/* dst[j] = k * f[j], by two vectors. */
+PATH_TARGET static void FN(scale)(float *dst, const float *f, float k, size_t n)
+{
+    size_t j = 0;
+    PATH_SF kv = PATH_SSET1(k);
+    for (; j + 2 * PATH_SW <= n; j += 2 * PATH_SW) {
+        PATH_SF a = PATH_SMUL(kv, PATH_SLOAD(f + j));
+        PATH_SF b = PATH_SMUL(kv, PATH_SLOAD(f + j + PATH_SW));
+        PATH_SSTORE(dst + j, a);
+        PATH_SSTORE(dst + j + PATH_SW, b);
+    }
+    for (; j < n; j++)
+        dst[j] = k * f[j];
+}
+
 #ifdef PATH_HALF
 #define PATH_INLINE PATH_TARGET static inline __attribute__((always_inline))
 
@@ -231,6 +247,7 @@ const sinpe_path_ops PATH_OPS = {
     .sincos = FN(sincos),
     .interleave = FN(interleave),
     .add = FN(add),
+    .scale = FN(scale),
     PATH_HALF_OPS,
     .records = PATH_RECORDS,
     .nrecords = (int)(sizeof PATH_RECORDS / sizeof PATH_RECORDS[0]),

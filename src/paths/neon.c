@@ -122,6 +122,8 @@ static inline void neon_pairs_st2(float *dst, float32x4_t s, float32x4_t c)
 #define PATH_SLOAD vld1q_f32
 #define PATH_SSTORE vst1q_f32
 #define PATH_SADD vaddq_f32
+#define PATH_SMUL vmulq_f32
+#define PATH_SSET1 vdupq_n_f32
 #define PATH_SPAIRS neon_pairs_st2
 #define PATH_ALIGN 16
 

@@ -41,6 +41,8 @@ typedef struct {
     void (*interleave)(const float *s, const float *c, float *dst, size_t n);
     /* x[i] += pe[i] (IEEE float32 adds), i < n */
     void (*add)(float *x, const float *pe, size_t n);
+    /* dst[i] = k * f[i] (IEEE float32 products), i < n: a preset's angles of one position */
+    void (*scale)(float *dst, const float *f, float k, size_t n);
     /* n contiguous float16 (kind SINPE_HALF_F16) or bfloat16 (SINPE_HALF_BF16) values at
      * dst (2-byte aligned): dst[i] = r(pe[i]), or with add dst[i] = r(w(dst[i]) + pe[i]),
      * w widening exactly and r rounding as elem/half.h does */

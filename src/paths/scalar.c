@@ -45,6 +45,12 @@ static void scalar_add(float *x, const float *pe, size_t n)
         x[i] += pe[i];
 }
 
+static void scalar_scale(float *dst, const float *f, float k, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] = k * f[i];
+}
+
 static inline float widen(uint16_t h, int kind)
 {
     return kind == SINPE_HALF_BF16 ? sinpe_bf16_to_f32(h) : sinpe_f16_to_f32(h);
@@ -180,6 +186,7 @@ const sinpe_path_ops sinpe_path_scalar = {
     .sincos = sinpe_sincos_scalar,
     .interleave = scalar_interleave,
     .add = scalar_add,
+    .scale = scalar_scale,
     .half = sinpe_half_scalar,
     .rope_half = sinpe_rope_half_scalar,
     .records = scalar_records,

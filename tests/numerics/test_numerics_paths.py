@@ -22,6 +22,28 @@ def test_all_paths_same_bits():
         assert_bits_equal(t, first, f"kernel {k} vs scalar")
 
 
+@pytest.mark.parametrize("head_dim", [2, 6, 34, 66, 130])
+def test_preset_angles_same_bits_on_every_path(head_dim):
+    """A preset's float32 angles (position x frequency, one product per value) are the code
+    path's vector products: every path gives the scalar path's bits, tails included (head
+    dims whose angle counts are not multiples of any vector width)."""
+    from sinpe.presets import hf_rope
+    cfg = {"model_type": "llama", "hidden_size": head_dim * 3, "num_attention_heads": 3,
+           "max_position_embeddings": 1 << 20, "rope_theta": 500000.0}
+    pos = np.random.default_rng(head_dim).integers(0, 1 << 20, (2, 37))
+    tables = {}
+    old = sinpe.get_kernel()
+    try:
+        for k in sinpe.kernels():
+            sinpe.set_kernel(k)
+            tables[k] = hf_rope(cfg, pos, backend="builtin")
+    finally:
+        sinpe.set_kernel(old)
+    for k, (c, s) in tables.items():
+        assert_bits_equal(c, tables["scalar"][0], f"cos, kernel {k} vs scalar")
+        assert_bits_equal(s, tables["scalar"][1], f"sin, kernel {k} vs scalar")
+
+
 @pytest.mark.parametrize("backend", sorted(b for b, ok in sinpe.backends().items() if ok))
 def test_thread_counts_same_bits(backend, kernel):
     want = sinpe.positional_encoding(2000, 512, backend=backend, threads=1)
