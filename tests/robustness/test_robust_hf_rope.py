@@ -425,6 +425,32 @@ def test_config_read_once_per_content():
     assert not hfc._READS
 
 
+def test_config_with_types_swapped_between_keys_is_read_again(monkeypatch):
+    """Equal values with the same sequence of types but keys in another order (two attributes
+    deleted and set again, a float and an int trading places) are another content: the kept
+    reading is not reused (its check compares the keys' order as well as the types)."""
+    from sinpe._hf import config as hfc
+    reads = []
+
+    class Counted(hfc.Cfg):
+        def __init__(self, *a):
+            reads.append(1)
+            super().__init__(*a)
+
+    monkeypatch.setattr(hfc, "Cfg", Counted)
+    hfc.forget()
+    d = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 2,
+         "max_position_embeddings": 64, "rope_theta": 10000.0, "x_a": 2.0, "x_b": 2}
+    hf_rope(d, POS)
+    hf_rope(d, POS)
+    assert len(reads) == 1, "an unchanged dict config is read once"
+    del d["x_a"], d["x_b"]
+    d["x_b"], d["x_a"] = 2.0, 2  # equal (2 == 2.0), types in the same order, keys swapped
+    hf_rope(d, POS)
+    assert len(reads) == 2, "keys in another order: read again"
+    hfc.forget()
+
+
 @pytest.mark.parametrize("edit", ["head_dim float", "heads bool", "theta subclass"])
 def test_config_edited_in_place_to_an_equal_refused_value_is_refused(edit):
     """The kept reading compares types too: 64 -> 64.0, 4 -> True and a float subclass are
