@@ -112,7 +112,7 @@ def _pow_reproduced(index: int) -> None:
     if name in NO_POW:
         raise NotImplementedError(f"float32 pow on backend {name!r} is not reproduced: "
                                   f"{NO_POW[name]}; a preset that raises to a power cannot use "
-                                  "it (use 'jax', 'onnxruntime', 'torch' or 'builtin')")
+                                  "it (use 'tensorflow', 'jax', 'onnxruntime', 'torch' or 'builtin')")
 
 
 def freq_job(core: tuple, kind: str, n: int, *, start: int = 0, step: int = 1, group: int = 1,

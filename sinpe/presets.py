@@ -212,8 +212,8 @@ def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
               torch_threads: Optional[int] = None) -> np.ndarray:
     """keras-hub ``SinePositionEncoding(max_wavelength)(inputs, start_index, positions)``
     (src/layers/modeling/sine_position_encoding.py @71453d0, 0.32.0) on keras' torch backend,
-    or under JAX with backend='jax' (backend='tensorflow' raises NotImplementedError: TF's
-    float pow is not reproduced):
+    or under JAX with backend='jax', under TensorFlow with backend='tensorflow' (Eigen's
+    float pow):
     interleaved ``sin, cos`` of ``pos * f32(1/max_wavelength) ** (f32(2*(j//2)) / f32(d))``,
     broadcast to inputs' shape. inputs: an array (its shape; the result is float32, or
     dtype=) or a shape tuple (..., seq_length, hidden_size); positions: (seq,) or

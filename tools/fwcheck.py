@@ -14,7 +14,7 @@ Run with the frameworks' environment (not a test dependency):
   /path/to/venv-fw/bin/python tools/fwcheck.py --fn tf-sin --all   # (c), one function
   /path/to/venv-fw/bin/python tools/fwcheck.py --table         # the tutorial tables
 Functions: glibc-{sin,cos,exp,pow}, numpy-{sin,cos,exp}, tf-{sin,cos,exp}, ort-{sin,cos,exp},
-jax-{sin,cos,exp}.  One thread per framework (intra-op threads 1).
+jax-{sin,cos,exp}; glibc-pow also checks jax-pow and tf-pow (Eigen's) against the frameworks.  One thread per framework (intra-op threads 1).
 """
 import argparse
 import ctypes
@@ -245,10 +245,15 @@ def check_pow():
     real = {"jax-pow": (lambda: np.asarray(jnp().power(jnp().asarray(x), jnp().asarray(y))),
                         bits(o), "glibc powf, FTZ/DAZ"),
             "numpy-pow": (lambda: np.power(x, y), outs[0], "glibc powf")}
+    # TensorFlow's is Eigen's generic_pow (FTZ/DAZ; lengths here are multiples of 8: no tail)
+    te = np.empty_like(x)
+    LIB.fw_pow(5, x.ctypes.data, y.ctypes.data, te.ctypes.data, x.size)
+    real["tf-pow"] = (lambda: tf().pow(tf().constant(x), tf().constant(y)).numpy(), bits(te),
+                      "Eigen's generic_pow, FTZ/DAZ")
     for name, (f, want, what) in real.items():
         w = int((bits(f()) != want).sum())
         print(f"{name:10s} {'pairs':12s} inputs {x.size:>12,d} wrong {w:>10,d}  (model: {what})")
-        bad += w if name == "jax-pow" else 0
+        bad += w if name in ("jax-pow", "tf-pow") else 0
     return bad
 
 

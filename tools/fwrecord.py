@@ -5,7 +5,7 @@ each one's ops eagerly) it stores the bit patterns of exp, sin and cos over the 
 (subnormals, NaNs with payloads, thresholds), the SHA-256 of their results over a dense sample
 (every 4099th float32 bit pattern, a length that leaves a tail), of the tutorial tables at
 framework_oracles.TABLES, of tensor2tensor's get_timing_signal_1d under TensorFlow and of keras-hub's
-SinePositionEncoding under JAX (with keras and keras-hub installed).
+SinePositionEncoding under JAX and under TensorFlow (with keras and keras-hub installed).
 tests/numerics/test_numerics_frameworks.py compares sinpe's backends with this file in every
 pass, without the frameworks.  Run with the frameworks installed (not a test dependency):
 
@@ -25,6 +25,9 @@ import framework_oracles as O  # noqa: E402
 T2T = [(50, 64, 1.0, 1.0e4, 0), (33, 31, 1.0, 1.0e4, 5), (100, 130, 2.0, 5.0e3, 0)]
 # keras-hub's SinePositionEncoding under JAX: (shape, max_wavelength, start_index)
 KERAS_JAX = [((2, 50, 64), 10000, 0), ((1, 33, 30), 500, 3), ((3, 17, 7), 100000, 0)]
+# keras-hub under TensorFlow: hidden sizes with every kind of tail of Eigen's 8-lane pow
+KERAS_TF = KERAS_JAX + [((1, 9, 13), 10000, 5), ((2, 100, 1030), 10000.0, 0),
+                        ((1, 5, 1), 10000, 0), ((1, 128, 768), 1e6, 0)]
 
 
 def version(dist):
@@ -50,11 +53,18 @@ def main():
     out["tensor2tensor"] = {",".join(map(repr, a)): O.digest(O.t2t(*a)) for a in T2T}
     out["keras_hub_jax"] = [[list(shape), wl, st, O.digest(O.keras_hub("jax", shape, wl, st))]
                             for shape, wl, st in KERAS_JAX]
+    out["keras_hub_tf"] = keras_tf()
     path = os.path.join(HERE, "..", "tests", "data", "frameworks.json")
     with open(path, "w") as fh:
         json.dump(out, fh, separators=(",", ":"))
         fh.write("\n")
     print("wrote", os.path.normpath(path))
+
+
+def keras_tf():
+    """keras-hub's SinePositionEncoding under Keras' TensorFlow backend, as digests."""
+    return [[list(shape), wl, st, O.digest(O.keras_hub("tensorflow", shape, wl, st))]
+            for shape, wl, st in KERAS_TF]
 
 
 if __name__ == "__main__":

@@ -42,11 +42,12 @@ int fw_map(const char *name, int flag, const float *in, float *out, int64_t n)
 }
 
 /* pow: out[i] = x[i] ** y[i], the model (which 0: glibc unfused, 1: fused; 3, 4: the same
- * under FTZ/DAZ) or libm (2). */
+ * under FTZ/DAZ; 5: Eigen's, under FTZ/DAZ, TensorFlow's) or libm (2). */
 void fw_pow(int which, const float *x, const float *y, float *out, int64_t n)
 {
     for (int64_t i = 0; i < n; i++)
-        out[i] = which == 2   ? powf(x[i], y[i])
+        out[i] = which == 5   ? sinpe_eigen_powf(x[i], y[i], 1)
+                 : which == 2 ? powf(x[i], y[i])
                  : which >= 3 ? sinpe_powf_glibc_ftz(x[i], y[i], which - 3)
                               : sinpe_powf_glibc(x[i], y[i], which);
 }

@@ -156,7 +156,7 @@ FRAMEWORKS: Dict[str, Dict[str, Tuple[str, str, str, int]]] = {
     "numpy": {"numpy-2.4": ("2.4", "numpy", "NumPy's float32 exp/sin/cos SIMD loops (AVX2 or "
                             "AVX-512: the same bits), glibc's powf", 0)},
     "tensorflow": {"tensorflow-2.21": ("2.21", "tensorflow tensorflow-cpu tensorflow-intel",
-                                       "Eigen's exp/sin/cos under FTZ/DAZ, the last n % 8 "
+                                       "Eigen's exp/sin/cos/pow under FTZ/DAZ, the last n % 8 "
                                        "elements of each op through glibc (flushed)", 0)},
     "jax": {"jax-0.10": ("0.10", "jaxlib jax", "XLA's exp (FTZ/DAZ), glibc's sinf/cosf, glibc's "
                          "powf under FTZ/DAZ", 0)},
@@ -166,8 +166,7 @@ FRAMEWORKS: Dict[str, Dict[str, Tuple[str, str, str, int]]] = {
 }
 #: Frameworks whose float32 pow is not reproduced (presets that need pow refuse them).
 NO_POW = {"numpy": "NumPy's float32 power on AVX-512 CPUs is Intel SVML's, which sinpe does not "
-                   "reproduce",
-          "tensorflow": "TensorFlow's float32 pow is Eigen's, which sinpe does not reproduce"}
+                   "reproduce"}
 
 
 def _installed(dists: str) -> Optional[str]:

@@ -10,7 +10,9 @@
  *     refuses pow there).
  *   tensorflow (2.21): Eigen's psin/pcos/pexp under FTZ/DAZ; the last n % 8 elements of
  *     each op's n are Eigen's scalar path, std::sin/cos/exp (glibc) under FTZ/DAZ (expf's
- *     subnormal results flushed; sinf keeps a subnormal argument).  pow: Eigen's float pow is not reproduced (the package refuses it).
+ *     subnormal results flushed; sinf keeps a subnormal argument).  pow: Eigen's float pow
+ *     (elem/fw_eigen_pow.c) under FTZ/DAZ, its last n % 8 elements glibc's powf under
+ *     FTZ/DAZ, flushed.
  *   jax (0.10): XLA's exp (FTZ/DAZ), but an exp of 3 to 7, or 11 to 15, elements leaves
  *     its last n % 8 to glibc; sin, cos: glibc's sinf/cosf; pow: glibc's powf under
  *     FTZ/DAZ.
@@ -140,11 +142,10 @@ static void tf_sincos(const sinpe_bctx *ctx, int64_t e0, const float *a, float *
 static void tf_pow(const sinpe_bctx *ctx, float base, const float *y, float *out, int64_t e0,
                    int64_t n)
 {
-    /* not reproduced (the package refuses it): glibc's, flushed, stands in */
-    (void)ctx;
-    (void)e0;
+    int64_t t = tail_start(ctx->tensor_len, TF_WIDTH);
     for (int64_t i = 0; i < n; i++)
-        out[i] = flush(sinpe_powf_glibc_ftz(base, y[i], FUSED));
+        out[i] = e0 + i < t ? sinpe_eigen_powf(base, y[i], 1)
+                            : flush(sinpe_powf_glibc_ftz(base, y[i], FUSED));
 }
 
 const sinpe_backend_ops sinpe_backend_tensorflow = {

@@ -17,6 +17,9 @@ float sinpe_numpy_expf(float x);
 float sinpe_eigen_sinf(float x, int ftz);
 float sinpe_eigen_cosf(float x, int ftz);
 float sinpe_eigen_expf(float x, int ftz);
+/* Eigen's generic_pow for float packets without FMA (TensorFlow's AVX build):
+ * elem/fw_eigen_pow.c. */
+float sinpe_eigen_powf(float x, float y, int ftz);
 
 /* ONNX Runtime's MLAS exp (MlasComputeExpVector); `fused` on FMA3 CPUs. */
 float sinpe_mlas_expf(float x, int fused);

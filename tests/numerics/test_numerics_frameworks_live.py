@@ -70,6 +70,14 @@ def test_keras_hub_under_jax(shape, wl, start):
           shape)
 
 
+@pytest.mark.parametrize("shape,wl,start", [((2, 50, 64), 10000, 0), ((1, 33, 30), 500, 3),
+                                             ((1, 300, 258), 10000, 11), ((4, 1, 2), 77, 0),
+                                             ((1, 17, 1027), 3.5e5, 0)])
+def test_keras_hub_under_tensorflow(shape, wl, start):
+    equal(O.keras_hub("tensorflow", shape, wl, start),
+          presets.keras_hub(shape, wl, start, backend="tensorflow"), shape)
+
+
 def test_the_profiles_follow_the_installed_releases():
     from sinpe._backends import policy
     for fw in O.FRAMEWORKS:
