@@ -277,13 +277,19 @@ def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor:
     ``emb = [p * inv | p * inv]`` for positions ``p = f32(arange(seq)) + f32(start_index)``
     (or positions (seq,) / (batch, seq) as float32), then ``x * cos(emb) + cat(-x2, x1) *
     sin(emb)``, moved back. inputs: an array of rank >= 3 (floats are rounded to float32, as
-    the layer's compute dtype). Keras under JAX or TensorFlow is not reproduced yet
-    (NotImplementedError)."""
-    if isinstance(backend, str) and backend.split("-")[0] in _FRAMEWORKS:
+    the layer's compute dtype). backend='jax' or 'tensorflow' (or their profiles): the
+    layer under that Keras backend, eager: the framework's pow, cos and sin (with its tails),
+    JAX's divisions by the constants d and scaling_factor as products by their float32
+    reciprocals (XLA's), TensorFlow's true divisions, and both frameworks' flush-to-zero
+    (subnormal inputs and results of the rotation's products and sums are zeros). Keras has
+    no NumPy or ONNX Runtime backend for the layer: 'numpy' and 'onnxruntime' raise
+    NotImplementedError."""
+    fw = backend.split("-")[0] if isinstance(backend, str) else None
+    if fw in ("numpy", "onnxruntime"):
         raise NotImplementedError(
-            f"keras_hub_rotary with backend={backend!r}: keras-hub's RotaryEmbedding under "
-            f"{backend.split('-')[0]} is not reproduced yet; the torch Keras backend's bits come "
-            "from backend=None, 'auto', 'torch', 'mkl' or 'builtin'")
+            f"keras_hub_rotary with backend={backend!r}: keras-hub's RotaryEmbedding runs "
+            f"under Keras' JAX, TensorFlow or torch backends, not {fw}; use 'jax', "
+            "'tensorflow', or None (the torch Keras backend's bits)")
     opts = _opts(None, None, backend, threads, torch_threads)
     if _dtypes.torch_of(inputs) is not None:  # any subclass; bfloat16 widened exactly
         inputs = _dtypes.array_arg(inputs.detach().cpu().float(), "inputs")
@@ -327,7 +333,12 @@ def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor:
     xm = np.array(moved, dtype=np.float32, order="C")  # the layer's compute dtype, a new array
     # the frequencies first: their rules (max_wavelength in float32's range) hold for an empty
     # input too
-    inv = _freqs("pow", d // 2, opts, step=2, b=-float(d), base=wl, base_name="max_wavelength")
+    fw = _sinpe.BACKENDS[opts["core"][0]]
+    xla = fw == "jax"  # XLA: a division by a constant is a product by its float32 reciprocal
+    inv = _freqs("pow", d // 2, opts, step=2, base=wl, base_name="max_wavelength",
+                 **(dict(a=-float(np.float32(1) / np.float32(d))) if xla else dict(b=-float(d))))
+    if xm.size and fw in ("jax", "tensorflow"):
+        return np.moveaxis(_keras_rotary_fw(xm, pos, start, inv, sf, xla, opts), (-1, 1), (fa, sa))
     if xm.size:
         if pos is None:
             p32 = np.arange(S, dtype=np.float64).astype(np.float32)[None]
@@ -342,6 +353,38 @@ def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor:
         _rope.apply_rope(xm, cos=cos, sin=sin, seq_dim=1, backend=backend, threads=threads,
                    torch_threads=torch_threads)
     return np.moveaxis(xm, (-1, 1), (fa, sa))
+
+
+def _flushed(a: np.ndarray) -> np.ndarray:
+    """Subnormal float32 values as zeros of their sign (FTZ/DAZ), in place."""
+    u = a.view(np.uint32)
+    u[(u & 0x7F800000) == 0] &= np.uint32(0x80000000)
+    return a
+
+
+def _keras_rotary_fw(xm: np.ndarray, pos: Optional[np.ndarray], start: int, inv: np.ndarray,
+                     sf: float, xla: bool, opts: dict) -> np.ndarray:
+    """keras-hub's RotaryEmbedding under JAX or TensorFlow, eager, on xm (batch, seq, ..., d):
+    the layer's ops one by one, each rounded (no fused multiply-add between ops), under the
+    frameworks' FTZ/DAZ."""
+    S, d = xm.shape[1], xm.shape[-1]
+    inv = inv * (np.float32(1) / np.float32(sf)) if xla else inv / np.float32(sf)
+    if pos is None:
+        p32 = (np.arange(S, dtype=np.float64).astype(np.float32) + np.float32(start))[None]
+    else:
+        p32 = pos.astype(np.float32)
+    freq = np.concatenate([inv, inv])
+    one = dict(opts, out=None, dtype=None)
+    # cos(embedding) and sin(embedding) as whole (batch, seq, d) tensors (their tails)
+    cos = _table(p32, freq, [4 * k + COS for k in range(d)], one)
+    sin = _table(p32, freq, [4 * k + SIN for k in range(d)], one)
+    lead = (cos.shape[0], S) + (1,) * (xm.ndim - 3) + (d,)
+    cos, sin = cos.reshape(lead), sin.reshape(lead)
+    h = d // 2
+    t = _flushed(xm)
+    rot = np.concatenate([-t[..., h:], t[..., :h]], axis=-1)
+    with np.errstate(all="ignore"):
+        return _flushed(_flushed(t * cos) + _flushed(rot * sin))
 
 
 def tf_tutorial(length: int, depth: int, *, legacy: bool = False, dtype: Any = None,

@@ -173,6 +173,65 @@ def keras_hub(keras_backend, shape, max_wavelength=10000, start_index=0):
     return np.frombuffer(out.stdout, np.float32).reshape(shape)
 
 
+#: keras-hub RotaryEmbedding cases: (shape, seed, keyword arguments); "tiny" scales the
+#: input to 1e-37 (subnormal products: the frameworks' FTZ) with a NaN, infinities and a
+#: subnormal in front; positions are given as lists
+ROTARY = [((2, 17, 4, 64), 0, {}), ((1, 33, 30), 1, {"start_index": 3}),
+          ((3, 9, 2, 18), 2, {"max_wavelength": 500, "scaling_factor": 2.5}),
+          ((2, 64, 8, 10), 3, {"feature_axis": 2}),
+          ((1, 7, 6), 4, {"positions": [0, 3, 6, 9, 12, 15, 18]}),
+          ((2, 40, 256), 5, {"scaling_factor": 3.0}),
+          ((1, 50, 2, 512), 6, {"scaling_factor": 7.3, "max_wavelength": 123456.0}),
+          ((2, 30, 64), 7, {"tiny": True}), ((1, 11, 6), 8, {"start_index": -5}),
+          ((2, 8, 34), 9, {"positions": [[0, 1, 2, 3, 100000, 7, 8, 9],
+                                         [5, 6, 7, 8, 9, 10, 11, 12]]})]
+
+
+_ROTARY_RUNS = {}
+
+
+def keras_hub_rotary_cases(keras_backend):
+    """The layer's outputs for every ROTARY case under a Keras backend, in one fresh process
+    (importing keras-hub takes seconds), kept per backend."""
+    import subprocess
+    import sys
+    if keras_backend not in _ROTARY_RUNS:
+        here = os.path.dirname(os.path.abspath(__file__))
+        code = ("import sys, numpy as np, keras_hub\n"
+                f"sys.path.insert(0, {here!r})\n"
+                "import framework_oracles as O\n"
+                "for shape, seed, kw in O.ROTARY:\n"
+                "    x, kw = O.rotary_case(shape, seed, kw)\n"
+                "    kw = dict(kw)\n"
+                "    pos = kw.pop('positions', None)\n"
+                "    start = kw.pop('start_index', 0)\n"
+                "    y = keras_hub.layers.RotaryEmbedding(**kw)(x, start_index=start, "
+                "positions=pos)\n"
+                "    sys.stdout.buffer.write(np.asarray(y, np.float32).tobytes())\n")
+        env = dict(os.environ, KERAS_BACKEND=keras_backend)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             check=True).stdout
+        res, at = [], 0
+        for shape, seed, kw in ROTARY:
+            n = int(np.prod(shape))
+            res.append(np.frombuffer(out[4 * at:4 * (at + n)], np.float32).reshape(shape))
+            at += n
+        _ROTARY_RUNS[keras_backend] = res
+    return _ROTARY_RUNS[keras_backend]
+
+
+def rotary_case(shape, seed, kw):
+    """The input array and the keyword arguments (positions as an array) of a ROTARY case."""
+    kw = dict(kw)
+    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    if kw.pop("tiny", False):
+        x *= np.float32(1e-37)
+        x.flat[:4] = [np.nan, np.inf, -np.inf, 1e-45]
+    if "positions" in kw:
+        kw["positions"] = np.asarray(kw["positions"], np.int64)
+    return x, kw
+
+
 # ---- digests ------------------------------------------------------------------------------
 
 def digest(a):

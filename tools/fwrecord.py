@@ -5,7 +5,8 @@ each one's ops eagerly) it stores the bit patterns of exp, sin and cos over the 
 (subnormals, NaNs with payloads, thresholds), the SHA-256 of their results over a dense sample
 (every 4099th float32 bit pattern, a length that leaves a tail), of the tutorial tables at
 framework_oracles.TABLES, of tensor2tensor's get_timing_signal_1d under TensorFlow and of keras-hub's
-SinePositionEncoding under JAX and under TensorFlow (with keras and keras-hub installed).
+SinePositionEncoding under JAX and under TensorFlow and of its RotaryEmbedding under both (with
+keras and keras-hub installed).
 tests/numerics/test_numerics_frameworks.py compares sinpe's backends with this file in every
 pass, without the frameworks.  Run with the frameworks installed (not a test dependency):
 
@@ -54,6 +55,7 @@ def main():
     out["keras_hub_jax"] = [[list(shape), wl, st, O.digest(O.keras_hub("jax", shape, wl, st))]
                             for shape, wl, st in KERAS_JAX]
     out["keras_hub_tf"] = keras_tf()
+    out["keras_hub_rotary"] = keras_rotary()
     path = os.path.join(HERE, "..", "tests", "data", "frameworks.json")
     with open(path, "w") as fh:
         json.dump(out, fh, separators=(",", ":"))
@@ -65,6 +67,15 @@ def keras_tf():
     """keras-hub's SinePositionEncoding under Keras' TensorFlow backend, as digests."""
     return [[list(shape), wl, st, O.digest(O.keras_hub("tensorflow", shape, wl, st))]
             for shape, wl, st in KERAS_TF]
+
+
+def keras_rotary():
+    """keras-hub's RotaryEmbedding under Keras' JAX and TensorFlow backends, as digests of
+    framework_oracles.ROTARY's cases."""
+    rec = {}
+    for fw in ("jax", "tensorflow"):
+        rec[fw] = [O.digest(y) for y in O.keras_hub_rotary_cases(fw)]
+    return rec
 
 
 if __name__ == "__main__":

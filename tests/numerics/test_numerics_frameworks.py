@@ -4,7 +4,7 @@ tests/data/frameworks.json holds what NumPy 2.4, TensorFlow 2.21, jaxlib 0.10 an
 1.32 computed on x86-64 (tools/fwrecord.py): exp, sin and cos over specials, subnormals and
 NaNs (bit patterns), a dense sample of every 4099th float32 bit pattern and the tutorial tables
 at a few shapes and bases (SHA-256 digests), tensor2tensor's timing signal under
-TensorFlow and keras-hub's SinePositionEncoding under JAX.  sinpe's 'numpy-2.4', 'tensorflow-2.21', 'jax-0.10' and 'onnxruntime-1.32' are
+TensorFlow and keras-hub's SinePositionEncoding and RotaryEmbedding under JAX and TensorFlow.  sinpe's 'numpy-2.4', 'tensorflow-2.21', 'jax-0.10' and 'onnxruntime-1.32' are
 portable C, so these hold on any machine: a changed bit fails here.  The live comparison with
 the installed frameworks is tests/numerics/test_numerics_frameworks_live.py (-m frameworks).
 """
@@ -113,11 +113,31 @@ def test_keras_hub_under_jax_digest(case):
     assert O.digest(presets.keras_hub(tuple(shape), wl, start, backend="jax")) == want
 
 
-def test_keras_hub_rotary_refuses_the_frameworks():
+def test_keras_hub_rotary_refuses_the_frameworks_keras_does_not_run_it_under():
     x = np.zeros((1, 4, 8), np.float32)
-    for fw in O.FRAMEWORKS:
-        with pytest.raises(NotImplementedError, match=fw):
+    for fw in ("numpy", "numpy-2.4", "onnxruntime", "onnxruntime-1.32"):
+        with pytest.raises(NotImplementedError, match=fw.split("-")[0]):
             presets.keras_hub_rotary(x, backend=fw)
+
+
+@pytest.mark.parametrize("fw", ["jax", "tensorflow"])
+@pytest.mark.parametrize("i", range(len(O.ROTARY)), ids=lambda i: str(O.ROTARY[i][:2]))
+def test_keras_hub_rotary_under_the_frameworks_digest(fw, i):
+    """keras-hub's RotaryEmbedding under Keras' JAX / TensorFlow backends: the framework's pow,
+    cos and sin with their tails, XLA's reciprocal products or TF's divisions, FTZ (the
+    'tiny' case: subnormal products are zeros)."""
+    x, kw = O.rotary_case(*O.ROTARY[i])
+    want = REC["keras_hub_rotary"][fw][i]
+    for name in (fw, O.PROFILE[fw]):
+        assert O.digest(presets.keras_hub_rotary(x, backend=name, **kw)) == want, name
+
+
+def test_keras_hub_rotary_frameworks_differ_from_torchs():
+    """The records are not the torch Keras backend's bits (nor each other's) at these cases."""
+    x, kw = O.rotary_case(*O.ROTARY[6])
+    torch_like = O.digest(presets.keras_hub_rotary(x, backend="builtin", **kw))
+    assert len({torch_like, REC["keras_hub_rotary"]["jax"][6],
+                REC["keras_hub_rotary"]["tensorflow"][6]}) == 3
 
 
 def test_add_pe_is_the_table_added():

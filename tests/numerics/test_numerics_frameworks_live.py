@@ -78,6 +78,14 @@ def test_keras_hub_under_tensorflow(shape, wl, start):
           presets.keras_hub(shape, wl, start, backend="tensorflow"), shape)
 
 
+@pytest.mark.parametrize("fw", ["jax", "tensorflow"])
+@pytest.mark.parametrize("i", range(len(O.ROTARY)), ids=lambda i: str(O.ROTARY[i][:2]))
+def test_keras_hub_rotary_under_the_frameworks(fw, i):
+    x, kw = O.rotary_case(*O.ROTARY[i])
+    equal(O.keras_hub_rotary_cases(fw)[i], presets.keras_hub_rotary(x, backend=fw, **kw),
+          O.ROTARY[i])
+
+
 def test_the_profiles_follow_the_installed_releases():
     from sinpe._backends import policy
     for fw in O.FRAMEWORKS:
