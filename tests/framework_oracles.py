@@ -173,6 +173,17 @@ def keras_hub(keras_backend, shape, max_wavelength=10000, start_index=0):
     return np.frombuffer(out.stdout, np.float32).reshape(shape)
 
 
+#: float32 inputs whose exp differs between XLA's polynomial and glibc's expf (found at
+#: random): an exp of n < 16 of them shows which of its elements each one computed
+JAX_SHORT = [0x410ed46f, 0x42a87024, 0x41023fa4, 0x40d39118, 0x42b17211, 0xc2407669,
+             0x42ac6761]
+
+
+def jax_short_input(n):
+    """n of JAX_SHORT, repeated."""
+    return np.resize(np.array(JAX_SHORT, np.uint32), n).view(np.float32)
+
+
 #: keras-hub RotaryEmbedding cases: (shape, seed, keyword arguments); "tiny" scales the
 #: input to 1e-37 (subnormal products: the frameworks' FTZ) with a NaN, infinities and a
 #: subnormal in front; positions are given as lists

@@ -56,6 +56,7 @@ def main():
                             for shape, wl, st in KERAS_JAX]
     out["keras_hub_tf"] = keras_tf()
     out["keras_hub_rotary"] = keras_rotary()
+    out["jax_exp_short"] = jax_exp_short()
     path = os.path.join(HERE, "..", "tests", "data", "frameworks.json")
     with open(path, "w") as fh:
         json.dump(out, fh, separators=(",", ":"))
@@ -67,6 +68,12 @@ def keras_tf():
     """keras-hub's SinePositionEncoding under Keras' TensorFlow backend, as digests."""
     return [[list(shape), wl, st, O.digest(O.keras_hub("tensorflow", shape, wl, st))]
             for shape, wl, st in KERAS_TF]
+
+
+def jax_exp_short():
+    """jnp.exp of 1 to 15 inputs whose XLA and glibc results differ: the bit patterns."""
+    return {str(n): O.elementwise("jax", "exp", O.jax_short_input(n)).view(np.uint32).tolist()
+            for n in range(1, 16)}
 
 
 def keras_rotary():

@@ -13,8 +13,8 @@
  *     subnormal results flushed; sinf keeps a subnormal argument).  pow: Eigen's float pow
  *     (elem/fw_eigen_pow.c) under FTZ/DAZ, its last n % 8 elements glibc's powf under
  *     FTZ/DAZ, flushed.
- *   jax (0.10): XLA's exp (FTZ/DAZ), but an exp of 3 to 7, or 11 to 15, elements leaves
- *     its last n % 8 to glibc; sin, cos: glibc's sinf/cosf; pow: glibc's powf under
+ *   jax (0.10): XLA's exp (FTZ/DAZ), but an exp of 3, 5 to 7, 11 or 13 to 15 elements
+ *     leaves its last n % 8 to glibc; sin, cos: glibc's sinf/cosf; pow: glibc's powf under
  *     FTZ/DAZ.
  *   onnxruntime (1.32): MLAS exp for every element; sin, cos: Eigen without FTZ, the last
  *     n % 4 elements through glibc; pow: glibc's powf.
@@ -166,12 +166,13 @@ static float xla_exp(float x, int flag)
 }
 
 /* XLA's loop over an exp of fewer than 16 elements leaves the last n % 8 to glibc's expf
- * when they are 3 to 7 (measured with jaxlib 0.10.2 at every length to 80 and at 127 to
- * 4097: from 16 elements on, and for 1 or 2 left over, every element is XLA's). */
+ * when they are 3, 5, 6 or 7 (measured with jaxlib 0.10.2 at every length to 80 and at 127
+ * to 4097: from 16 elements on, and for 1, 2 or 4 left over, every element is XLA's: 4 is
+ * one 4-lane vector of XLA's polynomial). */
 static void jax_exp(const sinpe_bctx *ctx, int64_t e0, const float *in, float *out, size_t n)
 {
     int64_t len = ctx->exp_len;
-    int64_t t = len < 16 && len % 8 >= 3 ? tail_start(len, 8) : len;
+    int64_t t = len < 16 && len % 8 >= 3 && len % 8 != 4 ? tail_start(len, 8) : len;
     for (size_t i = 0; i < n; i++)
         out[i] = e0 + (int64_t)i < t ? xla_exp(in[i], 0) : flush(sinpe_glibc_expf(in[i], FUSED));
 }

@@ -113,6 +113,17 @@ def test_keras_hub_under_jax_digest(case):
     assert O.digest(presets.keras_hub(tuple(shape), wl, start, backend="jax")) == want
 
 
+@pytest.mark.parametrize("n", range(1, 16))
+def test_jax_exp_of_fewer_than_16_elements(n):
+    """XLA's exp below 16 elements: 3, 5, 6 or 7 left over go to glibc's expf, 1, 2 or 4 (one
+    4-lane vector) are XLA's own polynomial; inputs where the two differ, at every place."""
+    x = O.jax_short_input(n)
+    want = np.array(REC["jax_exp_short"][str(n)], np.uint32)
+    assert np.array_equal(bits(sinpe.elementwise("exp", x, backend="jax")), want)
+    xla = bits(sinpe.elementwise("exp", np.resize(x, 16), backend="jax"))[:n]  # no tail
+    assert (xla != want).any() == (n < 16 and n % 8 in (3, 5, 6, 7))
+
+
 def test_keras_hub_rotary_refuses_the_frameworks_keras_does_not_run_it_under():
     x = np.zeros((1, 4, 8), np.float32)
     for fw in ("numpy", "numpy-2.4", "onnxruntime", "onnxruntime-1.32"):
