@@ -18,9 +18,13 @@
  * not flushed there), x = 1 or y = 0 gives 1.
  * ftz: TensorFlow's MXCSR FTZ and DAZ: arguments and every intermediate result that is
  * subnormal count as a zero of their sign.
- * Verified against tensorflow-cpu 2.21.0's tf.pow (eager, lengths multiples of 8; its
- * last n % 8 elements are glibc's powf, the backend's rule): see tools/fwcheck.py and
- * docs/backends.md for the figures.
+ * Verified against tensorflow-cpu 2.21.0's tf.pow (eager, lengths multiples of 8; its last
+ * n % 8 elements are glibc's powf, the backend's rule), bit for bit, on the AMD EPYC Zen 4
+ * (family 25 model 17), 2026-12-04: `tools/fwcheck.py --fn glibc-pow` (tf-pow: 2,000,512
+ * pairs: 10000 to the keras exponents, x in (0, 100) with y in (-10, 10), random bit
+ * patterns) 0 wrong; a probe of 16.8M pairs (those kinds, x near 1 with |y| to 10^4,
+ * results over the whole exponent range and into the subnormals, negative x with integer
+ * y, every pair of 33 specials) 0 wrong.  Two arguments: no exhaustive check.
  */
 #include "elem/fwmath.h"
 
