@@ -74,6 +74,8 @@ FIXES: Dict[str, Dict[str, Any]] = {
     "deepseek_ocr2_text": {"mlp_layer_types": ["dense", "sparse"]},
     # its sliding layers take their sizes from a per-layer config the tool does not shrink
     "dots3_note_text": {"layer_types": ["indexed_attention", "indexed_attention"]},
+    # its text layers are NoPE (the config's rule); the rotary is the vision tower's
+    "glm5_next_text": {"qk_rope_head_dim": 0},
     "codegen": {"rotary_dim": 8},
     "gptj": {"rotary_dim": 8},
 }
