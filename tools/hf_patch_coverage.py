@@ -78,6 +78,9 @@ FIXES: Dict[str, Dict[str, Any]] = {
     "dots3_note_text": {"layer_types": ["indexed_attention", "indexed_attention"]},
     # its text layers are NoPE (the config's rule); the rotary is the vision tower's
     "glm5_next_text": {"qk_rope_head_dim": 0},
+    "unlimited_ocr_text": {"num_key_value_heads": 4},  # its eager attention repeats no heads
+    "granite4_vision": {"deepstack_layer_map": [[0, 0], [1, 1]], "downsample_rate": "1/2",
+                        "spatial_target_layers": [0, 1, 0, 1]},
     "codegen": {"rotary_dim": 8},
     "gptj": {"rotary_dim": 8},
 }
