@@ -81,6 +81,9 @@ FIXES: Dict[str, Dict[str, Any]] = {
     "unlimited_ocr_text": {"num_key_value_heads": 4},  # its eager attention repeats no heads
     "granite4_vision": {"deepstack_layer_map": [[0, 0], [1, 1]], "downsample_rate": "1/2",
                         "spatial_target_layers": [0, 1, 0, 1]},
+    # flow heads conditioned on the backbone's hidden states: its (small) width
+    "PocketTTSFlowHeadConfig": {"condition_dim": 64},
+    "GradiumPhononTTSFlowHeadConfig": {"condition_dim": 64},
     "codegen": {"rotary_dim": 8},
     "gptj": {"rotary_dim": 8},
 }
