@@ -51,6 +51,9 @@ MROPE = {
     "glm_image_text": ("chunks", "cat", [8, 12, 12]),
     # GLM-4V text: chunks, then repeat_interleave(2)
     "glm_ocr_text": ("chunks", "interleave", [8, 12, 12]),
+    # HunYuan-VL: one row per mrope_section entry; cat(freqs, freqs), then chunks of widths
+    # 2 * mrope_section from row i % len(mrope_section) (the section is required)
+    "hunyuan_vl_text": ("full", "cat", None),
 }
 #: model types whose rotary is multimodal in a form hf_rope does not reproduce (refused even
 #: when the config has no mrope_section: the module recomposes with an in-code default).
@@ -60,4 +63,7 @@ MROPE_REFUSED = {
 #: families whose rotary module is something else (complex polar tables, per-call mscale
 #: switches, learned scales, precomputed sincos tables).
 OTHER = frozenset({"llama4_text", "llama4", "deepseek_v2", "phimoe", "mistral_large4",
-                   "codegen", "gptj", "ernie4_5_vl_moe_text", "hunyuan_vl"})
+                   "codegen", "gptj", "ernie4_5_vl_moe_text"})
+#: families whose module renames a "dynamic" rope with a fixed rope_parameters['alpha'] to
+#: "ntk_alpha": the base stretched once (alpha ** (dim / (dim - 2))), never regrown.
+NTK_ALPHA = frozenset({"hunyuan_vl_text"})

@@ -288,6 +288,33 @@ def _proportional(c: Cfg, opts: Dict[str, Any], seq_len: Any = None) -> Tuple[np
     return (inv / F32(factor)).astype(F32), 1.0
 
 
+def _ntk_alpha(c: Cfg, opts: Dict[str, Any], seq_len: Any = None) -> Tuple[np.ndarray, float]:
+    """HunYuan-VL's ``compute_ntk_alpha_rope_parameters``: ``base = rope_theta * alpha ** (dim
+    / (dim - 2))`` in Python floats with dim = config.head_dim, then the default form."""
+    if c.head_dim is None:
+        raise ValueError("config.head_dim is None: the ntk_alpha init divides by it "
+                         "(transformers raises TypeError)")
+    dim = _int(c.head_dim, "config.head_dim")
+    if dim == 2:
+        raise ValueError("the ntk_alpha rope divides by head_dim - 2: head_dim = 2 "
+                         "(transformers raises ZeroDivisionError)")
+    alpha = c.num("alpha")
+    try:
+        base = theta(c) * alpha ** (dim / (dim - 2))
+    except (OverflowError, ZeroDivisionError) as exc:
+        raise OverflowError(f"config.rope_parameters['alpha'] = {alpha!r}: the ntk_alpha "
+                            f"rope's base cannot be computed ({exc})") from None
+    if isinstance(base, complex) or not (math.isfinite(base) and base > 0):
+        raise ValueError(f"the ntk_alpha rope's base rope_theta * alpha ** (dim / (dim - 2)) "
+                         f"= {base!r} is not a finite positive number")
+    return inv_freq(base, dim, opts), 1.0
+
+
+#: a family's own rope types (its rotary class's init functions, not transformers' dict):
+#: _rope_type maps a config to them only for those families
+FAMILY_INITS: Dict[str, Init] = {"ntk_alpha": _ntk_alpha}
+
+
 #: rope_type -> its init function, as transformers' ``ROPE_INIT_FUNCTIONS`` (plus "default",
 #: which transformers keeps on each model's rotary class).  The coverage tool
 #: (tools/hf_rope_coverage.py) takes its columns from these keys.

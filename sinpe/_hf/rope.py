@@ -21,8 +21,8 @@ from .._backends import policy
 from .._jobs import COS, SIN, _int, _round_to, _table
 from .axial import AXIAL, axial_rope, given_inv as _inv_given, positions as _array_positions
 from .config import Cfg, forget as _forget_reads, read as read_config
-from .families import HALF_WIDTH, INTERLEAVED, MROPE, MROPE_REFUSED, NO_CAST, OTHER
-from .inits import ROPE_INIT_FUNCTIONS, omp_factor
+from .families import HALF_WIDTH, INTERLEAVED, MROPE, MROPE_REFUSED, NO_CAST, NTK_ALPHA, OTHER
+from .inits import FAMILY_INITS, ROPE_INIT_FUNCTIONS, omp_factor
 
 __all__ = ["hf_rope", "ROPE_TYPES"]
 
@@ -85,6 +85,9 @@ def _rope_type(c: Cfg) -> str:
     if mt in MROPE_REFUSED:
         raise NotImplementedError(f"model_type {mt!r}: its multimodal rope ("
                                   f"{MROPE_REFUSED[mt]}) is not one hf_rope knows")
+    if mt in NTK_ALPHA and (rope_type == "ntk_alpha" or rope_type == "dynamic"
+                            and c.p.get("alpha")):
+        return "ntk_alpha"  # the module's own renaming: a fixed alpha, no regrowth
     if not isinstance(rope_type, str) or rope_type not in ROPE_INIT_FUNCTIONS:
         raise ValueError(f"rope_type {rope_type!r} is not one of {ROPE_TYPES}")
     if mt not in MROPE and c.p.get("mrope_section") is not None:
@@ -122,7 +125,8 @@ def _first_inv(c: Cfg, rope_type: str, opts: Dict[str, Any], seq: Any,
                given: Any) -> Tuple[np.ndarray, float]:
     """The inv_freq and attention scaling of the module's first forward: its init's, or the
     regrown ones (the same init function, called with seq_len), or the given buffer."""
-    inv, scaling = ROPE_INIT_FUNCTIONS[rope_type](c, opts, seq)
+    init = FAMILY_INITS.get(rope_type) or ROPE_INIT_FUNCTIONS[rope_type]
+    inv, scaling = init(c, opts, seq)
     if given is None or (rope_type == "dynamic" and seq is not None):
         return inv, scaling  # a regrown dynamic rope registers a new float32 buffer
     mine, given_dtype = _inv_given(given, len(inv))
@@ -159,7 +163,10 @@ def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any 
     BLT) ``repeat_interleave(freqs, 2)``; GPT-OSS ``emb = freqs``; OLMo, ERNIE 4.5 no cast
     (float32 whatever dtype); mrope (Qwen2-VL, Qwen2.5-VL: chunks of mrope_section from
     position rows t, h, w then cat; GLM-4V the same then repeat_interleave; Qwen3-VL rows
-    interleaved t, h, w) computed on the (3, batch, seq, dim/2) tensor as the module does.
+    interleaved t, h, w) computed on the (3, batch, seq, dim/2) tensor as the module does;
+    HunYuan-VL one row per mrope_section entry, ``cat(freqs, freqs)`` cut in chunks of
+    ``2 * section`` from row i, and its ``ntk_alpha`` rope (rope_type 'dynamic' with a fixed
+    alpha: ``base = rope_theta * alpha ** (dim / (dim - 2))``, never regrown).
     Families with other modules (Llama 4, DeepSeek-V2 complex tables, PhiMoE, GPT-J...)
     raise NotImplementedError.  More model types of the same forms, the per-layer view of a
     heterogeneous config (Gemma 4: ``config.per_layer_config[layer_type]``, as the init
@@ -393,22 +400,48 @@ def _sections(spec: Tuple[Any, ...], c: Cfg, h: int) -> np.ndarray:
     return row
 
 
+def _full_sections(c: Cfg, h: int) -> Tuple[int, np.ndarray]:
+    """HunYuan-VL's recomposition: the axes (one per mrope_section entry) and, for each of the
+    2h columns of cat(freqs, freqs), the axis row it is taken from (chunk i of widths
+    2 * mrope_section[i] from row i % axes)."""
+    sec = c.p.get("mrope_section")
+    if sec is None:
+        raise ValueError(f"model_type {c.model_type!r} needs rope_parameters['mrope_section'] "
+                         "(its rotary module takes len() of it)")
+    try:
+        sec = [_int(v, "mrope_section") for v in sec]
+    except TypeError:
+        raise TypeError(f"config.rope_parameters['mrope_section'] must be a list of ints, got "
+                        f"{sec!r}") from None
+    if not sec or sum(sec) != h or min(sec) < 0:
+        raise ValueError(f"mrope_section {sec} must sum to dim / 2 = {h}")
+    return len(sec), np.repeat(np.arange(len(sec)), [2 * s for s in sec])
+
+
 def _mrope(pos: Optional[np.ndarray], shape: Tuple[int, ...], inv: np.ndarray, scaling: float,
            spec: Tuple[Any, ...], c: Cfg, opts: Dict[str, Any],
            dtype: Any) -> Tuple[np.ndarray, np.ndarray]:
-    """freqs.cos(), freqs.sin() on the (3, batch, seq, dim/2) tensor, as the module computes
-    them, then each half column from its section's row, expanded (cat or interleave)."""
+    """freqs.cos(), freqs.sin() on the (axes, batch, seq, dim/2) tensor, as the module computes
+    them, then each half column from its section's row, expanded (cat or interleave); or, for
+    the "full" recomposition, each column of cat(freqs, freqs) from its section's row."""
     h = len(inv)
-    row = _sections(spec, c, h)
+    if spec[0] == "full":
+        axes, row = _full_sections(c, h)
+    else:
+        axes, row = 3, _sections(spec, c, h)
     if pos is not None and pos.ndim == 2:
-        pos = np.broadcast_to(pos[None], (3,) + pos.shape)
-    shape = (3,) + shape if len(shape) == 2 else shape
-    if len(shape) != 3 or shape[0] != 3:
-        raise ValueError(f"position_ids must have shape (batch, seq) or (3, batch, seq) "
+        pos = np.broadcast_to(pos[None], (axes,) + pos.shape)
+    shape = (axes,) + shape if len(shape) == 2 else shape
+    if len(shape) != 3 or shape[0] != axes:
+        raise ValueError(f"position_ids must have shape (batch, seq) or ({axes}, batch, seq) "
                          f"for mrope, got {shape}")
     t = _cos_sin_table(pos, shape, inv, scaling, opts, dtype, grid=True)
     out = []
     for k in (0, h):
+        if spec[0] == "full":  # column j of cat(freqs, freqs): freqs[j % h] of row row[j]
+            cols = np.arange(2 * h)
+            out.append(np.ascontiguousarray(t[row, :, :, k + cols % h].transpose(1, 2, 0)))
+            continue
         half = t[row, :, :, k + np.arange(h)].transpose(1, 2, 0)  # column j from row row[j]
         full = np.repeat(half, 2, axis=-1) if spec[1] == "interleave" else \
             np.concatenate([half, half], axis=-1)

@@ -223,6 +223,42 @@ def test_mrope():
     assert_same(hf_rope(top.to_dict(), p3)[0], c.numpy(), "composite dict")
 
 
+@pytest.mark.parametrize("sec,extra,hd", [
+    ([2, 3, 3], {}, 16), ([4, 4, 4, 4], {}, 32), ([0, 4, 4], {}, 16),
+    ([16, 24, 24], {"rope_type": "dynamic", "alpha": 1000.0, "factor": 1.0}, 128),
+    ([3, 5], {"rope_type": "dynamic", "alpha": 7.5, "factor": 2.0}, 16)])
+def test_hunyuan_vl_recomposition_and_ntk_alpha(sec, extra, hd):
+    """HunYuan-VL: one axis per mrope_section entry (2 to 4), cat(freqs, freqs) cut in chunks
+    of 2 * section from row i; a 'dynamic' rope with a fixed alpha is its own ntk_alpha (the
+    base stretched once, never regrown, even past max_position_embeddings)."""
+    import transformers as T
+    rp = dict({"rope_type": "default", "rope_theta": 1e4, "mrope_section": sec}, **extra)
+    cfg = T.HunYuanVLTextConfig(hidden_size=4 * hd, num_attention_heads=4, head_dim=hd,
+                                num_key_value_heads=4, rope_parameters=rp,
+                                max_position_embeddings=64)
+    mod = module("hunyuan_vl.modeling_hunyuan_vl", "HunYuanVLRotaryEmbedding")
+    pos = positions(37, 3000)
+    axes = np.stack([pos + k for k in range(len(sec))])
+    for dtype in DTYPES:
+        check_module(cfg, mod, pos, dtype)
+    check_module(cfg, mod, axes, "float32")
+
+
+def test_hunyuan_vl_needs_its_sections():
+    with pytest.raises(ValueError, match="mrope_section"):
+        hf_rope({"model_type": "hunyuan_vl_text", "hidden_size": 64, "num_attention_heads": 4,
+                 "head_dim": 16, "rope_theta": 1e4}, np.arange(4)[None])
+    with pytest.raises(ValueError, match="sum to dim / 2 = 8"):
+        hf_rope({"model_type": "hunyuan_vl_text", "hidden_size": 64, "num_attention_heads": 4,
+                 "head_dim": 16, "rope_parameters": {"rope_type": "default", "rope_theta": 1e4,
+                                                     "mrope_section": [2, 3, 4]}},
+                np.arange(4)[None])
+    with pytest.raises(ValueError, match="rope_type 'ntk_alpha'"):  # not for other families
+        hf_rope({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+                 "rope_parameters": {"rope_type": "ntk_alpha", "rope_theta": 1e4,
+                                     "alpha": 2.0}}, np.arange(4)[None])
+
+
 def test_bad_input():
     cfg = llama_config("default")
     pos = positions(4, 10)
