@@ -54,11 +54,9 @@ MROPE = {
     # HunYuan-VL: one row per mrope_section entry; cat(freqs, freqs), then chunks of widths
     # 2 * mrope_section from row i % len(mrope_section) (the section is required)
     "hunyuan_vl_text": ("full", "cat", None),
-}
-#: model types whose rotary is multimodal in a form hf_rope does not reproduce (refused even
-#: when the config has no mrope_section: the module recomposes with an in-code default).
-MROPE_REFUSED = {
-    "neomme": "two axes (row, column) stacked pairwise per layer type",
+    # NeoMME: two axes (row, column) alternating column by column (row0-col0-row1-col1: half
+    # column j from row j % 2), then cat; in code, whatever mrope_section says
+    "neomme": ("alternate", "cat", None),
 }
 #: families whose rotary module is something else (complex polar tables, per-call mscale
 #: switches, learned scales, precomputed sincos tables).

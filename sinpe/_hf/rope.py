@@ -21,7 +21,7 @@ from .._backends import policy
 from .._jobs import COS, SIN, _int, _round_to, _table
 from .axial import AXIAL, axial_rope, given_inv as _inv_given, positions as _array_positions
 from .config import Cfg, forget as _forget_reads, read as read_config
-from .families import HALF_WIDTH, INTERLEAVED, MROPE, MROPE_REFUSED, NO_CAST, NTK_ALPHA, OTHER
+from .families import HALF_WIDTH, INTERLEAVED, MROPE, NO_CAST, NTK_ALPHA, OTHER
 from .inits import FAMILY_INITS, ROPE_INIT_FUNCTIONS, omp_factor
 
 __all__ = ["hf_rope", "ROPE_TYPES"]
@@ -82,9 +82,6 @@ def _rope_type(c: Cfg) -> str:
                                   "cos/sin-of-cat(freqs) form hf_rope reproduces")
     if rope_type == "axial" or mt in AXIAL:
         return "axial"
-    if mt in MROPE_REFUSED:
-        raise NotImplementedError(f"model_type {mt!r}: its multimodal rope ("
-                                  f"{MROPE_REFUSED[mt]}) is not one hf_rope knows")
     if mt in NTK_ALPHA and (rope_type == "ntk_alpha" or rope_type == "dynamic"
                             and c.p.get("alpha")):
         return "ntk_alpha"  # the module's own renaming: a fixed alpha, no regrowth
@@ -423,10 +420,16 @@ def _mrope(pos: Optional[np.ndarray], shape: Tuple[int, ...], inv: np.ndarray, s
            dtype: Any) -> Tuple[np.ndarray, np.ndarray]:
     """freqs.cos(), freqs.sin() on the (axes, batch, seq, dim/2) tensor, as the module computes
     them, then each half column from its section's row, expanded (cat or interleave); or, for
-    the "full" recomposition, each column of cat(freqs, freqs) from its section's row."""
+    the "full" recomposition, each column of cat(freqs, freqs) from its section's row; for
+    the "alternate" one (two axes), half column j from row j % 2."""
     h = len(inv)
     if spec[0] == "full":
         axes, row = _full_sections(c, h)
+    elif spec[0] == "alternate":
+        if h % 2:
+            raise ValueError(f"NeoMME's recomposition stacks the even and odd half columns: "
+                             f"dim / 2 = {h} must be even (torch.stack raises)")
+        axes, row = 2, np.arange(h) % 2
     else:
         axes, row = 3, _sections(spec, c, h)
     if pos is not None and pos.ndim == 2:

@@ -158,7 +158,7 @@ def test_refusals():
     d = dict(vis.to_dict(), model_type="some_new_vision")
     with pytest.raises(NotImplementedError, match="axial"):
         hf_rope(d, hw)
-    neo = {"model_type": "neomme", "hidden_size": 64, "num_attention_heads": 4,
+    odd = {"model_type": "neomme", "hidden_size": 24, "num_attention_heads": 4,
            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}
-    with pytest.raises(NotImplementedError, match="neomme"):
-        hf_rope(neo, np.arange(8)[None])
+    with pytest.raises(ValueError, match="must be even"):  # NeoMME stacks even/odd halves
+        hf_rope(odd, np.arange(8)[None])

@@ -244,6 +244,26 @@ def test_hunyuan_vl_recomposition_and_ntk_alpha(sec, extra, hd):
     check_module(cfg, mod, axes, "float32")
 
 
+@pytest.mark.parametrize("hd,prf,extra", [(16, 0.25, {}), (64, 0.5, {}), (128, 1.0, {}),
+                                          (32, 0.25, {"rope_type": "linear", "factor": 2.0})])
+def test_neomme_alternating_axes_per_layer_type(hd, prf, extra):
+    """NeoMME: two axes (row, column), half column j from row j % 2, then cat; partial rotary
+    and rope parameters per layer type."""
+    import transformers as T
+    rp = {"full_attention": dict({"rope_type": "default", "rope_theta": 1e6,
+                                  "partial_rotary_factor": prf}, **extra),
+          "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}
+    cfg = T.NeoMMEConfig(hidden_size=4 * hd, num_attention_heads=4, num_key_value_heads=4,
+                         head_dim=hd, layer_types=["sliding_attention", "full_attention"],
+                         num_hidden_layers=2, rope_parameters=rp)
+    mod = module("neomme.modeling_neomme", "NeoMMERotaryEmbedding")
+    pos = positions(29, 5000)
+    for lt in ("full_attention", "sliding_attention"):
+        for dtype in DTYPES:
+            check_module(cfg, mod, pos, dtype, layer_type=lt)
+        check_module(cfg, mod, np.stack([pos, pos // 7]), "float32", layer_type=lt)
+
+
 def test_hunyuan_vl_needs_its_sections():
     with pytest.raises(ValueError, match="mrope_section"):
         hf_rope({"model_type": "hunyuan_vl_text", "hidden_size": 64, "num_attention_heads": 4,
