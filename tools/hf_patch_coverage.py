@@ -84,6 +84,11 @@ FIXES: Dict[str, Dict[str, Any]] = {
     # flow heads conditioned on the backbone's hidden states: its (small) width
     "PocketTTSFlowHeadConfig": {"condition_dim": 64},
     "GradiumPhononTTSFlowHeadConfig": {"condition_dim": 64},
+    "emu3": {"vocabulary_map": {"<|extra_200|>": 120, "<image>": 121,
+                                "<|visual token 000000|>": 122, "<|visual token 000001|>": 123}},
+    # its VQ tokenizer at small sizes too (241 M parameters otherwise)
+    "emu3_vqgan": {"codebook_size": 64, "base_channels": 32, "channel_multiplier": [1, 1],
+                   "num_res_blocks": 1, "attn_resolutions": [], "hidden_size": 64},
     "codegen": {"rotary_dim": 8},
     "gptj": {"rotary_dim": 8},
 }
