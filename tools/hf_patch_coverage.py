@@ -413,13 +413,16 @@ def _feed(model: Any, ids: Any, variant: int) -> Dict[str, Any]:
         p = params.get(name)
         return p is not None and (p.default is inspect.Parameter.empty or
                                   "input_ids" not in params)
-    if need("pixel_values"):
+    if need("pixel_values") or (variant == 2 and "pixel_values" in params):  # 2: images too
         v = _sub(cfg, "vision_config")
         patch = int(getattr(v, "patch_size", 16) or 16)
         size = getattr(v, "image_size", 4 * patch)
-        size = size if variant == 1 and isinstance(size, int) else 4 * patch
+        size = size if variant in (1, 2) and isinstance(size, int) else 4 * patch
         kw["pixel_values"] = torch.randn(b, int(getattr(v, "num_channels", 3) or 3), size,
                                          size, generator=g).to(dtype)
+        if variant == 2 and "image_attention_mask" in params:  # one image per sequence
+            kw["pixel_values"] = kw["pixel_values"][:, None]
+            kw["image_attention_mask"] = torch.ones(b, ids.shape[1], 1, dtype=torch.long)
         if "image_sizes" in params:
             kw["image_sizes"] = torch.tensor([[size, size]] * b)
     if need("input_features"):
@@ -438,7 +441,7 @@ def _feed(model: Any, ids: Any, variant: int) -> Dict[str, Any]:
 def _run_some_feed(model: Any, ids: Any) -> None:
     import torch
     err: Optional[BaseException] = None
-    for variant in range(2):
+    for variant in range(3):
         try:
             with torch.no_grad():
                 _call(model, _feed(model, ids, variant))
