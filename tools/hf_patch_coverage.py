@@ -433,6 +433,12 @@ def _feed(model: Any, ids: Any, variant: int) -> Dict[str, Any]:
     if need("input_values"):
         shape = (b, 1, 3200) if variant == 0 else (b, 3200)
         kw["input_values"] = torch.randn(*shape, generator=g).to(dtype)
+    if need("noise_embeds") and need("context_hidden_states"):  # a drafter (DFlash)
+        hid = int(cfg.hidden_size)
+        layers = len(getattr(cfg, "target_layer_ids", None) or [0])
+        kw["noise_embeds"] = torch.randn(b, int(getattr(cfg, "block_size", 4) or 4), hid,
+                                         generator=g).to(dtype)
+        kw["context_hidden_states"] = torch.randn(b, 8, hid * layers, generator=g).to(dtype)
     if need("past_values"):
         kw["past_values"] = torch.randn(b, 64, generator=g).to(dtype)
     return kw
