@@ -89,6 +89,7 @@ FIXES: Dict[str, Dict[str, Any]] = {
     # its VQ tokenizer at small sizes too (241 M parameters otherwise)
     "emu3_vqgan": {"codebook_size": 64, "base_channels": 32, "channel_multiplier": [1, 1],
                    "num_res_blocks": 1, "attn_resolutions": [], "hidden_size": 64},
+    "kyutai_speech_to_text": {"audio_pad_token_id": 1},
     "codegen": {"rotary_dim": 8},
     "gptj": {"rotary_dim": 8},
 }
@@ -405,6 +406,8 @@ def _feed(model: Any, ids: Any, variant: int) -> Dict[str, Any]:
     kw: Dict[str, Any] = {}
     if "input_ids" in params:
         kw["input_ids"] = ids
+        if variant == 2 and getattr(cfg, "codebook_vocab_size", None):  # text + audio streams
+            kw["input_ids"] = ids[..., None].repeat(1, 1, 1 + int(cfg.num_codebooks))
     if "decoder_input_ids" in params and (getattr(cfg, "is_encoder_decoder", False) or
                                           "input_ids" not in params):
         kw["decoder_input_ids"] = ids
