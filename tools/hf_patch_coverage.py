@@ -90,6 +90,7 @@ FIXES: Dict[str, Dict[str, Any]] = {
     "emu3_vqgan": {"codebook_size": 64, "base_channels": 32, "channel_multiplier": [1, 1],
                    "num_res_blocks": 1, "attn_resolutions": [], "hidden_size": 64},
     "kyutai_speech_to_text": {"audio_pad_token_id": 1},
+    "dia_decoder": {"cross_hidden_size": 64},  # the (small) encoder's width
     "codegen": {"rotary_dim": 8},
     "gptj": {"rotary_dim": 8},
 }
@@ -408,9 +409,12 @@ def _feed(model: Any, ids: Any, variant: int) -> Dict[str, Any]:
         kw["input_ids"] = ids
         if variant == 2 and getattr(cfg, "codebook_vocab_size", None):  # text + audio streams
             kw["input_ids"] = ids[..., None].repeat(1, 1, 1 + int(cfg.num_codebooks))
+    channels = getattr(getattr(cfg, "decoder_config", None), "num_channels", None)
     if "decoder_input_ids" in params and (getattr(cfg, "is_encoder_decoder", False) or
                                           "input_ids" not in params):
         kw["decoder_input_ids"] = ids
+        if variant == 2 and channels:  # one decoder stream per audio channel
+            kw["decoder_input_ids"] = ids[..., None].repeat(1, 1, int(channels))
 
     def need(name: str) -> bool:
         p = params.get(name)
