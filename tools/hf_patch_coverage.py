@@ -91,6 +91,9 @@ FIXES: Dict[str, Dict[str, Any]] = {
                    "num_res_blocks": 1, "attn_resolutions": [], "hidden_size": 64},
     "kyutai_speech_to_text": {"audio_pad_token_id": 1},
     "dia_decoder": {"cross_hidden_size": 64},  # the (small) encoder's width
+    # CSM: its backbone width in the depth decoder, its codec's upsampling at the small width
+    "csm_depth_decoder_model": {"backbone_hidden_size": 64},
+    "mimi@sub": {"upsample_groups": 64},
     "codegen": {"rotary_dim": 8},
     "gptj": {"rotary_dim": 8},
 }
@@ -196,7 +199,10 @@ def _small_kwargs(cfg_cls: Any, depth: int = 0) -> Dict[str, Any]:
         rp = _small_mrope(cfg_cls, kw)
         if rp is not None:
             kw["rope_parameters"] = rp
-    kw.update(FIXES.get(getattr(cfg_cls, "model_type", "") or cfg_cls.__name__, {}))
+    name = getattr(cfg_cls, "model_type", "") or cfg_cls.__name__
+    kw.update(FIXES.get(name, {}))
+    if depth:  # fixes of a config only where another family's config holds it
+        kw.update(FIXES.get(name + "@sub", {}))
     if depth < 3:
         for key, sub in _sub_configs(cfg_cls).items():
             if key in fields:
