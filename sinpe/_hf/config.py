@@ -214,7 +214,7 @@ _READS_MAX = 16
 
 def read(config: Any, layer_type: Optional[str]) -> Cfg:
     """Cfg(config, layer_type), kept per config object while its attributes are unchanged."""
-    own = config if type(config) is dict or _is_mapping(config) else _own_dict(config)
+    own = _own(config)
     key = (id(config), layer_type)
     kept = _READS.get(key)
     if kept is not None and kept[0] is config:
@@ -223,43 +223,79 @@ def read(config: Any, layer_type: Optional[str]) -> Cfg:
                 return kept[2]
         except Exception:  # a value whose comparison raises: read again
             pass
-    c = Cfg(config, layer_type)
+    snapshot = None
     if type(own) is dict or isinstance(own, Mapping):
-        try:
+        try:  # taken before the reading: a write during it leaves the two unequal
             snapshot = copy.deepcopy(own)
+        except Exception:  # a value that cannot be copied: never kept
+            pass
+    c = Cfg(config, layer_type)
+    if snapshot is not None:
+        try:
             if _same(snapshot, own, 0):  # values that compare by identity would never hit
                 if len(_READS) >= _READS_MAX:
                     _READS.clear()
                 _READS[key] = (config, snapshot, c, list(snapshot),
                                list(map(type, snapshot.values())), _entered(snapshot))
-        except Exception:  # a value that cannot be copied or compared: never kept
+        except Exception:  # a value that cannot be compared: never kept
             pass
     return c
 
 
-def _is_mapping(config: Any) -> bool:
-    """isinstance(config, Mapping) by its type (the instance check reads config.__class__,
-    through a transformers config's Python __getattribute__: 2 us)."""
-    return issubclass(type(config), Mapping)
+#: per config type: (its instances are what they say, it is a Mapping)
+_TYPES: "Dict[type, Tuple[bool, bool]]" = {}
+_GETSET = type(type.__dict__["__dict__"])
 
 
-def _own_dict(config: Any) -> Any:
-    """The object's own attributes (its __dict__ as the object keeps it, not through its
-    class's __getattribute__: 1.4 us on a transformers config), or None."""
+def _plain_type(t: type) -> bool:
+    """No class of t (but object) redefines __class__ or __dict__, and its __getattribute__ is
+    object's or a transformers config's (which maps attribute names only): its __dict__ and
+    its type are the config's own, read without its Python __getattribute__."""
+    ga = t.__getattribute__
+    if ga is not object.__getattribute__ and \
+            not str(getattr(ga, "__module__", "")).startswith("transformers."):
+        return False
+    for k in t.__mro__[:-1]:
+        d = vars(k)
+        if "__class__" in d or ("__dict__" in d and type(d["__dict__"]) is not _GETSET):
+            return False
+    return True
+
+
+def _own(config: Any) -> Any:
+    """What a reading is kept against: the Mapping itself, or the object's own attributes (its
+    __dict__), or None.  For a plain type (a transformers config: isinstance reads __class__
+    and getattr __dict__ through its Python __getattribute__, 2 and 1.4 us) by its type and
+    object's own access; for any other (a proxy) as isinstance and getattr see it."""
+    t = type(config)
+    if t is dict:
+        return config
+    known = _TYPES.get(t)
+    if known is None:
+        if len(_TYPES) >= 256:
+            _TYPES.clear()
+        known = _TYPES[t] = (_plain_type(t), issubclass(t, Mapping))
+    if not known[0]:
+        return config if isinstance(config, Mapping) else getattr(config, "__dict__", None)
+    if known[1]:
+        return config
     try:
         return object.__getattribute__(config, "__dict__")
     except AttributeError:
         return None
 
 
-def _entered(snapshot: Any) -> List[Tuple[Any, Optional[List[type]]]]:
-    """The attributes _same enters below the top, each with its values' types when it is a
-    dict of leaves (rope_parameters: compared in one pass), else None."""
-    out: List[Tuple[Any, Optional[List[type]]]] = []
+def _entered(snapshot: Any) -> List[Tuple[Any, Optional[List[Any]], Optional[List[type]]]]:
+    """The attributes _same enters below the top, each with its keys and its values' types
+    when it is a dict of leaves (rope_parameters: compared in one pass), else None."""
+    out: List[Tuple[Any, Optional[List[Any]], Optional[List[type]]]] = []
     for k, v in snapshot.items():
         if type(v) not in _LEAVES and k in _DEEP:
             types = list(map(type, v.values())) if type(v) is dict else None
-            out.append((k, types if types is not None and _LEAVES.issuperset(types) else None))
+            if types is not None and _LEAVES.issuperset(types):
+                out.append((k, list(v), types))
+            else:
+                out.append((k, None, None))
     return out
 
 
@@ -271,12 +307,12 @@ def _unchanged(own: Any, kept: Tuple[Any, ...]) -> bool:
     if not (own == snapshot and list(own) == kept[3]
             and list(map(type, own.values())) == kept[4]):
         return False
-    for k, types in kept[5]:
+    for k, keys, types in kept[5]:
         v = own[k]
         if types is None:
             if not _same_types(v, snapshot[k], 1):
                 return False
-        elif type(v) is not dict or list(map(type, v.values())) != types:
+        elif type(v) is not dict or list(v) != keys or list(map(type, v.values())) != types:
             return False
     return True
 

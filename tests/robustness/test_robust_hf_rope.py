@@ -451,6 +451,67 @@ def test_config_with_types_swapped_between_keys_is_read_again(monkeypatch):
     hfc.forget()
 
 
+class _DictProxy:
+    """A Mapping that says it is a dict and keeps its data in a wrapped dict."""
+
+    def __init__(self, d):
+        self._d = d
+
+    @property
+    def __class__(self):
+        return dict
+
+    def get(self, k, default=None):
+        return self._d.get(k, default)
+
+    def __contains__(self, k):
+        return k in self._d
+
+    def __getitem__(self, k):
+        return self._d[k]
+
+    def __iter__(self):
+        return iter(self._d)
+
+    def __len__(self):
+        return len(self._d)
+
+    def keys(self):
+        return self._d.keys()
+
+    def values(self):
+        return self._d.values()
+
+    def items(self):
+        return self._d.items()
+
+
+def test_config_reading_follows_proxies_and_nested_key_order():
+    """The kept reading watches what the reading read: a proxy reporting dict as its class is
+    compared as the Mapping it presents (its wrapped dict edited: read again), and keys of
+    rope_parameters trading places with equal values and the same type sequence are another
+    content (review of 2026-12-04: both were kept stale)."""
+    from sinpe._hf import config as hfc
+    hfc.forget()
+    d = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 2,
+         "max_position_embeddings": 64, "rope_theta": 10000.0, "head_dim": 32}
+    p = _DictProxy(d)
+    hf_rope(p, POS, backend="builtin")
+    d["head_dim"] = 32.0  # equal, another type: transformers' init would take a float
+    with pytest.raises(TypeError, match="head_dim"):
+        hf_rope(p, POS, backend="builtin")
+    rp = {"rope_type": "llama3", "rope_theta": 5e5, "factor": 8.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 32, "low_freq_factor": 1.0, "x_flag": True}
+    cfg = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 2,
+           "max_position_embeddings": 64, "rope_parameters": rp}
+    hf_rope(cfg, POS, backend="builtin")
+    del rp["low_freq_factor"], rp["x_flag"]  # equal values, the same type sequence:
+    rp["x_flag"], rp["low_freq_factor"] = 1.0, True  # only the keys' order tells
+    with pytest.raises(TypeError, match="low_freq_factor"):
+        hf_rope(cfg, POS, backend="builtin")
+    hfc.forget()
+
+
 @pytest.mark.parametrize("edit", ["head_dim float", "heads bool", "theta subclass"])
 def test_config_edited_in_place_to_an_equal_refused_value_is_refused(edit):
     """The kept reading compares types too: 64 -> 64.0, 4 -> True and a float subclass are
