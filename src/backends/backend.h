@@ -21,6 +21,8 @@ typedef struct {
     int pow_lanes;              /* x86-64 torch's float32 vector width for pow (0: DEFAULT) */
     int64_t tensor_len;         /* elements of the tensor torch evaluates in one call */
     int64_t exp_len;            /* elements of the tensor exp is evaluated over in one call */
+    int exp_ndim;               /* that tensor's rank (XLA leaves a short exp's tail to the C
+                                   library for vectors only) */
     float (*argument)(const void *src, int64_t element); /* that tensor's element */
     const void *src;
 } sinpe_bctx;

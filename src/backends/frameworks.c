@@ -165,14 +165,16 @@ static float xla_exp(float x, int flag)
     return sinpe_xla_expf(x);
 }
 
-/* XLA's loop over an exp of fewer than 16 elements leaves the last n % 8 to glibc's expf
- * when they are 3, 5, 6 or 7 (measured with jaxlib 0.10.2 at every length to 80 and at 127
- * to 4097: from 16 elements on, and for 1, 2 or 4 left over, every element is XLA's: 4 is
- * one 4-lane vector of XLA's polynomial). */
+/* XLA's loop over an exp of a vector of fewer than 16 elements leaves the last n % 8 to
+ * glibc's expf when they are 3, 5, 6 or 7 (measured with jaxlib 0.10.2 at every length to
+ * 80 and at 127 to 4097: from 16 elements on, and for 1, 2 or 4 left over, every element is
+ * XLA's: 4 is one 4-lane vector of XLA's polynomial).  An array of rank 2 or more has no
+ * such tail (shapes (1, 3), (3, 5), (1, 11): every element XLA's). */
 static void jax_exp(const sinpe_bctx *ctx, int64_t e0, const float *in, float *out, size_t n)
 {
     int64_t len = ctx->exp_len;
-    int64_t t = len < 16 && len % 8 >= 3 && len % 8 != 4 ? tail_start(len, 8) : len;
+    int64_t t = ctx->exp_ndim <= 1 && len < 16 && len % 8 >= 3 && len % 8 != 4
+                    ? tail_start(len, 8) : len;
     for (size_t i = 0; i < n; i++)
         out[i] = e0 + (int64_t)i < t ? xla_exp(in[i], 0) : flush(sinpe_glibc_expf(in[i], FUSED));
 }

@@ -157,12 +157,14 @@ static float exp2_small(const mode *m, float x)
  * subnormal, which FTZ flushes either way). */
 static float scale(const mode *m, float a, float n)
 {
+    if (n != n) /* a NaN argument's lane: its result is replaced by the special cases */
+        return n;
     if (!(fabsf(n) > 126.0f)) {
         float e = pmin(pmax(n + 127.0f, 0.0f), 255.0f);
         return mul(m, a, sinpe_bits_f32((uint32_t)(int32_t)e << 23));
     }
     float e = pmin(pmax(n, -278.0f), 278.0f);
-    int32_t ei = (int32_t)e, b = ei >> 2;
+    int32_t ei = (int32_t)e, b = ei >= 0 ? ei / 4 : -((3 - ei) / 4); /* floor(e / 4) */
     float c = sinpe_bits_f32((uint32_t)(b + 127) << 23);
     float out = mul(m, mul(m, mul(m, a, c), c), c);
     c = sinpe_bits_f32((uint32_t)(ei - 3 * b + 127) << 23);
@@ -173,10 +175,14 @@ static float scale(const mode *m, float a, float n)
 static float pow_impl(const mode *m, float x, float y)
 {
     uint32_t u = sinpe_f32_bits(x);
-    float mx = x, ex = 0.0f;
+    float mx = x, ex = 0.0f, off = -126.0f;
+    if (x != 0.0f && (u >> 23) == 0u) { /* subnormal (no DAZ): normalized by 2^24 first */
+        u = sinpe_f32_bits(x * 16777216.0f);
+        off -= 24.0f;
+    }
     if (x != 0.0f && (u >> 23) != 255u) { /* zero, inf, NaN: mantissa x, exponent 0 */
         mx = sinpe_bits_f32((u & 0x807fffffu) | 0x3f000000u);
-        ex = (float)(int32_t)(u >> 23) - 126.0f;
+        ex = (float)(int32_t)(u >> 23) + off;
     }
     if (mx < P.sqrt_half) {
         mx = mul(m, 2.0f, mx);

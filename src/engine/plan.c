@@ -89,6 +89,7 @@ void sinpe_map_layout(sinpe_plan *p)
 {
     p->count = count_of(&p->j.dst, p->j.dst.ndim);
     p->ctx.tensor_len = p->ctx.exp_len = p->count;
+    p->ctx.exp_ndim = p->j.dst.ndim;
     p->ctx.argument = map_argument;
     p->ctx.src = p;
     p->nslots = p->o.threads;
@@ -98,6 +99,7 @@ void sinpe_freq_layout(sinpe_plan *p)
 {
     p->count = p->j.rows;
     p->ctx.tensor_len = p->ctx.exp_len = p->count;
+    p->ctx.exp_ndim = 1;
     p->nslots = p->o.threads;
 }
 

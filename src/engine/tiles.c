@@ -503,6 +503,7 @@ static void torch_tensor(sinpe_plan *p)
         trows += j->preset->trow_shift; /* 0, or -1 by positions: never past the rows */
     p->ctx.tensor_len = trows * p->pairs;
     p->ctx.exp_len = p->pairs; /* exp over the divisors: one vector of d/2 */
+    p->ctx.exp_ndim = 1;
 }
 
 void sinpe_table_geometry(sinpe_plan *p)

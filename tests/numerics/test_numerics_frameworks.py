@@ -124,6 +124,19 @@ def test_jax_exp_of_fewer_than_16_elements(n):
     assert (xla != want).any() == (n < 16 and n % 8 in (3, 5, 6, 7))
 
 
+@pytest.mark.parametrize("shape", [(1, 3), (3, 5), (1, 11), (1, 1, 14), (2, 7)])
+def test_jax_exp_of_a_short_array_of_rank_2_has_no_tail(shape):
+    """XLA leaves a short exp's tail to glibc for vectors only: an array of rank 2 or more is
+    its polynomial throughout (measured with jaxlib 0.10.2; review of 2026-12-04)."""
+    n = int(np.prod(shape))
+    x = O.jax_short_input(n)
+    got = bits(sinpe.elementwise("exp", x.reshape(shape), backend="jax")).ravel()
+    xla = bits(sinpe.elementwise("exp", np.resize(x, 16), backend="jax"))[:n]
+    assert np.array_equal(got, xla)
+    if n < 16 and n % 8 in (3, 5, 6, 7):  # the same values as a vector do take the tail
+        assert not np.array_equal(bits(sinpe.elementwise("exp", x, backend="jax")), xla)
+
+
 def test_keras_hub_rotary_refuses_the_frameworks_keras_does_not_run_it_under():
     x = np.zeros((1, 4, 8), np.float32)
     for fw in ("numpy", "numpy-2.4", "onnxruntime", "onnxruntime-1.32"):

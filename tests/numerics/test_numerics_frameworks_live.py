@@ -50,6 +50,16 @@ def test_elementwise_every_short_length(fw, func):
 
 
 @pytest.mark.parametrize("fw", O.FRAMEWORKS)
+@pytest.mark.parametrize("func", O.FUNCS)
+def test_elementwise_short_arrays_of_rank_2(fw, func):
+    """The tails of arrays of rank 2 and 3 (XLA's short-exp tail is a vector's only)."""
+    rng = np.random.default_rng(5)
+    for shape in [(1, 3), (3, 5), (1, 11), (2, 7), (1, 1, 14), (3, 3, 3)]:
+        x = rng.uniform(-90, 90, shape).astype(np.float32)
+        equal(O.elementwise(fw, func, x), sinpe.elementwise(func, x, backend=fw), (fw, shape))
+
+
+@pytest.mark.parametrize("fw", O.FRAMEWORKS)
 @pytest.mark.parametrize("L,d,base", O.TABLES + [(1, 2, 10000.0), (16, 6, 10000.0),
                                                   (257, 22, 123.0), (2000, 768, 10000.0)])
 def test_tutorial_tables(fw, L, d, base):
