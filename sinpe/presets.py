@@ -284,13 +284,14 @@ def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor:
     (subnormal inputs and results of the rotation's products and sums are zeros). Keras has
     no NumPy or ONNX Runtime backend for the layer: 'numpy' and 'onnxruntime' raise
     NotImplementedError."""
-    fw = backend.split("-")[0] if isinstance(backend, str) else None
+    opts = _opts(None, None, backend, threads, torch_threads)
+    fw = _sinpe.BACKENDS[opts["core"][0]]  # as resolved: set_backend and SINPE_BACKEND too
     if fw in ("numpy", "onnxruntime"):
+        given = repr(backend) if backend is not None else f"None (the default, {fw!r})"
         raise NotImplementedError(
-            f"keras_hub_rotary with backend={backend!r}: keras-hub's RotaryEmbedding runs "
+            f"keras_hub_rotary with backend={given}: keras-hub's RotaryEmbedding runs "
             f"under Keras' JAX, TensorFlow or torch backends, not {fw}; use 'jax', "
             "'tensorflow', or None (the torch Keras backend's bits)")
-    opts = _opts(None, None, backend, threads, torch_threads)
     if _dtypes.torch_of(inputs) is not None:  # any subclass; bfloat16 widened exactly
         inputs = _dtypes.array_arg(inputs.detach().cpu().float(), "inputs")
     x = np.asarray(inputs)
@@ -333,16 +334,15 @@ def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor:
     xm = np.array(moved, dtype=np.float32, order="C")  # the layer's compute dtype, a new array
     # the frequencies first: their rules (max_wavelength in float32's range) hold for an empty
     # input too
-    fw = _sinpe.BACKENDS[opts["core"][0]]
     xla = fw == "jax"  # XLA: a division by a constant is a product by its float32 reciprocal
     inv = _freqs("pow", d // 2, opts, step=2, base=wl, base_name="max_wavelength",
-                 **(dict(a=-float(np.float32(1) / np.float32(d))) if xla else dict(b=-float(d))))
+                 **(dict(a=-float(_recip32(d))) if xla else dict(b=-float(d))))
     if xm.size and fw in ("jax", "tensorflow"):
         return np.moveaxis(_keras_rotary_fw(xm, pos, start, inv, sf, xla, opts), (-1, 1), (fa, sa))
     if xm.size:
         if pos is None:
             p32 = np.arange(S, dtype=np.float64).astype(np.float32)[None]
-            p32 += np.float32(start)
+            p32 += _int32f(start)
         else:
             p32 = pos.astype(np.float32)
         inv = inv / np.float32(sf)
@@ -353,6 +353,18 @@ def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor:
         _rope.apply_rope(xm, cos=cos, sin=sin, seq_dim=1, backend=backend, threads=threads,
                    torch_threads=torch_threads)
     return np.moveaxis(xm, (-1, 1), (fa, sa))
+
+
+def _recip32(v: Any) -> np.float32:
+    """float32 1 / f32(v) (inf for 0, without a warning)."""
+    with np.errstate(divide="ignore"):
+        return np.float32(1) / np.float32(v)
+
+
+def _int32f(v: int) -> np.float32:
+    """An integer rounded to float32 once (np.float32(v) goes through a double: two roundings
+    above 2^53), as the frameworks cast an int64."""
+    return np.array(v, np.int64).astype(np.float32)[()]
 
 
 def _flushed(a: np.ndarray) -> np.ndarray:
@@ -368,9 +380,11 @@ def _keras_rotary_fw(xm: np.ndarray, pos: Optional[np.ndarray], start: int, inv:
     the layer's ops one by one, each rounded (no fused multiply-add between ops), under the
     frameworks' FTZ/DAZ."""
     S, d = xm.shape[1], xm.shape[-1]
-    inv = inv * (np.float32(1) / np.float32(sf)) if xla else inv / np.float32(sf)
+    sf32 = _flushed(np.array([sf], np.float32))  # DAZ: a subnormal factor is a zero
+    with np.errstate(all="ignore"):
+        inv = _flushed(inv * _flushed(np.float32(1) / sf32) if xla else inv / sf32)
     if pos is None:
-        p32 = (np.arange(S, dtype=np.float64).astype(np.float32) + np.float32(start))[None]
+        p32 = (np.arange(S, dtype=np.float64).astype(np.float32) + _int32f(start))[None]
     else:
         p32 = pos.astype(np.float32)
     freq = np.concatenate([inv, inv])

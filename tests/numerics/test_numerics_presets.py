@@ -253,6 +253,13 @@ def test_flax_and_keras_hub_rotary_refusals():
     for fw in ("numpy", "onnxruntime", "numpy-2.4", "onnxruntime-1.32"):  # no Keras backend
         with pytest.raises(NotImplementedError, match=f"backend='{fw}'"):
             P.keras_hub_rotary(x, backend=fw)
+    old = sinpe.get_backend()
+    try:  # the default backend as resolved, not only the argument (review of 2026-12-04)
+        sinpe.set_backend("onnxruntime")
+        with pytest.raises(NotImplementedError, match="the default, 'onnxruntime'"):
+            P.keras_hub_rotary(x)
+    finally:
+        sinpe.set_backend(old)
     with pytest.raises(ValueError, match="Rotary dimension must be even, got 7"):
         P.keras_hub_rotary(np.zeros((1, 8, 7)))
     with pytest.raises(ValueError, match="at least 3 dimensions"):
@@ -721,3 +728,16 @@ def test_presets_from_many_threads_at_once():
     assert not errors
     for k in range(8):
         assert_same(got[k], want[k], f"thread {k}")
+
+
+def test_keras_hub_rotary_start_index_rounds_once():
+    """start_index is cast to float32 once, as the frameworks and torch cast an int64
+    (np.float32(int) goes through a double: two roundings above 2^53)."""
+    start = 2 ** 53 + 2 ** 29 + 1
+    once = np.array(start, np.int64).astype(np.float32)
+    assert once != np.float32(float(start))  # the case tells the two apart
+    x = np.ones((1, 2, 4), np.float32)
+    got = P.keras_hub_rotary(x, start_index=start, backend="builtin")
+    want = P.keras_hub_rotary(x, positions=np.array([once, once + np.float32(1)]),
+                              backend="builtin")
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
