@@ -44,12 +44,6 @@ static int fw_check(const sinpe_bctx *ctx)
     return 0;
 }
 
-/* Subnormals to a zero of their sign (FTZ on results, DAZ on arguments). */
-static float flush(float x)
-{
-    uint32_t u = sinpe_f32_bits(x);
-    return (u & 0x7f800000u) == 0 ? sinpe_bits_f32(u & 0x80000000u) : x;
-}
 
 /* The first element of a tensor of len elements that takes the scalar tail of a vector
  * loop of `width` lanes. */
@@ -74,7 +68,7 @@ static void with_tail(vec_fn vec, int flag, lib_fn lib, int ftz, int width, int6
         if (e0 + (int64_t)i < t)
             out[i] = vec(x, flag);
         else
-            out[i] = ftz ? flush(lib(x, FUSED)) : lib(x, FUSED);
+            out[i] = ftz ? sinpe_flush_subnormal(lib(x, FUSED)) : lib(x, FUSED);
     }
 }
 
@@ -145,7 +139,7 @@ static void tf_pow(const sinpe_bctx *ctx, float base, const float *y, float *out
     int64_t t = tail_start(ctx->tensor_len, TF_WIDTH);
     for (int64_t i = 0; i < n; i++)
         out[i] = e0 + i < t ? sinpe_eigen_powf(base, y[i], 1)
-                            : flush(sinpe_powf_glibc_ftz(base, y[i], FUSED));
+                            : sinpe_flush_subnormal(sinpe_powf_glibc_ftz(base, y[i], FUSED));
 }
 
 const sinpe_backend_ops sinpe_backend_tensorflow = {
@@ -176,7 +170,8 @@ static void jax_exp(const sinpe_bctx *ctx, int64_t e0, const float *in, float *o
     int64_t t = ctx->exp_ndim <= 1 && len < 16 && len % 8 >= 3 && len % 8 != 4
                     ? tail_start(len, 8) : len;
     for (size_t i = 0; i < n; i++)
-        out[i] = e0 + (int64_t)i < t ? xla_exp(in[i], 0) : flush(sinpe_glibc_expf(in[i], FUSED));
+        out[i] = e0 + (int64_t)i < t ? xla_exp(in[i], 0)
+                                     : sinpe_flush_subnormal(sinpe_glibc_expf(in[i], FUSED));
 }
 
 static void jax_sincos(const sinpe_bctx *ctx, int64_t e0, const float *a, float *s, float *c,

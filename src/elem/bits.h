@@ -20,6 +20,14 @@ static inline float sinpe_bits_f32(uint32_t u)
     return f;
 }
 
+/* A subnormal float as a zero of its sign, anything else as it is: what MXCSR's FTZ makes of a
+ * result and DAZ of an argument. */
+static inline float sinpe_flush_subnormal(float x)
+{
+    uint32_t u = sinpe_f32_bits(x);
+    return (u & 0x7f800000u) == 0 ? sinpe_bits_f32(u & 0x80000000u) : x;
+}
+
 static inline uint64_t sinpe_asuint64(double x)
 {
     uint64_t u;

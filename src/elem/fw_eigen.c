@@ -68,14 +68,6 @@ static const struct {
     1.37449637986719608306884765625e-3f,
 };
 
-/* Subnormal to signed zero (FTZ on results, DAZ on inputs). */
-static float flush(float x)
-{
-    uint32_t u = sinpe_f32_bits(x);
-    if ((u & 0x7f800000u) == 0 && (u & 0x7fffffu) != 0)
-        return sinpe_bits_f32(u & 0x80000000u);
-    return x;
-}
 
 /* Payne-Hanek for finite a >= the threshold: r, and the quadrant in *q. */
 static float reduce_huge(float a, int32_t *q)
@@ -98,7 +90,7 @@ static float reduce_huge(float a, int32_t *q)
 
 static float eigen_sincos(float x, int want_cos, int ftz)
 {
-    float xin = ftz ? flush(x) : x;
+    float xin = ftz ? sinpe_flush_subnormal(x) : x;
     float a = fabsf(xin);
     float y = a * E.two_over_pi;
     float yr = y + E.magic;
@@ -115,7 +107,7 @@ static float eigen_sincos(float x, int want_cos, int ftz)
     sign &= 0x80000000u;
     float r2 = r * r;
     if (ftz)
-        r2 = flush(r2);
+        r2 = sinpe_flush_subnormal(r2);
     float c = E.cos_c[0] * r2 + E.cos_c[1];
     c = c * r2 + E.cos_c[2];
     c = c * r2 + E.cos_c[3];
@@ -127,7 +119,7 @@ static float eigen_sincos(float x, int want_cos, int ftz)
     int sin_poly = (yi & 1) == 0;
     float res = (sin_poly != want_cos) ? s : c;
     res = sinpe_bits_f32(sinpe_f32_bits(res) ^ sign);
-    return ftz ? flush(res) : res;
+    return ftz ? sinpe_flush_subnormal(res) : res;
 }
 
 float sinpe_eigen_sinf(float x, int ftz)
@@ -142,7 +134,7 @@ float sinpe_eigen_cosf(float x, int ftz)
 
 float sinpe_eigen_expf(float x, int ftz)
 {
-    float xin = ftz ? flush(x) : x;
+    float xin = ftz ? sinpe_flush_subnormal(x) : x;
     if (xin < E.exp_lo)
         return 0.0f;
     float xc = xin < E.exp_hi ? xin : (xin != xin ? xin : E.exp_hi);
@@ -158,6 +150,6 @@ float sinpe_eigen_expf(float x, int ftz)
     y = r2 * y + pl;
     float res = (m != m) ? y : ldexpf(y, (int)m);
     if (ftz)
-        res = flush(res);
+        res = sinpe_flush_subnormal(res);
     return res > xin ? res : (xin != xin ? res : xin);
 }

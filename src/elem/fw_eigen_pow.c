@@ -60,10 +60,7 @@ typedef struct {
 /* A result as the FPU leaves it: subnormal to a zero of its sign under FTZ. */
 static float fl(const mode *m, float x)
 {
-    uint32_t u = sinpe_f32_bits(x);
-    if (m->ftz && (u & 0x7f800000u) == 0 && (u & 0x7fffffu) != 0)
-        return sinpe_bits_f32(u & 0x80000000u);
-    return x;
+    return m->ftz ? sinpe_flush_subnormal(x) : x;
 }
 
 static float add(const mode *m, float a, float b) { return fl(m, a + b); }

@@ -31,17 +31,9 @@ static const struct {
       1.6666665459E-1f, 5.0000001201E-1f },
 };
 
-static float flush(float x)
-{
-    uint32_t u = sinpe_f32_bits(x);
-    if ((u & 0x7f800000u) == 0 && (u & 0x7fffffu) != 0)
-        return sinpe_bits_f32(u & 0x80000000u);
-    return x;
-}
-
 float sinpe_xla_expf(float x)
 {
-    float v = flush(x);
+    float v = sinpe_flush_subnormal(x);
     if (v != v)
         return v + v;
     if (v < X.lo)
@@ -61,5 +53,5 @@ float sinpe_xla_expf(float x)
     z = fmaf(z, a * a, a);
     z = 1.0f + z;
     float pow2 = sinpe_bits_f32((uint32_t)((int32_t)n + 127) << 23);
-    return flush(z * pow2);
+    return sinpe_flush_subnormal(z * pow2);
 }

@@ -126,13 +126,6 @@ static float nan_sum(float x, float y)
     return sinpe_bits_f32(sinpe_f32_bits(y) | 0x00400000u);
 }
 
-/* Subnormal to signed zero (MXCSR's FTZ on a result, DAZ on an operand). */
-static float flush_subnormal(float v)
-{
-    uint32_t u = sinpe_f32_bits(v);
-    return (u & 0x7f800000u) == 0 ? sinpe_bits_f32(u & 0x80000000u) : v;
-}
-
 /* glibc's powf; ftz: as it runs under FTZ and DAZ (XLA's threads): its float operations see
  * subnormal operands as zero (so a subnormal x normalizes to garbage bits, as there) and
  * flush subnormal results. */
@@ -176,7 +169,7 @@ static float powf_glibc(float x, float y, int fused, int ftz)
         }
     }
     double logx = log2_inline(ix, fused);
-    double ylogx = (double)(ftz ? flush_subnormal(y) : y) * logx;
+    double ylogx = (double)(ftz ? sinpe_flush_subnormal(y) : y) * logx;
     if ((sinpe_asuint64(ylogx) >> 47 & 0xffff) >= sinpe_asuint64(126.0) >> 47) {
         /* |y log2(x)| >= 126: glibc's overflow and underflow rules (WANT_ROUNDING and
          * WANT_ERRNO builds) */
@@ -192,7 +185,7 @@ static float powf_glibc(float x, float y, int fused, int ftz)
             return ftz ? (sign_bias ? -0.0f : 0.0f) : sign_bias ? -0x1p-149f : 0x1p-149f;
     }
     float r = exp2_inline(ylogx, sign_bias, fused);
-    return ftz ? flush_subnormal(r) : r;
+    return ftz ? sinpe_flush_subnormal(r) : r;
 }
 
 float sinpe_powf_glibc(float x, float y, int fused)
