@@ -337,21 +337,17 @@ def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor:
     xla = fw == "jax"  # XLA: a division by a constant is a product by its float32 reciprocal
     inv = _freqs("pow", d // 2, opts, step=2, base=wl, base_name="max_wavelength",
                  **(dict(a=-float(_recip32(d))) if xla else dict(b=-float(d))))
-    if xm.size and fw in ("jax", "tensorflow"):
-        return np.moveaxis(_keras_rotary_fw(xm, pos, start, inv, sf, xla, opts), (-1, 1), (fa, sa))
-    if xm.size:
-        if pos is None:
-            p32 = np.arange(S, dtype=np.float64).astype(np.float32)[None]
-            p32 += _int32f(start)
-        else:
-            p32 = pos.astype(np.float32)
-        inv = inv / np.float32(sf)
-        freq = np.concatenate([inv, inv])
-        one = dict(opts, out=None, dtype=None)
-        cos = _table(p32, freq, [4 * k + COS for k in range(d)], one)
-        sin = _table(p32, freq, [4 * k + SIN for k in range(d)], one)
-        _rope.apply_rope(xm, cos=cos, sin=sin, seq_dim=1, backend=backend, threads=threads,
-                   torch_threads=torch_threads)
+    if not xm.size:
+        return np.moveaxis(xm, (-1, 1), (fa, sa))
+    if pos is None:
+        p32 = (np.arange(S, dtype=np.float64).astype(np.float32) + _int32f(start))[None]
+    else:
+        p32 = pos.astype(np.float32)
+    if fw in ("jax", "tensorflow"):
+        return np.moveaxis(_keras_rotary_fw(xm, p32, inv, sf, xla, opts), (-1, 1), (fa, sa))
+    cos, sin = _keras_cos_sin(p32, inv / np.float32(sf), opts)
+    _rope.apply_rope(xm, cos=cos, sin=sin, seq_dim=1, backend=backend, threads=threads,
+                     torch_threads=torch_threads)
     return np.moveaxis(xm, (-1, 1), (fa, sa))
 
 
@@ -374,8 +370,18 @@ def _flushed(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _keras_rotary_fw(xm: np.ndarray, pos: Optional[np.ndarray], start: int, inv: np.ndarray,
-                     sf: float, xla: bool, opts: dict) -> np.ndarray:
+def _keras_cos_sin(p32: np.ndarray, inv: np.ndarray, opts: dict) -> Tuple[np.ndarray, np.ndarray]:
+    """cos and sin of the layer's embedding ``p * [inv | inv]`` for positions p32 (b, seq),
+    each as one (b, seq, d) tensor (a framework's tails fall where the layer's do)."""
+    freq = np.concatenate([inv, inv])
+    one = dict(opts, out=None, dtype=None)
+    d = len(freq)
+    return (_table(p32, freq, [4 * k + COS for k in range(d)], one),
+            _table(p32, freq, [4 * k + SIN for k in range(d)], one))
+
+
+def _keras_rotary_fw(xm: np.ndarray, p32: np.ndarray, inv: np.ndarray, sf: float, xla: bool,
+                     opts: dict) -> np.ndarray:
     """keras-hub's RotaryEmbedding under JAX or TensorFlow, eager, on xm (batch, seq, ..., d):
     the layer's ops one by one, each rounded (no fused multiply-add between ops), under the
     frameworks' FTZ/DAZ."""
@@ -383,15 +389,7 @@ def _keras_rotary_fw(xm: np.ndarray, pos: Optional[np.ndarray], start: int, inv:
     sf32 = _flushed(np.array([sf], np.float32))  # DAZ: a subnormal factor is a zero
     with np.errstate(all="ignore"):
         inv = _flushed(inv * _flushed(np.float32(1) / sf32) if xla else inv / sf32)
-    if pos is None:
-        p32 = (np.arange(S, dtype=np.float64).astype(np.float32) + _int32f(start))[None]
-    else:
-        p32 = pos.astype(np.float32)
-    freq = np.concatenate([inv, inv])
-    one = dict(opts, out=None, dtype=None)
-    # cos(embedding) and sin(embedding) as whole (batch, seq, d) tensors (their tails)
-    cos = _table(p32, freq, [4 * k + COS for k in range(d)], one)
-    sin = _table(p32, freq, [4 * k + SIN for k in range(d)], one)
+    cos, sin = _keras_cos_sin(p32, inv, opts)
     lead = (cos.shape[0], S) + (1,) * (xm.ndim - 3) + (d,)
     cos, sin = cos.reshape(lead), sin.reshape(lead)
     h = d // 2
