@@ -1,7 +1,7 @@
-"""add_pe's held route: the cache's rows held as a view of x's own kind and added by x's own
-library (torch's add_ on a torch tensor, NumPy's add on an ndarray), as a model holding its
-`pe` buffer adds it (docs/speed.md, "The held route"); small positional_encoding tables
-copied from held rows likewise.
+"""add_pe's held route: the cache's rows held as a view of x's own kind and added as a model
+holding its `pe` buffer adds it (docs/speed.md, "The held route"): by torch's add_ on a torch
+tensor; on an ndarray by the core's held add, called straight from C (NumPy's add for
+float64); small positional_encoding tables copied from held rows likewise.
 
 Policy only.  The rows are the cache's (computed by the core, the same bits as the call would
 compute), and the add is the one the core's rule names: x + pe rounded once to x's dtype, so
@@ -10,7 +10,7 @@ route).  The route is taken only where it keeps every rule of the core's call, a
 a plain call (no positions, max_len, threads or torch_threads), x of an exact type (a
 strided torch CPU tensor that is contiguous, needs no grad, carries no negative bit, is no
 inference tensor and is not wrapped by a torch function transform; or a writable C-contiguous
-ndarray), and a size up to the route's measured limit for x's dtype.  Anything else returns
+ndarray, aligned and sharing no memory with the rows), and a size up to the route's measured limit for x's dtype.  Anything else returns
 False and the call goes the core's way, which checks and names what is wrong.
 
 Views are made after a plain call with offset 0 succeeded through the cache; at most
@@ -19,26 +19,28 @@ MAX_VIEWS are held, and they are dropped whenever the cache forgets or replaces 
 """
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
-from . import _cache
+from . import _cache, _sinpe
 from ._backends import policy, records
 
 MAX_VIEWS = 64
 
 #: the largest x (elements) that each library's add takes, by dtype: measured on Zen 4 at 2
 #: threads (docs/speed.md): torch's float16/bfloat16 add with a float32 operand falls behind
-#: the core's from about 64 Ki elements; NumPy's single-threaded add keeps up with the core's
-#: two threads up to a few million elements; NumPy's float16 add (a cast loop, with overflow
-#: warnings) and bfloat16 (ml_dtypes) never take the route
+#: the core's from about 64 Ki elements; the core's held add (one thread, NumPy arrays of
+#: float32, float16, bfloat16) and NumPy's float64 add keep up with a job's two threads up to
+#: 1-2 M elements
 _LIMITS = {
     ("torch", "torch.float32"): 1 << 62, ("torch", "torch.float64"): 1 << 62,
     ("torch", "torch.float16"): 1 << 16, ("torch", "torch.bfloat16"): 1 << 16,
-    ("numpy", "float32"): 1 << 22, ("numpy", "float64"): 1 << 22,
+    ("numpy", "float32"): 1 << 21, ("numpy", "float64"): 1 << 21,
+    ("numpy", "float16"): 1 << 21, ("numpy", "bfloat16"): 1 << 21,
 }
 
 _VIEWS: Dict[Tuple[Any, ...], Any] = {}  # add's routes and table's rows
@@ -140,7 +142,13 @@ def _torch_route(torch: Any, rows: np.ndarray) -> Callable[[Any], bool]:
     return route
 
 
-def _numpy_route(rows: np.ndarray) -> Callable[[Any], bool]:
+def _numpy_route(path: int, rows: np.ndarray, dtype: Any) -> Callable[[Any], bool]:
+    """float32, float16 and bfloat16: the core's held add (sinpe.h: sinpe_add_held), called
+    straight from C; it adds only to a writable, C-contiguous, aligned ndarray that shares
+    no memory with the rows and returns False (nothing written) for anything else.
+    float64: NumPy's add (the core's float64 add is a scalar loop, 1.7x NumPy's)."""
+    if dtype != np.float64:
+        return functools.partial(_sinpe.add_held, path, rows)
     add_, quiet = np.add, np.errstate
 
     def route(x: Any) -> bool:
@@ -170,7 +178,7 @@ def keep(core: Tuple[Any, ...], x: Any, key: Any, offset: Any) -> None:
     if _state_moved(core, key[7:]) or (torch is not None and _modes(torch)):
         return
     _cache.hold_rows(core, shape[-1], key[4], 0, shape[-2], lambda rows: _store(
-        key, _torch_route(torch, rows) if torch is not None else _numpy_route(rows)))
+        key, _torch_route(torch, rows) if torch is not None else _numpy_route(core[1], rows, x.dtype)))
 
 
 def _kind(x: Any) -> Tuple[Any, ...]:

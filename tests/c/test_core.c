@@ -673,6 +673,68 @@ static void prepared_plans(const float *t)
     sinpe_plan_free(p);
 }
 
+/* The held add (sinpe.h: sinpe_add_held): the ADD job's bits, and every layout it does not
+ * take refused with nothing written. */
+static sinpe_array held_array(void *data, sinpe_type t, int64_t b, int64_t l, int64_t d)
+{
+    sinpe_array a;
+    memset(&a, 0, sizeof a);
+    int size = sinpe_type_size(t);
+    a.data = data;
+    a.type = t;
+    a.ndim = 3;
+    a.shape[0] = b, a.shape[1] = l, a.shape[2] = d;
+    a.strides[2] = size, a.strides[1] = d * size, a.strides[0] = l * d * size;
+    return a;
+}
+
+static void held_add(const float *t)
+{
+    enum { B = 3 };
+    static float x[B * L * D + 1], want[B * L * D], keep[B * L * D + 1];
+    for (int i = 0; i < B * L * D + 1; i++)
+        x[i] = (float)(i % 37) * 0.37f - 5.0f;
+    x[5] = NAN, x[6] = INFINITY, x[7] = 3.4e38f, x[8] = -1e-40f;
+    memcpy(want, x, sizeof want);
+    CHECK(sinpe_add(want, B, L, D, L * D, D, 0, 10000.0, &SCALAR) == SINPE_OK);
+    sinpe_array rows = held_array((void *)(uintptr_t)t, SINPE_F32, 1, L, D);
+    rows.ndim = 2, rows.shape[0] = L, rows.shape[1] = D, rows.strides[0] = D * 4, rows.strides[1] = 4;
+    for (int p = 0; p < sinpe_path_count(); p++) {
+        if (!sinpe_path_available(p))
+            continue;
+        float y[B * L * D];
+        memcpy(y, x, sizeof y);
+        sinpe_array xa = held_array(y, SINPE_F32, B, L, D);
+        CHECK(sinpe_add_held(&xa, &rows, p) == SINPE_OK);
+        CHECK(same_bits(y, want, sizeof y));
+    }
+    memcpy(keep, x, sizeof keep);
+    sinpe_array xa = held_array(x, SINPE_F32, B, L, D);
+    sinpe_array bad = xa;
+    bad.readonly = 1;
+    CHECK(sinpe_add_held(&bad, &rows, 0) == SINPE_E_READONLY);
+    bad = xa, bad.strides[2] = 8, bad.shape[2] = D / 2;
+    CHECK(sinpe_add_held(&bad, &rows, 0) == SINPE_E_SHAPE);
+    bad = held_array(x, SINPE_F32, B, D, L); /* transposed rows: another shape */
+    bad.strides[1] = 4, bad.strides[2] = D * 4, bad.shape[1] = L, bad.shape[2] = D;
+    CHECK(sinpe_add_held(&bad, &rows, 0) == SINPE_E_KEPT);
+    bad = held_array((char *)x + 1, SINPE_F32, B, L, D); /* unaligned */
+    CHECK(sinpe_add_held(&bad, &rows, 0) == SINPE_E_KEPT);
+    bad = xa, bad.type = SINPE_I32;
+    CHECK(sinpe_add_held(&bad, &rows, 0) == SINPE_E_TYPE);
+    bad = xa, bad.shape[0] = 0;
+    CHECK(sinpe_add_held(&bad, &rows, 0) == SINPE_E_SIZE);
+    bad = xa, bad.shape[0] = INT64_MAX / 2;
+    CHECK(sinpe_add_held(&bad, &rows, 0) == SINPE_E_SIZE);
+    bad = xa, bad.ndim = 1;
+    CHECK(sinpe_add_held(&bad, &rows, 0) == SINPE_E_DIMS);
+    bad = held_array((void *)(uintptr_t)(t + 1), SINPE_F32, 1, L, D); /* inside the rows */
+    CHECK(sinpe_add_held(&bad, &rows, 0) == SINPE_E_OVERLAP);
+    CHECK(sinpe_add_held(&xa, &rows, 99) == SINPE_E_PATH);
+    CHECK(sinpe_add_held(NULL, &rows, 0) == SINPE_E_NULL);
+    CHECK(same_bits(x, keep, sizeof keep));
+}
+
 int main(void)
 {
     SCALAR = opts_of("builtin", 0, 1);
@@ -688,6 +750,7 @@ int main(void)
     job_kinds();
     kept_rows(t);
     prepared_plans(t);
+    held_add(t);
     printf("%d failed, %d passed\n", failures, checks - failures);
     return failures ? 1 : 0;
 }

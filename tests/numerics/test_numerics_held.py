@@ -62,7 +62,7 @@ def _routed(x_of, backend=None):
     return got, _uncached(x_of(), **kw), (sinpe.cache_info()["hits"] - hits) // 2
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, BF16])
 @pytest.mark.parametrize("shape", [(8, 64), (1, 8, 64), (3, 130, 96), (2, 2, 16, 6)])
 @pytest.mark.parametrize("backend", ROUTE_BACKENDS)
 def test_numpy_route_bits_are_the_cores(dtype, shape, backend):
@@ -71,12 +71,83 @@ def test_numpy_route_bits_are_the_cores(dtype, shape, backend):
     assert hits == 1 and same(got, want)
 
 
-@pytest.mark.parametrize("dtype", [np.float16, BF16])
-def test_numpy_half_types_go_the_cores_way(dtype):
-    x0 = _x((2, 8, 64), dtype)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16])
+def test_numpy_past_the_limit_goes_the_cores_way(dtype):
+    x0 = _x((2, 1024, 1026), dtype)  # 2,101,248 values: past the route's 2^21
+    assert x0.size > _held._LIMITS[("numpy", np.dtype(dtype).name)]
     sinpe.add_pe(x0.copy())
     assert _held.held() == 0
     assert same(sinpe.add_pe(x0.copy()), _uncached(x0.copy()))
+
+
+def _unaligned(x0):
+    """x0's copy at an address one byte past an element's alignment."""
+    buf = np.zeros(x0.nbytes + 1, np.uint8)
+    x = np.frombuffer(buf.data, x0.dtype, x0.size, offset=1).reshape(x0.shape)
+    x[...] = x0
+    return x
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16, np.float64])
+def test_numpy_route_declines_what_the_held_add_does_not_take(dtype):
+    """Unaligned, read-only, Fortran-ordered x of the held key's type, dtype and shape: the
+    route writes nothing and the core's way gives its bits or its refusal."""
+    x0 = _x((2, 8, 64), dtype)
+    sinpe.add_pe(x0.copy())
+    assert _held.held() == 1
+    u = _unaligned(x0)
+    assert u.ctypes.data % np.dtype(dtype).itemsize or np.dtype(dtype).itemsize == 1
+    assert same(sinpe.add_pe(u), _uncached(_unaligned(x0)))
+    f = np.asfortranarray(x0)
+    assert same(sinpe.add_pe(f.copy(order="F")), _uncached(f.copy(order="F")))
+    ro = x0.copy()
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="x"):
+        sinpe.add_pe(ro)
+    assert same(ro, x0)
+
+
+def test_held_add_refusals_write_nothing():
+    """The core's held add itself (the C entry the route calls): False and nothing written
+    for each layout it does not take; True and the core's sum otherwise."""
+    from sinpe import _sinpe
+    path = _held._STATE["path"]
+    rows = sinpe.positional_encoding(8, 64)
+    x0 = _x((3, 8, 64), np.float32)
+    x = x0.copy()
+    assert _sinpe.add_held(path, rows, x) is True
+    with np.errstate(all="ignore"):
+        assert same(x, x0 + rows)
+    cases = {
+        "not an ndarray": memoryview(x0.copy()),
+        "read-only": np.frombuffer(x0.tobytes(), np.float32).reshape(x0.shape),
+        "rows' shape": x0.copy()[:, :4],
+        "one axis": x0.copy().reshape(-1),
+        "transposed": x0.copy().transpose(0, 2, 1).copy().transpose(0, 2, 1),
+        "unaligned": _unaligned(x0),
+        "int32": np.arange(x0.size, dtype=np.int32).reshape(x0.shape),
+        "complex": x0.astype(np.complex64),
+        "big-endian": x0.astype(">f4"),
+        "empty": np.zeros((0, 8, 64), np.float32),
+    }
+    for what, y in cases.items():
+        before = np.array(y, copy=True)
+        assert _sinpe.add_held(path, rows, y) is False, what
+        after = np.ascontiguousarray(np.asarray(y)).view(np.uint8)
+        assert np.array_equal(after, np.ascontiguousarray(before).view(np.uint8)), what
+    # x sharing memory with the rows (x is the rows, or overlaps them): refused
+    big = sinpe.positional_encoding(16, 64)
+    keep = big.copy()
+    for y in (big[:8], big[4:12], big[7:15]):
+        assert _sinpe.add_held(path, big[:8], y.reshape(1, 8, 64)) is False
+        assert same(big, keep)
+    assert _sinpe.add_held(path, big[:8], big[8:].reshape(1, 8, 64)) is True  # disjoint
+    with np.errstate(all="ignore"):
+        assert same(big[8:], keep[8:] + keep[:8])
+    with pytest.raises(TypeError, match="3 arguments"):
+        _sinpe.add_held(path, rows)
+    with pytest.raises(TypeError, match="path"):
+        _sinpe.add_held("avx2", rows, x0.copy())
 
 
 def test_numpy_refusals_and_layouts_unchanged():

@@ -393,6 +393,15 @@ def case_add(g):
     else:
         offset = g.pick([0, 0, 5, 4096, -1, 2**63 - 2, 2**63 - 1, True])
         kw["offset"] = offset
+    if "positions" not in kw and threads is None and g.flag():
+        # the held route: a first plain call on a C-ordered x of the same type, dtype and
+        # shape holds the rows; the hostile x below then meets the route before the core
+        prime = np.zeros(xb.array.shape, xb.array.dtype)
+        try:
+            sinpe.add_pe(prime, base, offset=offset, backend=backend)
+        except DOCUMENTED:
+            pass
+        kw.pop("threads")
     x0 = np.array(xb.array, copy=True)
 
     def model(res):
