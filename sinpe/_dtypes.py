@@ -170,6 +170,11 @@ def bump_version(x: Any) -> None:
 _TORCH_C: list = []  # torch's C-level version bump, once a tensor was written
 
 
+def torch_version_bump() -> Any:
+    """torch's C-level version bump of a tuple of tensors (torch seen before)."""
+    return _TORCH_C[0]
+
+
 def torch_seen(torch: Any) -> None:
     """Once per process, when torch tensors reach the core (a tensor written, sinpe.torch
     imported): the C-level routes of _tensor_route."""

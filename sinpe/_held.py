@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
-from . import _cache, _sinpe
+from . import _cache, _dtypes, _sinpe
 from ._backends import policy, records
 
 MAX_VIEWS = 64
@@ -38,7 +38,7 @@ MAX_VIEWS = 64
 #: 1-2 M elements
 _LIMITS = {
     ("torch", "torch.float32"): 1 << 62, ("torch", "torch.float64"): 1 << 62,
-    ("torch", "torch.float16"): 1 << 16, ("torch", "torch.bfloat16"): 1 << 16,
+    ("torch", "torch.float16"): 1 << 21, ("torch", "torch.bfloat16"): 1 << 21,
     ("numpy", "float32"): 1 << 21, ("numpy", "float64"): 1 << 21,
     ("numpy", "float16"): 1 << 21, ("numpy", "bfloat16"): 1 << 21,
 }
@@ -126,16 +126,31 @@ def _modes(torch: Any) -> int:
     return int(C._len_torch_function_stack() + C._len_torch_dispatch_stack())
 
 
-def _torch_route(torch: Any, rows: np.ndarray) -> Callable[[Any], bool]:
+def _torch_route(torch: Any, rows: np.ndarray, path: int, dtype: Any) -> Callable[[Any], bool]:
+    """float32/float64: torch's add_ of the rows' view (two threads, torch's own kernel);
+    float16/bfloat16: the core's held add through torch's C-level DLPack export (torch's add_
+    with a float32 operand is a casting loop), then torch's version bump, as add_ moves it."""
     view = torch.from_numpy(rows)
     wrapped = torch._C._functorch.is_functorch_wrapped_tensor
     strided = torch.strided
     C = torch._C
+    half = dtype in (torch.float16, torch.bfloat16)
+    _dtypes.torch_seen(torch)
+    add_held, inc = _sinpe.add_held, _dtypes.torch_version_bump()
 
     def route(x: Any) -> bool:
+        if x.is_inference() or wrapped(x) or C._len_torch_function_stack() \
+                or C._len_torch_dispatch_stack():
+            return False
+        if half:
+            # the export and the core check the rest: grad, device, layout, neg bit, C order,
+            # a freed storage (no data) and memory shared with the rows all return False
+            if not add_held(path, rows, x):
+                return False
+            inc((x,))  # not an inference tensor (above): it has a version counter
+            return True
         if (x.requires_grad or not x.is_cpu or x.layout is not strided or not x.is_contiguous()
-                or x.is_neg() or x.is_inference() or wrapped(x) or not x.data_ptr()
-                or C._len_torch_function_stack() or C._len_torch_dispatch_stack()):
+                or x.is_neg() or not x.data_ptr()):
             return False  # (no data pointer: a freed storage; the core names it)
         x.add_(view)
         return True
@@ -178,7 +193,7 @@ def keep(core: Tuple[Any, ...], x: Any, key: Any, offset: Any) -> None:
     if _state_moved(core, key[7:]) or (torch is not None and _modes(torch)):
         return
     _cache.hold_rows(core, shape[-1], key[4], 0, shape[-2], lambda rows: _store(
-        key, _torch_route(torch, rows) if torch is not None else _numpy_route(core[1], rows, x.dtype)))
+        key, _torch_route(torch, rows, core[1], x.dtype) if torch is not None else _numpy_route(core[1], rows, x.dtype)))
 
 
 def _kind(x: Any) -> Tuple[Any, ...]:

@@ -528,44 +528,6 @@ static PyObject *py_positive(PyObject *self, PyObject *args)
     return PyFloat_FromDouble(v);
 }
 
-/* The held add releases the GIL from this many values (NumPy's own adds release it too). */
-#define HELD_NOGIL_VALUES ((int64_t)1 << 16)
-
-PyDoc_STRVAR(add_held_doc,
-"add_held($module, path, rows, x, /)\n"
-"--\n\n"
-"x += rows by the core's held add (sinpe.h: sinpe_add_held) on code path `path`: True when\n"
-"added; False, nothing written, when x or rows is no ndarray the core's held add takes (the\n"
-"caller then goes a job's way, whose check names what it refuses).\n");
-
-static PyObject *py_add_held(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    int path, st;
-    if (nargs != 3) {
-        PyErr_Format(PyExc_TypeError, "add_held takes 3 arguments, got %zd", nargs);
-        return NULL;
-    }
-    if (to_int(args[0], "path", &path) < 0)
-        return NULL;
-    sinpe_array x, rows;
-    if (!PyArray_Check(args[1]) || !PyArray_Check(args[2]))
-        Py_RETURN_FALSE;
-    if (ndarray_view((PyArrayObject *)args[1], "rows", &rows) < 0
-        || ndarray_view((PyArrayObject *)args[2], "x", &x) < 0) {
-        PyErr_Clear(); /* a type the core has no add for: the job's way names it */
-        Py_RETURN_FALSE;
-    }
-    if (PyArray_SIZE((PyArrayObject *)args[2]) >= HELD_NOGIL_VALUES) {
-        Py_BEGIN_ALLOW_THREADS
-        st = sinpe_add_held(&x, &rows, path);
-        Py_END_ALLOW_THREADS
-    } else {
-        st = sinpe_add_held(&x, &rows, path);
-    }
-    return PyBool_FromLong(st == SINPE_OK);
-}
-
 PyDoc_STRVAR(check_doc,
 "check($module, opts, /)\n"
 "--\n\n"

@@ -32,9 +32,14 @@ typedef struct {
 /* convert.c: the module's methods and slots of its state */
 extern const char tensor_route_doc[];
 PyObject *py_tensor_route(PyObject *self, PyObject *args);
+
 int module_traverse(PyObject *m, visitproc visit, void *arg);
 int module_clear(PyObject *m);
 void module_free(void *m);
+
+/* held.c */
+extern const char add_held_doc[];
+PyObject *py_add_held(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* ---- one call: the job and what its messages name ------------------------------------- */
 

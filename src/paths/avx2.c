@@ -170,9 +170,16 @@ TARGET static inline __m256 avx2_rb(__m256 v)
     return _mm256_castsi256_ps(r);
 }
 
+/* avx2_rb's rounding, the result's top half stored (NaN found by an unordered compare, one
+ * operation where avx2_rb's integer test takes two). */
 TARGET static inline void avx2_f2b(void *p, __m256 v)
 {
-    __m256i r = _mm256_srli_epi32(_mm256_castps_si256(avx2_rb(v)), 16);
+    __m256i x = _mm256_castps_si256(v);
+    __m256i r = _mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff),
+                                                     _mm256_and_si256(_mm256_srli_epi32(x, 16),
+                                                                      _mm256_set1_epi32(1))));
+    r = _mm256_blendv_epi8(_mm256_srli_epi32(r, 16), _mm256_set1_epi32((int)SINPE_BF16_NAN),
+                           _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
     _mm_storeu_si128((__m128i *)p, _mm_packus_epi32(_mm256_castsi256_si128(r),
                                                     _mm256_extracti128_si256(r, 1)));
 }

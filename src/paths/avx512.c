@@ -156,9 +156,16 @@ TARGET static inline __m512 avx512_rb(__m512 v)
     return _mm512_castsi512_ps(r);
 }
 
+/* avx512_rb's rounding, the result's top half stored (NaN found by an unordered compare,
+ * one operation where avx512_rb's integer test takes two). */
 TARGET static inline void avx512_f2b(void *p, __m512 v)
 {
-    __m512i r = _mm512_srli_epi32(_mm512_castps_si512(avx512_rb(v)), 16);
+    __m512i x = _mm512_castps_si512(v);
+    __m512i r = _mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
+                                                     _mm512_and_si512(_mm512_srli_epi32(x, 16),
+                                                                      _mm512_set1_epi32(1))));
+    r = _mm512_mask_mov_epi32(_mm512_srli_epi32(r, 16), _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
+                              _mm512_set1_epi32((int)SINPE_BF16_NAN));
     _mm256_storeu_si256((__m256i *)p, _mm512_cvtepi32_epi16(r));
 }
 

@@ -119,7 +119,7 @@ def test_held_add_refusals_write_nothing():
     with np.errstate(all="ignore"):
         assert same(x, x0 + rows)
     cases = {
-        "not an ndarray": memoryview(x0.copy()),
+        "no array": [[[1.0] * 64] * 8] * 3,
         "read-only": np.frombuffer(x0.tobytes(), np.float32).reshape(x0.shape),
         "rows' shape": x0.copy()[:, :4],
         "one axis": x0.copy().reshape(-1),
@@ -144,6 +144,12 @@ def test_held_add_refusals_write_nothing():
     assert _sinpe.add_held(path, big[:8], big[8:].reshape(1, 8, 64)) is True  # disjoint
     with np.errstate(all="ignore"):
         assert same(big[8:], keep[8:] + keep[:8])
+    if not TORCH_FREE:  # a tensor on the rows' memory (by DLPack): refused, untouched
+        keep = big.copy()
+        t = torch.from_numpy(big)[:8].reshape(1, 8, 64)
+        assert _sinpe.add_held(path, big[:8], t) is False
+        assert _sinpe.add_held(path, big[:8], t.to(torch.bfloat16).requires_grad_()) is False
+        assert same(big, keep)
     with pytest.raises(TypeError, match="3 arguments"):
         _sinpe.add_held(path, rows)
     with pytest.raises(TypeError, match="path"):
@@ -250,15 +256,20 @@ def test_torch_route_bits_are_the_cores(dtype, shape):
 
 
 @pytest.mark.needs_torch
-def test_torch_half_types_past_the_limit_go_the_cores_way():
-    x0 = torch.zeros((2, 256, 256), dtype=torch.bfloat16)  # 128 Ki elements
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_torch_half_types_past_the_limit_go_the_cores_way(dtype):
+    x0 = torch.zeros((2, 1024, 1026), dtype=getattr(torch, dtype))  # past 2^21 elements
+    assert x0.numel() > _held._LIMITS[("torch", str(x0.dtype))]
     sinpe.add_pe(x0.clone())
     assert _held.held() == 0
 
 
 @pytest.mark.needs_torch
-def test_torch_refusals_unchanged_on_the_route():
-    x0 = torch.from_numpy(_x((2, 8, 64), np.float32))
+@pytest.mark.parametrize("dtype", TORCH_DTYPES)
+def test_torch_refusals_unchanged_on_the_route(dtype):
+    """float32/float64 take torch's add_, float16/bfloat16 the core's held add through
+    DLPack: each refusal of the core's way, unchanged, with rows held."""
+    x0 = torch.from_numpy(_x((2, 8, 64), np.float64)).to(getattr(torch, dtype))
     sinpe.add_pe(x0.clone())
     assert _held.held() == 1
 
@@ -290,7 +301,16 @@ def test_torch_refusals_unchanged_on_the_route():
         sinpe.add_pe(x0.clone().to_sparse())
     # another device's tensor is never taken by the route (meta: no memory)
     with pytest.raises(ValueError, match="x"):
-        sinpe.add_pe(torch.empty((2, 8, 64), device="meta"))
+        sinpe.add_pe(torch.empty((2, 8, 64), device="meta", dtype=x0.dtype))
+    # elements sharing memory (a stride-0 expand made contiguous-looking is refused)
+    e = torch.zeros(1, 8, 64, dtype=x0.dtype).expand(2, 8, 64)
+    with pytest.raises(ValueError, match="x"):
+        sinpe.add_pe(e)
+    # a storage freed under the tensor: no write, the core names it
+    f = x0.clone()
+    f.untyped_storage().resize_(0)
+    with pytest.raises((ValueError, RuntimeError)):
+        sinpe.add_pe(f)
 
 
 @pytest.mark.needs_torch
