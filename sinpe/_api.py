@@ -111,11 +111,10 @@ def add_pe(x: X, /, base: SupportsFloat = 10000.0, *, offset: SupportsIndex = 0,
     table_rows, grow = (5000, True) if max_len is None else (max_len, False)
     core = _opts(backend, threads, torch_threads)
     positions = _dtypes.array_arg(positions, "positions")
-    tensor = _dtypes.writable_tensor(x, "x")
+    if _dtypes.writable_tensor(x, "x"):  # about to be written outside autograd: its version
+        _dtypes.bump_version(x)  # moves first, so no signal's handler runs between the write
     _leased(lambda: _cache.add_rows(core, x, base, offset, positions, table_rows, grow),
-            _sinpe.add, core, x, base, offset, positions, table_rows, grow)
-    if tensor:  # written outside autograd: its version counter moves
-        _dtypes.bump_version(x)
+            _sinpe.add, core, x, base, offset, positions, table_rows, grow)  # and the move
     if plain:
         _held.keep(core, x, key, offset)
     return x

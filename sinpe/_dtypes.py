@@ -95,6 +95,24 @@ def _kind_check(torch: Any, t: Any, name: str, cpu: bool = True) -> None:
         raise TypeError(f"{name} must be a strided tensor, got layout {t.layout}")
     if cpu and t.device.type != "cpu":
         raise ValueError(f"{name} is on device {t.device}: sinpe works on CPU tensors")
+    if t.device.type == "cpu" and not t.is_meta:
+        _storage_check(t, name)
+
+
+def _storage_check(t: Any, name: str) -> None:
+    """A tensor whose elements reach past its storage's end (the storage resized under it,
+    an unsafe torch operation) is refused before its memory is touched: neither the export
+    (DLPack) nor the tensor says where its storage ends."""
+    n = t.numel()
+    if n == 0:
+        return
+    last = t.storage_offset() + sum((k - 1) * st for k, st in zip(t.shape, t.stride()) if st > 0)
+    need = (last + 1) * t.element_size()
+    have = t.untyped_storage().nbytes()
+    if have < need:
+        raise ValueError(f"{name}'s elements reach byte {need} of its storage, which holds "
+                         f"{have} bytes (the storage was resized under the tensor): sinpe does "
+                         f"not touch memory past a storage's end")
 
 
 _PLAIN_TENSOR_DTYPES: List[FrozenSet[Any]] = []
@@ -170,11 +188,6 @@ def bump_version(x: Any) -> None:
 _TORCH_C: list = []  # torch's C-level version bump, once a tensor was written
 
 
-def torch_version_bump() -> Any:
-    """torch's C-level version bump of a tuple of tensors (torch seen before)."""
-    return _TORCH_C[0]
-
-
 def torch_seen(torch: Any) -> None:
     """Once per process, when torch tensors reach the core (a tensor written, sinpe.torch
     imported): the C-level routes of _tensor_route."""
@@ -187,9 +200,9 @@ def _tensor_route(torch: Any) -> None:
     the Python-level __dlpack__; docs/speed.md) and keeps torch's C-level version bump."""
     from . import _sinpe
     to_dlpack = getattr(torch._C, "_to_dlpack_versioned", None)
-    if to_dlpack is not None:
-        _sinpe.tensor_route(torch.Tensor, to_dlpack)
     bump = getattr(torch._C, "_increment_version", None)
+    if to_dlpack is not None:  # (the held add moves a version in C, right after its write)
+        _sinpe.tensor_route(torch.Tensor, to_dlpack, bump)
     _TORCH_C.append(bump if bump is not None else torch.autograd.graph.increment_version)
 
 

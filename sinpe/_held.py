@@ -126,32 +126,32 @@ def _modes(torch: Any) -> int:
     return int(C._len_torch_function_stack() + C._len_torch_dispatch_stack())
 
 
-def _torch_route(torch: Any, rows: np.ndarray, path: int, dtype: Any) -> Callable[[Any], bool]:
+def _torch_route(torch: Any, rows: np.ndarray, path: int, x: Any) -> Callable[[Any], bool]:
     """float32/float64: torch's add_ of the rows' view (two threads, torch's own kernel);
     float16/bfloat16: the core's held add through torch's C-level DLPack export (torch's add_
-    with a float32 operand is a casting loop), then torch's version bump, as add_ moves it."""
+    with a float32 operand is a casting loop), which moves the version as add_ does."""
     view = torch.from_numpy(rows)
     wrapped = torch._C._functorch.is_functorch_wrapped_tensor
     strided = torch.strided
     C = torch._C
-    half = dtype in (torch.float16, torch.bfloat16)
+    half = x.dtype in (torch.float16, torch.bfloat16)
     _dtypes.torch_seen(torch)
-    add_held, inc = _sinpe.add_held, _dtypes.torch_version_bump()
+    add_held = _sinpe.add_held
+    values, size = x.numel(), x.element_size()  # every x of the key: its shape and dtype
 
     def route(x: Any) -> bool:
-        if x.is_inference() or wrapped(x) or C._len_torch_function_stack() \
-                or C._len_torch_dispatch_stack():
-            return False
+        if x.layout is not strided or x.is_inference() or wrapped(x) \
+                or C._len_torch_function_stack() or C._len_torch_dispatch_stack() \
+                or x.untyped_storage().nbytes() < (x.storage_offset() + values) * size:
+            return False  # (a storage freed or resized under x: the core's way names it)
         if half:
-            # the export and the core check the rest: grad, device, layout, neg bit, C order,
-            # a freed storage (no data) and memory shared with the rows all return False
-            if not add_held(path, rows, x):
-                return False
-            inc((x,))  # not an inference tensor (above): it has a version counter
-            return True
-        if (x.requires_grad or not x.is_cpu or x.layout is not strided or not x.is_contiguous()
-                or x.is_neg() or not x.data_ptr()):
-            return False  # (no data pointer: a freed storage; the core names it)
+            # the export and the core check the rest: grad, device, neg bit, C order and
+            # memory shared with the rows all return False; once written, the binding moves
+            # x's version (not an inference tensor: above) before any Python code runs, as
+            # torch's add_ moves it
+            return bool(add_held(path, rows, x))
+        if x.requires_grad or not x.is_cpu or not x.is_contiguous() or x.is_neg():
+            return False
         x.add_(view)
         return True
     return route
@@ -193,7 +193,8 @@ def keep(core: Tuple[Any, ...], x: Any, key: Any, offset: Any) -> None:
     if _state_moved(core, key[7:]) or (torch is not None and _modes(torch)):
         return
     _cache.hold_rows(core, shape[-1], key[4], 0, shape[-2], lambda rows: _store(
-        key, _torch_route(torch, rows, core[1], x.dtype) if torch is not None else _numpy_route(core[1], rows, x.dtype)))
+        key, _torch_route(torch, rows, core[1], x) if torch is not None
+        else _numpy_route(core[1], rows, x.dtype)))
 
 
 def _kind(x: Any) -> Tuple[Any, ...]:

@@ -213,13 +213,15 @@ def _rotate_into(q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor,
     # kernel runs: the values are read as they are (torch's export refuses such tensors)
     q, k = _plain(q, "q", not inplace), _plain(k, "k", not inplace)
     cos, sin = _plain(cos, "cos"), _plain(sin, "sin")
-    if cos.dtype != torch.float32 and cos.numel() > r * _WIDE_ROWS \
+    if cos.dtype != torch.float32 and (cos.dtype != q.dtype or sin.dtype != q.dtype) \
+            and cos.numel() > r * _WIDE_ROWS \
             and 0 not in cos.stride() and 0 not in sin.stride():  # (an expanded table would
         # become a full copy: its rows are widened as they come)
-        # rows of a half-type table are widened per vector where they change, and past a
-        # decode step's few rows they change at almost every vector (q's heads lie between
-        # its positions): widened once here instead (exact; 2 x 16 x 256 x 64 float16 on a
-        # Zen 4: 2.2 ms -> 0.2 ms)
+        # rows of a half-type table of another type than q's are widened per vector where
+        # they change, and past a decode step's few rows they change at almost every vector
+        # (q's heads lie between its positions): widened once here instead (exact; 2 x 16 x
+        # 256 x 64 float16 on a Zen 4: 2.2 ms -> 0.2 ms).  Contiguous rows of q's own type
+        # are read as they are by the core's rotation (no copy, no rounding again).
         cos, sin = cos.float(), sin.float()
     qe = q if inplace else torch.empty_like(q)
     ke = k if inplace or k is None else torch.empty_like(k)

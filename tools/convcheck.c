@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "elem/half.h"
 #include "paths/path.h"
 
 #define BLOCK 4096
@@ -114,8 +115,8 @@ static uint64_t check_rope(const sinpe_path_ops *p, int kind, uint64_t vectors)
         }
         memcpy(y, x, sizeof x);
         memcpy(xin, x, sizeof x);
-        p->rope_half(x, c, s, H, kind);
-        sinpe_rope_half_scalar(y, c, s, H, kind);
+        p->rope_half(x, c, s, H, kind, SINPE_HALF_F32);
+        sinpe_rope_half_scalar(y, c, s, H, kind, SINPE_HALF_F32);
         if (memcmp(x, y, 2 * H * w) != 0 && bad++ < (uint64_t)show)
             for (int i = 0; i < 2 * H; i++)
                 if (memcmp(x + i * w, y + i * w, w)) {
@@ -137,6 +138,41 @@ static uint64_t check_rope(const sinpe_path_ops *p, int kind, uint64_t vectors)
     return bad;
 }
 
+/* Tables of the kind's own values (rope_half's tkind == kind: read as they are): the path
+ * against the scalar path reading them so, and against the scalar path given the same
+ * tables widened to float32 (rounded again there: the identity). */
+static uint64_t check_rope_typed(const sinpe_path_ops *p, int kind, uint64_t vectors)
+{
+    enum { H = 40 };
+    uint16_t c16[2 * H], s16[2 * H];
+    float c[2 * H], s[2 * H];
+    uint16_t x[2 * H], y[2 * H], z[2 * H];
+    uint64_t bad = 0;
+    for (uint64_t v = 0; v < vectors; v++) {
+        for (int i = 0; i < 2 * H; i++) {
+            uint32_t r = next32();
+            c16[i] = (uint16_t)r;
+            s16[i] = (uint16_t)(r >> 16);
+            x[i] = (uint16_t)next32();
+            c[i] = kind == SINPE_HALF_F16 ? sinpe_f16_to_f32(c16[i]) : sinpe_bf16_to_f32(c16[i]);
+            s[i] = kind == SINPE_HALF_F16 ? sinpe_f16_to_f32(s16[i]) : sinpe_bf16_to_f32(s16[i]);
+        }
+        memcpy(y, x, sizeof x);
+        memcpy(z, x, sizeof x);
+        p->rope_half(x, c16, s16, H, kind, kind);
+        sinpe_rope_half_scalar(y, c16, s16, H, kind, kind);
+        sinpe_rope_half_scalar(z, c, s, H, kind, SINPE_HALF_F32);
+        if ((memcmp(x, y, sizeof x) || memcmp(x, z, sizeof x)) && bad++ < (uint64_t)show)
+            for (int i = 0; i < 2 * H; i++)
+                if (x[i] != y[i] || x[i] != z[i]) {
+                    printf("  rope (typed tables) lane %d: c %04x s %04x: path %04x scalar "
+                           "%04x widened %04x\n", i, c16[i], s16[i], x[i], y[i], z[i]);
+                    break;
+                }
+    }
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     show = argc > 1 && !strcmp(argv[1], "-v") ? 5 : 0;
@@ -144,25 +180,33 @@ int main(int argc, char **argv)
     uint64_t total = 0;
     for (int k = 1; k < sinpe_paths_count(); k++) {
         const sinpe_path_ops *p = sinpe_paths_get(k);
+        const char *name = sinpe_paths_name(k);
         if (!p)
             continue;
         for (int kind = SINPE_HALF_F16; kind <= SINPE_HALF_BF16; kind++) {
             double t0 = now();
             uint64_t b = check_store(p, kind);
-            printf("%s store %s: 2^32 float32 patterns, %llu differ (%.1f s)\n", p->name,
+            printf("%s store %s: 2^32 float32 patterns, %llu differ (%.1f s)\n", name,
                    kinds[kind], (unsigned long long)b, now() - t0);
             total += b;
             t0 = now();
             b = check_add(p, kind);
-            printf("%s add %s: 2^32 sums, %llu differ (%.1f s)\n", p->name, kinds[kind],
+            printf("%s add %s: 2^32 sums, %llu differ (%.1f s)\n", name, kinds[kind],
                    (unsigned long long)b, now() - t0);
             total += b;
         }
         for (int kind = SINPE_HALF_F32; kind <= SINPE_HALF_BF16; kind++) {
             double t0 = now();
             uint64_t b = check_rope(p, kind, 1u << 24);
-            printf("%s rope_half %s: 2^24 vectors of 40 pairs, %llu differ (%.1f s)\n", p->name,
+            printf("%s rope_half %s: 2^24 vectors of 40 pairs, %llu differ (%.1f s)\n", name,
                    kinds[kind], (unsigned long long)b, now() - t0);
+            total += b;
+            if (kind == SINPE_HALF_F32)
+                continue;
+            t0 = now();
+            b = check_rope_typed(p, kind, 1u << 22);
+            printf("%s rope_half %s, tables of the kind: 2^22 vectors of 40 pairs, %llu differ "
+                   "(%.1f s)\n", name, kinds[kind], (unsigned long long)b, now() - t0);
             total += b;
         }
     }

@@ -26,7 +26,7 @@ extern const char *const SINPE_TYPE_NAMES[SINPE_TYPE_COUNT];
  * the package passes them (sinpe._sinpe.tensor_route): a tensor of exactly that type is then
  * exported by that function, without torch's Python-level __dlpack__ (convert.c). */
 typedef struct {
-    PyObject *tensor_type, *to_dlpack;
+    PyObject *tensor_type, *to_dlpack, *bump; /* bump: torch._C._increment_version */
 } tensor_route;
 
 /* convert.c: the module's methods and slots of its state */

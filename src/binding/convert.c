@@ -329,32 +329,41 @@ static PyObject *route_capsule(const tensor_route *r, PyObject *o)
 
 /* The module's route (its state): set by the package, cleared with the module. */
 const char tensor_route_doc[] =
-"tensor_route($module, tensor_type, to_dlpack, /)\n"
+"tensor_route($module, tensor_type, to_dlpack, bump, /)\n"
 "--\n\n"
 "Export a tensor of exactly type tensor_type (torch.Tensor) by to_dlpack(t) (torch's C-level\n"
 "torch._C._to_dlpack_versioned) instead of its Python-level __dlpack__; every refusal is\n"
 "kept (a tensor that requires grad, a conjugate or negative view, another device or layout\n"
-"takes the __dlpack__ route and its message).  None, None: no route.\n";
+"takes the __dlpack__ route and its message).  bump (torch._C._increment_version, or None):\n"
+"called with (t,) by the held add right after it wrote such a tensor, with the GIL held, so\n"
+"no signal's handler runs between the write and the version's move.  None, None, None: no\n"
+"route.\n";
 
 PyObject *py_tensor_route(PyObject *self, PyObject *args)
 {
-    PyObject *type, *fn;
-    if (!PyArg_ParseTuple(args, "OO:tensor_route", &type, &fn))
+    PyObject *type, *fn, *bump;
+    if (!PyArg_ParseTuple(args, "OOO:tensor_route", &type, &fn, &bump))
         return NULL;
     if ((type == Py_None) != (fn == Py_None) || (type != Py_None && !PyType_Check(type))
-        || (fn != Py_None && !PyCallable_Check(fn))) {
-        PyErr_SetString(PyExc_TypeError, "tensor_route() takes a type and a callable, or None, "
-                        "None");
+        || (fn != Py_None && !PyCallable_Check(fn))
+        || (bump != Py_None && (type == Py_None || !PyCallable_Check(bump)))) {
+        PyErr_SetString(PyExc_TypeError, "tensor_route() takes a type, a callable and a "
+                        "callable or None, or None, None, None");
         return NULL;
     }
     tensor_route *r = PyModule_GetState(self);
     Py_CLEAR(r->tensor_type);
     Py_CLEAR(r->to_dlpack);
+    Py_CLEAR(r->bump);
     if (type != Py_None) {
         Py_INCREF(type);
         Py_INCREF(fn);
         r->tensor_type = type;
         r->to_dlpack = fn;
+        if (bump != Py_None) {
+            Py_INCREF(bump);
+            r->bump = bump;
+        }
     }
     Py_RETURN_NONE;
 }
@@ -364,6 +373,7 @@ int module_traverse(PyObject *m, visitproc visit, void *arg)
     tensor_route *r = PyModule_GetState(m);
     Py_VISIT(r->tensor_type);
     Py_VISIT(r->to_dlpack);
+    Py_VISIT(r->bump);
     return 0;
 }
 
@@ -372,6 +382,7 @@ int module_clear(PyObject *m)
     tensor_route *r = PyModule_GetState(m);
     Py_CLEAR(r->tensor_type);
     Py_CLEAR(r->to_dlpack);
+    Py_CLEAR(r->bump);
     return 0;
 }
 

@@ -26,6 +26,19 @@ static int held_view(call *c, PyObject *x, sinpe_array *v)
     return st;
 }
 
+/* A tensor of exactly the route's type, just written: its version moves now, before any
+ * Python code (a signal's handler) could run, as torch's in-place ops move it. */
+static int bumped(const tensor_route *r, PyObject *x)
+{
+    if (!r || !r->bump || (PyObject *)Py_TYPE(x) != r->tensor_type)
+        return 0;
+    PyObject *t = PyTuple_Pack(1, x);
+    PyObject *res = t ? PyObject_CallOneArg(r->bump, t) : NULL;
+    Py_XDECREF(t);
+    Py_XDECREF(res);
+    return res ? 0 : -1;
+}
+
 PyObject *py_add_held(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     int path, st = -1;
@@ -59,6 +72,8 @@ PyObject *py_add_held(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         call_clear(&c);
     if (PyErr_Occurred())
         return NULL;
+    if (st == SINPE_OK && !ndarray && bumped(PyModule_GetState(self), args[2]) < 0)
+        return NULL; /* written; the version's move failed (never for the route's tensors) */
     return PyBool_FromLong(st == SINPE_OK);
 }
 

@@ -222,6 +222,18 @@ static void rotate_d(int pairs, int64_t rot, char *v, int64_t cs, const trow *c,
     }
 }
 
+/* The kind the path reads contiguous cos/sin rows as (paths/path.h, rope_half): float32
+ * rows, or rows of x's own half type (read as x is, no rounding); -1: widen them first. */
+static int table_kind(const trow *c, const trow *s, int kind)
+{
+    if (c->t != s->t || c->step != sinpe_type_size(c->t) || s->step != c->step)
+        return -1;
+    if (c->t == SINPE_F32)
+        return SINPE_HALF_F32;
+    int own = kind == SINPE_HALF_F16 ? SINPE_F16 : kind == SINPE_HALF_BF16 ? SINPE_BF16 : -1;
+    return (int)c->t == own ? kind : -1;
+}
+
 /* Pairs of a row widened at once for the path's rotation (4 KiB of the thread's stack). */
 #define ROPE_WIDE 256
 
@@ -232,9 +244,9 @@ static void rotate_vec(const sinpe_path_ops *path, char *v, int64_t rot, int kin
                        const trow *s, float (*buf)[2 * ROPE_WIDE], int *fresh)
 {
     int64_t h = rot / 2;
-    if (c->t == SINPE_F32 && s->t == SINPE_F32 && c->step == 4 && s->step == 4) {
-        path->rope_half(v, (const float *)(const void *)c->p, (const float *)(const void *)s->p,
-                        (size_t)h, kind);
+    int tkind = table_kind(c, s, kind);
+    if (tkind >= 0) {
+        path->rope_half(v, c->p, s->p, (size_t)h, kind, tkind);
         return;
     }
     if (h <= ROPE_WIDE) {
@@ -243,7 +255,7 @@ static void rotate_vec(const sinpe_path_ops *path, char *v, int64_t rot, int kin
             widen(s, 0, rot, buf[1]);
             *fresh = 0;
         }
-        path->rope_half(v, buf[0], buf[1], (size_t)h, kind);
+        path->rope_half(v, buf[0], buf[1], (size_t)h, kind, SINPE_HALF_F32);
         return;
     }
     size_t w = kind == SINPE_HALF_F32 ? 4 : 2;

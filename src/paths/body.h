@@ -205,15 +205,25 @@ PATH_TARGET static void FN(half)(void *dst, const float *pe, size_t n, int kind,
         add ? FN(half_body)(dst, pe, n, SINPE_HALF_BF16, 1) : FN(half_body)(dst, pe, n, SINPE_HALF_BF16, 0);
 }
 
-PATH_INLINE void FN(rope_body)(char *v, const float *c, const float *s, size_t h, int kind)
+/* tkind: the rows' values (paths/path.h, rope_half): of the kind itself (tkind == kind)
+ * they are loaded as x is and not rounded again */
+PATH_INLINE PATH_SF FN(table)(const char *t, size_t i, int kind, int tkind)
+{
+    if (tkind == SINPE_HALF_F32)
+        return FN(round)(PATH_SLOAD((const float *)(const void *)t + i), kind);
+    return FN(load)(t + 2 * i, tkind);
+}
+
+PATH_INLINE void FN(rope_body)(char *v, const char *c, const char *s, size_t h, int kind,
+                               int tkind)
 {
     size_t w = kind == SINPE_HALF_F32 ? 4 : 2, i = 0;
     char *x0 = v, *x1 = v + h * w;
     for (; i + PATH_SW <= h; i += PATH_SW) {
         PATH_SF a = FN(load)(x0 + i * w, kind), b = FN(load)(x1 + i * w, kind);
-        PATH_SF c0 = FN(round)(PATH_SLOAD(c + i), kind), s0 = FN(round)(PATH_SLOAD(s + i), kind);
-        PATH_SF c1 = FN(round)(PATH_SLOAD(c + h + i), kind);
-        PATH_SF s1 = FN(round)(PATH_SLOAD(s + h + i), kind);
+        PATH_SF c0 = FN(table)(c, i, kind, tkind), s0 = FN(table)(s, i, kind, tkind);
+        PATH_SF c1 = FN(table)(c, h + i, kind, tkind);
+        PATH_SF s1 = FN(table)(s, h + i, kind, tkind);
         PATH_SF y0 = PATH_OADD(FN(round)(FN(mul)(a, c0, kind), kind),
                                FN(round)(FN(mul)(PATH_SNEG(b), s0, kind), kind));
         PATH_SF y1 = PATH_OADD(FN(round)(FN(mul)(b, c1, kind), kind),
@@ -221,19 +231,33 @@ PATH_INLINE void FN(rope_body)(char *v, const float *c, const float *s, size_t h
         FN(store)(x0 + i * w, y0, kind);
         FN(store)(x1 + i * w, y1, kind);
     }
-    if (i < h)
-        sinpe_rope_span_scalar(x0 + i * w, x1 + i * w, c + i, c + h + i, s + i, s + h + i, h - i,
-                               kind);
+    if (i == h)
+        return;
+    if (tkind == SINPE_HALF_F32) {
+        const float *cf = (const float *)(const void *)c, *sf = (const float *)(const void *)s;
+        sinpe_rope_span_scalar(x0 + i * w, x1 + i * w, cf + i, cf + h + i, sf + i, sf + h + i,
+                               h - i, kind);
+        return;
+    }
+    sinpe_rope_span_typed(x0 + i * w, x1 + i * w, c + 2 * i, c + 2 * (h + i), s + 2 * i,
+                          s + 2 * (h + i), h - i, kind, tkind);
 }
 
-PATH_TARGET static void FN(rope_half)(void *v, const float *c, const float *s, size_t h, int kind)
+PATH_TARGET static void FN(rope_half)(void *v, const void *c, const void *s, size_t h, int kind,
+                                      int tkind)
 {
-    if (kind == SINPE_HALF_F16)
-        FN(rope_body)(v, c, s, h, SINPE_HALF_F16);
+    if (kind == SINPE_HALF_F16 && tkind == SINPE_HALF_F16)
+        FN(rope_body)(v, c, s, h, SINPE_HALF_F16, SINPE_HALF_F16);
+    else if (kind == SINPE_HALF_BF16 && tkind == SINPE_HALF_BF16)
+        FN(rope_body)(v, c, s, h, SINPE_HALF_BF16, SINPE_HALF_BF16);
+    else if (tkind != SINPE_HALF_F32)
+        sinpe_rope_half_scalar(v, c, s, h, kind, tkind);
+    else if (kind == SINPE_HALF_F16)
+        FN(rope_body)(v, c, s, h, SINPE_HALF_F16, SINPE_HALF_F32);
     else if (kind == SINPE_HALF_BF16)
-        FN(rope_body)(v, c, s, h, SINPE_HALF_BF16);
+        FN(rope_body)(v, c, s, h, SINPE_HALF_BF16, SINPE_HALF_F32);
     else
-        FN(rope_body)(v, c, s, h, SINPE_HALF_F32);
+        FN(rope_body)(v, c, s, h, SINPE_HALF_F32, SINPE_HALF_F32);
 }
 #undef PATH_INLINE
 #define PATH_HALF_OPS .half = FN(half), .rope_half = FN(rope_half)

@@ -50,8 +50,11 @@ typedef struct {
     /* transformers' rotate_half on one contiguous vector of kind SINPE_HALF_F32, F16 or
      * BF16: halves a = v[i], b = v[h + i] (i < h) become
      *   r(r(a * r(c[i])) + r(-b * r(s[i]))) and r(r(b * r(c[h+i])) + r(a * r(s[h+i])))
-     * with r rounding to the kind (the identity for float32), every op its own */
-    void (*rope_half)(void *v, const float *c, const float *s, size_t h, int kind);
+     * with r rounding to the kind (the identity for float32), every op its own.  The
+     * contiguous cos/sin rows c and s hold float32 values (tkind SINPE_HALF_F32) or values
+     * of the kind itself (tkind == kind: widened exactly, their r is the identity); other
+     * pairs are the caller's to widen. */
+    void (*rope_half)(void *v, const void *c, const void *s, size_t h, int kind, int tkind);
     const sinpe_verification *records;
     int nrecords;
 } sinpe_path_ops;
@@ -77,9 +80,11 @@ enum { SINPE_HALF_F32 = 0, SINPE_HALF_F16 = 1, SINPE_HALF_BF16 = 2 };
  * and for paths without vector conversions. */
 void sinpe_sincos_scalar(const float *a, float *s, float *c, size_t n);
 void sinpe_half_scalar(void *dst, const float *pe, size_t n, int kind, int add);
-void sinpe_rope_half_scalar(void *v, const float *c, const float *s, size_t h, int kind);
+void sinpe_rope_half_scalar(void *v, const void *c, const void *s, size_t h, int kind, int tkind);
 void sinpe_rope_span_scalar(char *x0, char *x1, const float *c0, const float *c1,
                             const float *s0, const float *s1, size_t n, int kind);
+void sinpe_rope_span_typed(char *x0, char *x1, const char *c0, const char *c1, const char *s0,
+                           const char *s1, size_t n, int kind, int tkind);
 
 /* The vector paths test the range of their lanes only in rows whose angles can leave
  * [2^-120, 2^20): pos * div[j] lies between |pos|*dmin and |pos|*dmax. */

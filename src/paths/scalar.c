@@ -157,11 +157,36 @@ void sinpe_rope_span_scalar(char *x0, char *x1, const float *c0, const float *c1
     }
 }
 
-void sinpe_rope_half_scalar(void *v, const float *c, const float *s, size_t h, int kind)
+/* n pairs with cos/sin of the kind's values (tkind F16 or BF16), widened a chunk at a time
+ * (exactly: the rotation's rounding of them is then the identity). */
+void sinpe_rope_span_typed(char *x0, char *x1, const char *c0, const char *c1, const char *s0,
+                           const char *s1, size_t n, int kind, int tkind)
 {
-    char *x0 = v;
-    sinpe_rope_span_scalar(x0, x0 + h * (kind == SINPE_HALF_F32 ? 4 : 2), c, c + h, s, s + h, h,
-                           kind);
+    enum { CHUNK = 64 };
+    size_t w = kind == SINPE_HALF_F32 ? 4 : 2;
+    float wc0[CHUNK], wc1[CHUNK], ws0[CHUNK], ws1[CHUNK];
+    for (size_t i = 0; i < n; i += CHUNK) {
+        size_t m = n - i < CHUNK ? n - i : CHUNK;
+        for (size_t k = 0; k < m; k++) {
+            wc0[k] = load_kind(c0 + 2 * (i + k), tkind);
+            wc1[k] = load_kind(c1 + 2 * (i + k), tkind);
+            ws0[k] = load_kind(s0 + 2 * (i + k), tkind);
+            ws1[k] = load_kind(s1 + 2 * (i + k), tkind);
+        }
+        sinpe_rope_span_scalar(x0 + i * w, x1 + i * w, wc0, wc1, ws0, ws1, m, kind);
+    }
+}
+
+void sinpe_rope_half_scalar(void *v, const void *c, const void *s, size_t h, int kind, int tkind)
+{
+    char *x0 = v, *x1 = x0 + h * (kind == SINPE_HALF_F32 ? 4 : 2);
+    if (tkind == SINPE_HALF_F32) {
+        const float *cf = c, *sf = s;
+        sinpe_rope_span_scalar(x0, x1, cf, cf + h, sf, sf + h, h, kind);
+        return;
+    }
+    const char *cb = c, *sb = s;
+    sinpe_rope_span_typed(x0, x1, cb, cb + 2 * h, sb, sb + 2 * h, h, kind, tkind);
 }
 
 /* The correctly rounded kernels against MPFR, every float32 input (tools/exhaustive). */

@@ -55,3 +55,49 @@ def test_thread_counts_same_bits(backend, kernel):
     for t in (2, 3, 7):
         assert_bits_equal(sinpe.add_pe(x0.copy(), backend=backend, offset=33, threads=t), ref,
                           f"add_pe threads={t}")
+
+
+def _half_values(rng, shape, dtype):
+    """Random float16/bfloat16 bit patterns of every class: normals of all exponents,
+    subnormals, zeros, infinities and NaNs with payloads (quiet and signalling)."""
+    import ml_dtypes
+    bits = rng.integers(0, 1 << 16, shape, dtype=np.uint32).astype(np.uint16)
+    return bits.view(np.float16 if dtype == "float16" else ml_dtypes.bfloat16)
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("head_dim", [2, 6, 16, 32, 34, 40, 64, 66, 130, 256])
+def test_rope_tables_of_xs_type_read_as_they_are(dtype, head_dim):
+    """cos/sin tables of q's own half type are read by the code path as they are (no copy,
+    no second rounding: paths/path.h rope_half's tkind); every path gives the bits of the
+    same tables widened to float32 first (then rounded to the type, the identity), tails
+    included, for every class of value in q and in the tables."""
+    import torch
+    import sinpe.torch as st
+    rng = np.random.default_rng(head_dim)
+    tdt = getattr(torch, dtype)
+
+    def tensor(shape):
+        a = _half_values(rng, shape, dtype)
+        return torch.from_numpy(a.view(np.int16)).view(tdt)
+    q, k = tensor((2, 3, 40, head_dim)), tensor((2, 1, 40, head_dim))
+    cos, sin = tensor((2, 40, head_dim)), tensor((2, 40, head_dim))
+    old = sinpe.get_kernel()
+    got = {}
+    try:
+        for kern in sinpe.kernels():
+            sinpe.set_kernel(kern)
+            got[kern] = st.apply_rotary_pos_emb(q, k, cos, sin)
+            # the same rotation with the tables widened to float32 first (sinpe.apply_rope
+            # always widens them; the path then rounds them to the type: the identity)
+            wide = (sinpe.apply_rope(q.clone(), cos=cos, sin=sin),
+                    sinpe.apply_rope(k.clone(), cos=cos, sin=sin))
+            for g, w in zip(got[kern], wide):
+                assert g.dtype == w.dtype == tdt
+                assert torch.equal(g.view(torch.int16), w.view(torch.int16)), kern
+    finally:
+        sinpe.set_kernel(old)
+    for kern, pair in got.items():
+        for g, w in zip(pair, got["scalar"]):
+            assert torch.equal(g.view(torch.int16), w.view(torch.int16)), f"{kern} vs scalar"
