@@ -31,11 +31,10 @@ from ._backends import policy, records
 
 MAX_VIEWS = 64
 
-#: the largest x (elements) that each library's add takes, by dtype: measured on Zen 4 at 2
-#: threads (docs/speed.md): torch's float16/bfloat16 add with a float32 operand falls behind
-#: the core's from about 64 Ki elements; the core's held add (one thread, NumPy arrays of
-#: float32, float16, bfloat16) and NumPy's float64 add keep up with a job's two threads up to
-#: 1-2 M elements
+#: the largest x (elements) each route takes, by dtype: measured on Zen 4 at 2 threads
+#: (docs/speed.md): torch's float32/float64 add_ at every size; the core's held add (one
+#: thread: float16/bfloat16 tensors, float32/float16/bfloat16 arrays) and NumPy's float64 add
+#: keep up with a job's two threads up to 1-2 M elements
 _LIMITS = {
     ("torch", "torch.float32"): 1 << 62, ("torch", "torch.float64"): 1 << 62,
     ("torch", "torch.float16"): 1 << 21, ("torch", "torch.bfloat16"): 1 << 21,
