@@ -51,7 +51,11 @@ FIXES: Dict[str, Dict[str, Any]] = {
     "esmc": {"num_key_value_heads": 4},
     "zaya": {"num_experts_per_tok": 1},
     "bamba": {"attn_layer_indices": [1]},
-    "blt": {"encoder_hash_byte_group_vocab": 256},
+    # its forward builds DynamicCache(config=...), which reads a layer count BltConfig lacks
+    "blt": {"encoder_hash_byte_group_vocab": 256, "num_hidden_layers": 2},
+    # BLT's local encoder and decoder project to and from the global model's (small) width
+    "blt_local_encoder": {"hidden_size_global": 64},
+    "blt_local_decoder": {"hidden_size_global": 64},
     "gemma4_text": {"vocab_size_per_layer_input": 128, "hidden_size_per_layer_input": 16},
     "longcat_flash": {"num_layers": 1, "zero_expert_num": 2},
     "gemma3n_text": {"num_kv_shared_layers": 0, "vocab_size_per_layer_input": 128,
@@ -94,6 +98,8 @@ FIXES: Dict[str, Dict[str, Any]] = {
     # CSM: its backbone width in the depth decoder, its codec's upsampling at the small width
     "csm_depth_decoder_model": {"backbone_hidden_size": 64},
     "mimi@sub": {"upsample_groups": 64},
+    # its backbone's last stage width is the attention's: the default sizes (a few M)
+    "efficientloftr": {"hidden_size": 256, "num_attention_heads": 8, "num_key_value_heads": 8},
     "codegen": {"rotary_dim": 8},
     "gptj": {"rotary_dim": 8},
 }
@@ -436,6 +442,10 @@ def _feed(model: Any, ids: Any, variant: int) -> Dict[str, Any]:
         if variant == 2 and "image_attention_mask" in params:  # one image per sequence
             kw["pixel_values"] = kw["pixel_values"][:, None]
             kw["image_attention_mask"] = torch.ones(b, ids.shape[1], 1, dtype=torch.long)
+        if variant == 3:  # image pairs (a keypoint matcher's)
+            kw["pixel_values"] = torch.stack([kw["pixel_values"]] * 2, 1)
+            kw["pixel_values"][:, 1] = torch.randn(kw["pixel_values"][:, 1].shape,
+                                                   generator=g).to(dtype)
         if "image_sizes" in params:
             kw["image_sizes"] = torch.tensor([[size, size]] * b)
     if need("input_features"):
@@ -460,7 +470,7 @@ def _feed(model: Any, ids: Any, variant: int) -> Dict[str, Any]:
 def _run_some_feed(model: Any, ids: Any) -> None:
     import torch
     err: Optional[BaseException] = None
-    for variant in range(3):
+    for variant in range(4):
         try:
             with torch.no_grad():
                 _call(model, _feed(model, ids, variant))
