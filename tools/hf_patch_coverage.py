@@ -100,6 +100,13 @@ FIXES: Dict[str, Dict[str, Any]] = {
     "mimi@sub": {"upsample_groups": 64},
     # its backbone's last stage width is the attention's: the default sizes (a few M)
     "efficientloftr": {"hidden_size": 256, "num_attention_heads": 8, "num_key_value_heads": 8},
+    # codecs whose quantizer reads the acoustic and semantic states side by side (64 + 64)
+    "neucodec": {"quantization_dim": 128, "num_key_value_heads": 4},
+    "xcodec2": {"quantization_dim": 128, "num_key_value_heads": 4},
+    # its word-timestamp head's blank class must lie in the small vocabulary
+    "nemotron3_5_transcribe_word_timestamp": {"blank_token_id": 127},
+    # the diarization head reads its (small) audio encoder's states
+    "Nemotron3DiarizationHeadConfig": {"audio_hidden_size": 64},
     "codegen": {"rotary_dim": 8},
     "gptj": {"rotary_dim": 8},
 }
@@ -448,13 +455,30 @@ def _feed(model: Any, ids: Any, variant: int) -> Dict[str, Any]:
                                                    generator=g).to(dtype)
         if "image_sizes" in params:
             kw["image_sizes"] = torch.tensor([[size, size]] * b)
+    if need("image_grid_thw"):  # a vision tower fed patches of a grid of 1 x 2 x 2 tokens
+        merge = int(getattr(cfg, "spatial_merge_size", 1) or 1)
+        patch = int(getattr(cfg, "patch_size", 14) or 14)
+        chans = int(getattr(cfg, "num_channels", None) or getattr(cfg, "in_channels", 3) or 3)
+        grid = torch.tensor([[1, 2, 2]])
+        if variant == 0:  # one row per language-model token: (tokens, P m, P m, C) (Inkling 2)
+            shape = (4, patch * merge, patch * merge, chans)
+        else:  # one row per patch, flattened (Qwen2-VL's towers)
+            tp = int(getattr(cfg, "temporal_patch_size", 1) or 1)
+            grid = grid * torch.tensor([1, merge, merge])
+            shape = (int(grid.prod()), chans * tp * patch * patch)
+        kw["pixel_values"] = torch.randn(*shape, generator=g).clamp(-1, 1).to(dtype)
+        kw["image_grid_thw"] = grid
     if need("input_features"):
-        a = _sub(cfg, "audio_config", "encoder_config")
-        mel = int(getattr(a, "num_mel_bins", None) or getattr(a, "feature_size", None) or 80)
+        a = _sub(cfg, "audio_config", "encoder_config", "semantic_model_config")
+        mel = int(getattr(a, "num_mel_bins", None) or getattr(a, "feature_size", None) or
+                  getattr(a, "feature_projection_input_dim", None) or 80)  # (a codec's
+        # semantic encoder reads stacked mel frames: their width)
         shape = (b, mel, 64) if variant == 0 else (b, 64, mel)
+        if variant == 2 and need("input_values"):  # a codec: as many semantic frames as the
+            shape = (b, 10, mel)                   # acoustic ones (3200 samples, hop 320)
         kw["input_features"] = torch.randn(*shape, generator=g).to(dtype)
     if need("input_values"):
-        shape = (b, 1, 3200) if variant == 0 else (b, 3200)
+        shape = (b, 1, 3200) if variant in (0, 2) else (b, 3200)  # 2: with (b, time, mel)
         kw["input_values"] = torch.randn(*shape, generator=g).to(dtype)
     if need("noise_embeds") and need("context_hidden_states"):  # a drafter (DFlash)
         hid = int(cfg.hidden_size)

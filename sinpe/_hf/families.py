@@ -14,7 +14,8 @@ PARTIAL_DEFAULT = frozenset({
     "qwen3_5_text", "qwen3_next", "qwen4_exp_text", "recurrent_gemma", "solar_open",
     "stablelm", "step3p7", "zaya",
     # sub-configs of their own model type
-    "glmasr_encoder", "nemotron3_5_transcribe_asr_audio", "mimo_v2_flash"})
+    "glmasr_encoder", "nemotron3_5_transcribe_asr_audio", "nemotron3_5_transcribe_word_timestamp",
+    "mimo_v2_flash"})
 #: the default init's fallback when rope_parameters has no partial_rotary_factor.
 PARTIAL_FALLBACK = {"mimo_v2_flash": 0.334}
 #: ``emb = repeat_interleave(freqs, 2)`` instead of ``cat(freqs, freqs)`` (Cohere's pairs).

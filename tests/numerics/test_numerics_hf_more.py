@@ -162,3 +162,30 @@ def test_refusals():
            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}
     with pytest.raises(ValueError, match="must be even"):  # NeoMME stacks even/odd halves
         hf_rope(odd, np.arange(8)[None])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_partial_factor_under_every_config_of_a_shared_rotary(dtype):
+    """Nemotron 3.5 Transcribe's one rotary class serves two configs of their own model types
+    (its ASR audio encoder's and its word-timestamp encoder's), both honouring
+    partial_rotary_factor; hf_rope read only the first as partial (the word-timestamp one gave
+    inv_freq of the whole head_dim: found by the patch coverage harness once it built the
+    family)."""
+    from transformers import AutoConfig
+    from transformers.models.nemotron3_5_transcribe import modeling_nemotron3_5_transcribe as M
+    for mt in ("nemotron3_5_transcribe_asr_audio", "nemotron3_5_transcribe_word_timestamp"):
+        kw = {"hidden_size": 64, "num_attention_heads": 4,
+              "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
+                                  "partial_rotary_factor": 0.5}}
+        if mt.endswith("timestamp"):
+            kw.update(vocab_size=128, blank_token_id=127)
+        cfg = AutoConfig.for_model(mt, **kw)
+        m = M.Nemotron3_5TranscribeRotaryEmbedding(cfg)
+        assert m.inv_freq.shape == (4,)
+        x = torch.zeros(1, dtype=getattr(torch, dtype))
+        pos = torch.arange(300)[None] * 7
+        want = m(x, pos)
+        got = hf_rope(cfg, pos, dtype=dtype)
+        for g, w in zip(got, want):
+            assert same(np.asarray(g.view(np.int16) if g.dtype.itemsize == 2 else g),
+                        w.view(torch.int16).numpy() if w.element_size() == 2 else w.numpy()), mt
