@@ -110,6 +110,17 @@ FIXES: Dict[str, Dict[str, Any]] = {
     "codegen": {"rotary_dim": 8},
     "gptj": {"rotary_dim": 8},
 }
+#: per model type: attributes (dotted paths) set on the family's default config (tiny_config
+#: small=None) where its sizes are wired to each other but its backbone's depth and width
+#: are not: SAM 3's tracker (466 M parameters otherwise, 16 M so; its ViT's global-attention
+#: layer among the two kept)
+DEFAULT_FIXES: Dict[str, Dict[str, Any]] = {
+    "sam3_tracker_video": {"vision_config.backbone_config.num_hidden_layers": 2,
+                           "vision_config.backbone_config.hidden_size": 256,
+                           "vision_config.backbone_config.intermediate_size": 512,
+                           "vision_config.backbone_config.num_attention_heads": 4,
+                           "vision_config.backbone_config.global_attn_indexes": [1]},
+}
 #: a candidate model with more parameters than this (counted on the meta device) is not built
 #: (nemotron3_diarization's speech encoder does not shrink: 99 M, built in 2 s).
 MAX_PARAMS = 120_000_000
@@ -327,9 +338,22 @@ def _mentions_mrope(cfg: Any) -> bool:
         return False
 
 
-def tiny_config(mt: str, small: bool = True) -> Any:
+def tiny_config(mt: str, small: Optional[bool] = True) -> Any:
+    """small True: every size small; False: the family's own layer counts; None: the
+    family's default config (a model whose sizes are wired to each other, a video tracker's:
+    tried last, under the parameter bound)."""
     from transformers import AutoConfig
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    if small is None:
+        cfg = AutoConfig.for_model(mt)
+        cfg._attn_implementation = "eager"
+        for path, value in DEFAULT_FIXES.get(mt, {}).items():
+            *outer, last = path.split(".")
+            obj = cfg
+            for name in outer:
+                obj = getattr(obj, name)
+            setattr(obj, last, value)
+        return cfg
     cfg_cls = CONFIG_MAPPING[mt]
     fields = _fields(cfg_cls)
     try:
@@ -359,12 +383,20 @@ def tiny_config(mt: str, small: bool = True) -> Any:
 
 
 def build(family: str) -> Tuple[Any, str, str]:
-    """(model, kind, model_type) of the first tiny model of the family that runs on ids."""
+    """(model, kind, model_type) of the first tiny model of the family that runs on ids:
+    each candidate class at the small sizes, then at its own layer counts; only when none
+    runs so, each at the family's default config (so a class that runs only at full size
+    never displaces one that runs small)."""
     import torch
     errors = []
-    for mt in model_types(family):
-        for kind, cls in model_classes(mt):
-            for small in (True, False):
+    no_rotary = set()
+    candidates = [(mt, kind, cls) for mt in model_types(family)
+                  for kind, cls in model_classes(mt)]
+    for sizes in ((True, False), (None,)):
+        for mt, kind, cls in candidates:
+            for small in sizes:
+                if cls in no_rotary:
+                    break
                 try:
                     cfg = tiny_config(mt, small)
                     with torch.device("meta"):
@@ -380,7 +412,8 @@ def build(family: str) -> Tuple[Any, str, str]:
                     if not any(type(m).__name__.endswith("RotaryEmbedding")
                                for m in model.modules()):
                         errors.append(f"{cls.__name__}: no rotary module")
-                        break
+                        no_rotary.add(cls)
+                        continue
                     return model, kind, mt
                 except Timeout:
                     raise
@@ -388,8 +421,9 @@ def build(family: str) -> Tuple[Any, str, str]:
                     lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
                     first = " ".join(lines[:2]) if lines and lines[0].endswith(":") else \
                         (lines[0] if lines else "")
-                    errors.append(f"{cls.__name__}{'' if small else ' (own layer count)'}: "
-                                  f"{type(e).__name__}: {first[:120]}")
+                    how = "" if small else " (own layer count)" if small is False else \
+                        " (default config)"
+                    errors.append(f"{cls.__name__}{how}: {type(e).__name__}: {first[:120]}")
     raise RuntimeError(errors[0] if errors else "no model class for input ids")
 
 
@@ -424,6 +458,8 @@ def _feed(model: Any, ids: Any, variant: int) -> Dict[str, Any]:
     g = torch.Generator().manual_seed(2)
     b = ids.shape[0]
     kw: Dict[str, Any] = {}
+    if "inference_session" in params:  # a video tracker: frames and a first mask (_call)
+        return {SESSION: variant}
     if "input_ids" in params:
         kw["input_ids"] = ids
         if variant == 2 and getattr(cfg, "codebook_vocab_size", None):  # text + audio streams
@@ -478,7 +514,8 @@ def _feed(model: Any, ids: Any, variant: int) -> Dict[str, Any]:
             shape = (b, 10, mel)                   # acoustic ones (3200 samples, hop 320)
         kw["input_features"] = torch.randn(*shape, generator=g).to(dtype)
     if need("input_values"):
-        shape = (b, 1, 3200) if variant in (0, 2) else (b, 3200)  # 2: with (b, time, mel)
+        codec = variant == 2 and need("input_features")  # with (b, time, mel) features
+        shape = (b, 1, 3200) if variant == 0 or codec else (b, 3200)
         kw["input_values"] = torch.randn(*shape, generator=g).to(dtype)
     if need("noise_embeds") and need("context_hidden_states"):  # a drafter (DFlash)
         hid = int(cfg.hidden_size)
@@ -508,7 +545,39 @@ def _run_some_feed(model: Any, ids: Any) -> None:
     raise err
 
 
+#: _feed's key for a video tracker's call: _call makes the session and runs the frames
+SESSION = "__inference_session__"
+#: frames a tracker runs: the first with its mask prompt, the second through the memory
+#: attention (the model's rotary) over the first's memory
+FRAMES = 2
+
+
+def _session_call(model: Any) -> Any:
+    """A fresh inference session (the model module's own class) of FRAMES random frames at
+    the config's image size, one object prompted by a random mask on frame 0, every frame
+    run; the last frame's mask logits."""
+    import importlib
+    import types as _types
+    import torch
+    mod = importlib.import_module(type(model).__module__)
+    sess = next(getattr(mod, n) for n in dir(mod) if n.endswith("InferenceSession"))
+    dtype = next(model.parameters()).dtype
+    size = int(getattr(model.config, "image_size", 1024))
+    g = torch.Generator().manual_seed(2)
+    video = torch.randn(FRAMES, 3, size, size, generator=g)
+    s = sess(video=video, video_height=size, video_width=size, dtype=dtype)
+    s.add_mask_inputs(s.obj_id_to_idx(0), 0,
+                      (torch.randn(1, 1, size, size, generator=g) > 0).float())
+    s.obj_with_new_inputs = [0]
+    out = None
+    for i in range(FRAMES):
+        out = model(inference_session=s, frame_idx=i)
+    return _types.SimpleNamespace(logits=out.pred_masks)
+
+
 def _call(model: Any, kw: Dict[str, Any]) -> Any:
+    if SESSION in kw:
+        return _session_call(model)
     return model(**kw)
 
 
