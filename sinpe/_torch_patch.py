@@ -38,11 +38,13 @@ from __future__ import annotations
 import ast
 import copy
 import inspect
+import math
 import sys
 import textwrap
 import types
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
+import numpy as np
 import torch
 
 
@@ -362,8 +364,10 @@ def _forward_source(cls: type) -> str:
 def _other_kind(module: Any) -> Optional[str]:
     """'sincos': GPT-J/CodeGen's precomputed ``embed_positions`` table (sin | cos halves,
     looked up by position); 'mscale': PhiMoE's forward, which recomputes inv_freq from the
-    config and scales by a per-call mscale; 'polar': complex ``torch.polar`` tables; None:
-    the inv_freq form hf_rope reproduces."""
+    config and scales by a per-call mscale; 'polar': complex ``torch.polar`` tables;
+    'patches': DINOv3's forward(pixel_values), the patch centres of the image's grid;
+    'grid': EfficientLoFTR's forward(x), the feature map's grid; None: the inv_freq form
+    hf_rope reproduces."""
     if isinstance(getattr(module, "embed_positions", None), torch.Tensor) and \
             isinstance(getattr(module, "pos_embd_dim", None), int):
         return "sincos"
@@ -372,7 +376,20 @@ def _other_kind(module: Any) -> Optional[str]:
         return "mscale"
     if "torch.polar" in src:
         return "polar"
+    if "get_patches_center_coordinates" in src and _params(type(module)) == [
+            "self", "pixel_values"]:
+        return "patches"
+    if "compute_embeddings" in src and "q_aggregation_stride" in src \
+            and _params(type(module)) == ["self", "x"]:
+        return "grid"
     return None
+
+
+def _params(cls: type) -> List[str]:
+    try:
+        return list(inspect.signature(inspect.unwrap(getattr(cls, "forward"))).parameters)
+    except (TypeError, ValueError):
+        return []
 
 
 def _plain_view(dim: int) -> Dict[str, Any]:
@@ -449,6 +466,11 @@ def _make_other_forward(module: Any, backend: Optional[str], kind: str,
             fwd0 = dynamic_rope_update(polar)  # type: ignore[no-untyped-call]
         return types.MethodType(fwd0, module)
 
+    if kind == "patches":
+        return types.MethodType(_patches_forward(type(module).forward, backend), module)
+    if kind == "grid":
+        return types.MethodType(_grid_forward(backend), module)
+
     def mscale(self: Any, x: torch.Tensor, position_ids: torch.Tensor) -> "_Pair":
         # PhiMoE: inv_freq recomputed from the config by the module's own init function on
         # every call, scaled by long_mscale or short_mscale as the call's length decides
@@ -471,6 +493,66 @@ def _make_other_forward(module: Any, backend: Optional[str], kind: str,
         from transformers.modeling_rope_utils import dynamic_rope_update
         fwd = dynamic_rope_update(mscale)  # type: ignore[no-untyped-call]
     return types.MethodType(fwd, module)
+
+
+def _patch_centres(nh: int, nw: int) -> np.ndarray:
+    """DINOv3's patch centres, (nh * nw, 2) (y, x) in [-1, 1], by the same float32 steps as
+    its get_patches_center_coordinates (arange(0.5, n) / n, then 2 c - 1: each exact or
+    correctly rounded, so NumPy's float32 gives torch's bits), times 2 pi rounded to float32
+    (torch's float32 product by a Python float scalar)."""
+    ch = np.arange(0.5, nh, dtype=np.float32) / np.float32(nh)
+    cw = np.arange(0.5, nw, dtype=np.float32) / np.float32(nw)
+    c = np.stack(np.meshgrid(ch, cw, indexing="ij"), -1).reshape(-1, 2)
+    c = np.float32(2.0) * c - np.float32(1.0)
+    return c * np.float32(2 * math.pi)
+
+
+def _patches_forward(original: Callable[..., Any], backend: Optional[str]) -> Callable[..., Any]:
+    """DINOv3's rotary (EoMT-DINOv3): angles ``2 pi c * inv_freq`` of the patch centres c,
+    flattened (y then x) and tiled twice, cos and sin, cast to the pixels' dtype: the
+    vision axial hwhw layout of those float32 positions (sinpe._hf.axial), bit for bit.  In
+    training mode the module jitters the centres with torch's generator: its own forward."""
+    from ._hf import axial
+    from ._jobs import _opts
+
+    def forward(self: Any, pixel_values: torch.Tensor) -> "_Pair":
+        if self.training:
+            out: "_Pair" = original(self, pixel_values)
+            return out
+        ph = self.config.patch_size
+        ph, pw = (ph[0], ph[1]) if isinstance(ph, (tuple, list)) else (ph, ph)
+        h, w = pixel_values.shape[-2:]
+        inv = self.inv_freq.detach().to("cpu", torch.float32).numpy()
+        c, s = axial._tables(_patch_centres(h // ph, w // pw), inv, "hwhw",
+                             _opts(None, None, backend, None, None), None)
+        dev, dt = pixel_values.device, pixel_values.dtype
+        return (torch.from_numpy(c).to(device=dev, dtype=dt),
+                torch.from_numpy(s).to(device=dev, dtype=dt))
+    return forward
+
+
+def _grid_forward(backend: Optional[str]) -> Callable[..., Any]:
+    """EfficientLoFTR's rotary: the aggregated feature map's grid of 1-based (row, column)
+    positions (``ones.cumsum``: exact), angles ``row * inv_freq`` and ``column * inv_freq``
+    interleaved per frequency, sin and cos each repeated twice, as (1, h, w, 2 * angles) in
+    x's dtype: the vision axial hw_repeat layout (sinpe._hf.axial), bit for bit."""
+    from ._hf import axial
+    from ._jobs import _opts
+
+    def forward(self: Any, x: torch.Tensor) -> "_Pair":
+        cfg = self.config
+        fh, fw = x.shape[-2:]
+        eh = (fh - cfg.q_aggregation_kernel_size) // cfg.q_aggregation_stride + 1
+        ew = (fw - cfg.q_aggregation_kernel_size) // cfg.q_aggregation_stride + 1
+        inv = self.inv_freq.detach().to("cpu", torch.float32).numpy()
+        g = np.stack(np.meshgrid(np.arange(1, eh + 1, dtype=np.float32),
+                                 np.arange(1, ew + 1, dtype=np.float32), indexing="ij"), -1)
+        c, s = axial._tables(g.reshape(-1, 2), inv, "hw_repeat",
+                             _opts(None, None, backend, None, None), None)
+        shape = (1, eh, ew, c.shape[-1])
+        return (torch.from_numpy(c.reshape(shape)).to(device=x.device, dtype=x.dtype),
+                torch.from_numpy(s.reshape(shape)).to(device=x.device, dtype=x.dtype))
+    return forward
 
 
 _POLAR = ("its rotary returns complex torch.polar tables, whose cos and sin torch takes from "
@@ -587,7 +669,9 @@ def patch(model: Any, *, backend: Optional[str] = None) -> Any:
             fwd = _make_other_forward(m, backend, sig, dyn)
             what = {"sincos": "hf_rope (sincos table)",
                     "mscale": "hf_rope (per-call mscale)",
-                    "polar": "hf_rope (complex polar table)"}[sig]
+                    "polar": "hf_rope (complex polar table)",
+                    "patches": "hf_rope (patch centres)",
+                    "grid": "hf_rope (feature-map grid)"}[sig]
         else:
             fwd = _make_forward(m, backend, sig, dyn)
             what = "hf_rope"

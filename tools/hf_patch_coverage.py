@@ -99,7 +99,9 @@ FIXES: Dict[str, Dict[str, Any]] = {
     "csm_depth_decoder_model": {"backbone_hidden_size": 64},
     "mimi@sub": {"upsample_groups": 64},
     # its backbone's last stage width is the attention's: the default sizes (a few M)
-    "efficientloftr": {"hidden_size": 256, "num_attention_heads": 8, "num_key_value_heads": 8},
+    # (its matcher keeps every match, so the random model's scores are not all zero)
+    "efficientloftr": {"hidden_size": 256, "num_attention_heads": 8, "num_key_value_heads": 8,
+                       "coarse_matching_threshold": 0.0, "coarse_matching_border_removal": 0},
     # codecs whose quantizer reads the acoustic and semantic states side by side (64 + 64)
     "neucodec": {"quantization_dim": 128, "num_key_value_heads": 4},
     "xcodec2": {"quantization_dim": 128, "num_key_value_heads": 4},
@@ -121,6 +123,10 @@ DEFAULT_FIXES: Dict[str, Dict[str, Any]] = {
                            "vision_config.backbone_config.num_attention_heads": 4,
                            "vision_config.backbone_config.global_attn_indexes": [1]},
 }
+#: families whose random init leaves layers at zero that cut the rotary off the outputs
+#: (EfficientLoFTR: zeroing its cos/sin changed none of its scores, hidden states or
+#: attentions): those parameters are drawn again (seeded) before the comparison
+REINIT_ZEROS = {"efficientloftr"}
 #: a candidate model with more parameters than this (counted on the meta device) is not built
 #: (nemotron3_diarization's speech encoder does not shrink: 99 M, built in 2 s).
 MAX_PARAMS = 120_000_000
@@ -176,7 +182,9 @@ def model_classes(mt: str) -> List[Tuple[str, Any]]:
     out = []
     for kind, mapping in (("causal", ma.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES),
                           ("masked", ma.MODEL_FOR_MASKED_LM_MAPPING_NAMES),
-                          ("base", ma.MODEL_MAPPING_NAMES)):
+                          ("keypoints", ma.MODEL_FOR_KEYPOINT_MATCHING_MAPPING_NAMES),
+                          ("base", ma.MODEL_MAPPING_NAMES),
+                          ("segmentation", ma.MODEL_FOR_UNIVERSAL_SEGMENTATION_MAPPING_NAMES)):
         name = mapping.get(mt)
         if isinstance(name, (list, tuple)):
             name = name[0]
@@ -407,6 +415,8 @@ def build(family: str) -> Tuple[Any, str, str]:
                                          "(a sub-config that does not shrink)")
                     torch.manual_seed(0)
                     model = cls._from_config(cfg, attn_implementation="eager").eval()
+                    if family in REINIT_ZEROS:
+                        _reinit_zeros(model)
                     ids = inputs(model)
                     _run_some_feed(model, ids)
                     if not any(type(m).__name__.endswith("RotaryEmbedding")
@@ -425,6 +435,15 @@ def build(family: str) -> Tuple[Any, str, str]:
                         " (default config)"
                     errors.append(f"{cls.__name__}{how}: {type(e).__name__}: {first[:120]}")
     raise RuntimeError(errors[0] if errors else "no model class for input ids")
+
+
+def _reinit_zeros(model: Any) -> None:
+    import torch
+    g = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.numel() and not p.abs().max():
+                p.copy_(torch.randn(p.shape, generator=g) * 0.02)
 
 
 def inputs(model: Any) -> Any:
@@ -479,7 +498,8 @@ def _feed(model: Any, ids: Any, variant: int) -> Dict[str, Any]:
         v = _sub(cfg, "vision_config")
         patch = int(getattr(v, "patch_size", 16) or 16)
         size = getattr(v, "image_size", 4 * patch)
-        size = size if variant in (1, 2) and isinstance(size, int) else 4 * patch
+        size = size if variant in (1, 2) and isinstance(size, int) else \
+            8 * patch if variant == 3 else 4 * patch  # 3: a matcher's grid of 4 x 4 tokens
         kw["pixel_values"] = torch.randn(b, int(getattr(v, "num_channels", 3) or 3), size,
                                          size, generator=g).to(dtype)
         if variant == 2 and "image_attention_mask" in params:  # one image per sequence
@@ -591,6 +611,13 @@ def output(model: Any, ids: Any) -> Any:
         t = getattr(out, name, None)
         if t is not None:
             return t
+    if hasattr(out, "values"):  # a ModelOutput's first float tensor (a matcher's scores),
+        for t in out.values():    # or first tuple of tensors, flattened and joined
+            if isinstance(t, torch.Tensor) and t.is_floating_point():
+                return t
+            if isinstance(t, (tuple, list)) and t and all(isinstance(u, torch.Tensor)
+                                                          for u in t):
+                return torch.cat([u.flatten() for u in t])
     return out[0]
 
 

@@ -28,6 +28,8 @@ F32 = np.float32
 #:   kimi     freqs.transpose(1, 2).flip(-1).flatten(1) twice  (w, h per frequency)
 #:   step     freqs.flip(1).flatten(1) twice                (all w, then all h)
 #:   flat     freqs.flatten(1) twice, any A axes           (MiniMax-M3-VL)
+#:   hw_repeat  stack([fh, fw], -1).flatten(-2).repeat_interleave(2): per frequency h, h,
+#:            w, w (EfficientLoFTR's grid, whose forward takes the feature map: sinpe.torch.patch)
 #:   pixtral  inv over the whole head_dim as cat(inv[0::2], inv[1::2]); fh from the first
 #:            chunk of axis 0, fw from the second chunk of axis 1; cat([fh, fw, fh, fw])
 #: head-dim source: "head" ``head_dim or hidden_size // num_attention_heads``; "embed" the same
@@ -154,6 +156,8 @@ def _columns(layout: str, n: int, axes: int) -> Tuple[np.ndarray, np.ndarray]:
         one_a = np.stack([w, h], axis=1).ravel()
         one_f = np.repeat(k, 2)
         a, f = np.concatenate([one_a] * 2), np.concatenate([one_f] * 2)
+    elif layout == "hw_repeat":  # per frequency h, w, each twice (EfficientLoFTR's grid)
+        a, f = np.repeat(np.stack([h, w], axis=1).ravel(), 2), np.repeat(k, 4)
     elif layout == "step":
         a, f = np.concatenate([w, h] * 2), np.concatenate([k] * 4)
     elif layout == "flat":

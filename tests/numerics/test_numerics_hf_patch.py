@@ -288,3 +288,76 @@ def test_sincos_buffer_checked():
         st.patch(model)
     assert st.patched(model) == []
     assert "forward" not in rot.__dict__
+
+
+import sinpe.torch  # noqa: E402
+
+
+def _pair_bits(a, b):
+    return [int((x.view(torch.int16) != y.view(torch.int16)).sum()) if x.element_size() == 2
+            else int((x.view(torch.int32) != y.view(torch.int32)).sum()) for x, y in zip(a, b)]
+
+
+class _Holder(torch.nn.Module):
+    def __init__(self, rotary, config):
+        super().__init__()
+        self.rotary_emb, self.config = rotary, config
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_dinov3_patch_centres_form(dtype):
+    """EoMT-DINOv3's rotary, forward(pixel_values): the patch centres of the image's grid
+    (2 pi c * inv_freq, tiled), bit for bit at square and oblong images and head dims 16 and
+    64; the 'builtin' backend differs (the comparison can fail); in training mode the module's
+    own forward (it jitters the centres with torch's generator)."""
+    from transformers import AutoConfig
+    from transformers.models.eomt_dinov3 import modeling_eomt_dinov3 as M
+    for hid, heads in ((64, 4), (384, 6)):
+        cfg = AutoConfig.for_model("eomt_dinov3", hidden_size=hid, num_attention_heads=heads,
+                                   patch_size=16)
+        rot = M.EomtDinov3RotaryEmbedding(cfg).eval()
+        holder = _Holder(rot, cfg)
+        for h, w in ((64, 64), (640, 480), (48, 1024)):
+            px = torch.zeros(2, 3, h, w, dtype=dtype)
+            want = rot(px)
+            sinpe.torch.patch(holder)
+            assert sinpe.torch.patched(holder)[0]["form"] == "hf_rope (patch centres)"
+            assert _pair_bits(rot(px), want) == [0, 0], (hid, h, w)
+            sinpe.torch.unpatch(holder)
+        sinpe.torch.patch(holder, backend="builtin")  # (float32: a half type's rounding
+        assert sum(_pair_bits(rot(torch.zeros(1, 3, 640, 480)),  # may hide last bits)
+                              M.EomtDinov3RotaryEmbedding(cfg).eval()(
+                                  torch.zeros(1, 3, 640, 480)))) > 0
+        sinpe.torch.unpatch(holder)
+    rot.train()
+    sinpe.torch.patch(holder)
+    torch.manual_seed(0)
+    a = rot(torch.zeros(1, 3, 64, 64))
+    sinpe.torch.unpatch(holder)
+    torch.manual_seed(0)
+    assert _pair_bits(a, rot(torch.zeros(1, 3, 64, 64))) == [0, 0]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_efficientloftr_grid_form(dtype):
+    """EfficientLoFTR's rotary, forward(x) of the coarse feature map: the aggregated grid's
+    1-based (row, column) positions, angles interleaved per frequency, each repeated twice,
+    bit for bit at several map sizes; the 'builtin' backend differs."""
+    from transformers import AutoConfig
+    from transformers.models.efficientloftr import modeling_efficientloftr as M
+    cfg = AutoConfig.for_model("efficientloftr")
+    rot = M.EfficientLoFTRRotaryEmbedding(cfg)
+    holder = _Holder(rot, cfg)
+    for fh, fw in ((16, 16), (60, 80), (4, 100)):
+        x = torch.zeros(2, cfg.hidden_size, fh, fw, dtype=dtype)
+        want = rot(x)
+        sinpe.torch.patch(holder)
+        assert sinpe.torch.patched(holder)[0]["form"] == "hf_rope (feature-map grid)"
+        got = rot(x)
+        assert got[0].shape == want[0].shape and _pair_bits(got, want) == [0, 0], (fh, fw)
+        sinpe.torch.unpatch(holder)
+    sinpe.torch.patch(holder, backend="builtin")  # float32: see the DINOv3 test
+    assert sum(_pair_bits(rot(torch.zeros(1, cfg.hidden_size, 60, 80)),
+                          M.EfficientLoFTRRotaryEmbedding(cfg)(
+                              torch.zeros(1, cfg.hidden_size, 60, 80)))) > 0
+    sinpe.torch.unpatch(holder)
