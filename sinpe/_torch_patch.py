@@ -469,7 +469,7 @@ def _make_other_forward(module: Any, backend: Optional[str], kind: str,
     if kind == "patches":
         return types.MethodType(_patches_forward(type(module).forward, backend), module)
     if kind == "grid":
-        return types.MethodType(_grid_forward(backend), module)
+        return types.MethodType(_grid_forward(type(module).forward, backend), module)
 
     def mscale(self: Any, x: torch.Tensor, position_ids: torch.Tensor) -> "_Pair":
         # PhiMoE: inv_freq recomputed from the config by the module's own init function on
@@ -516,12 +516,13 @@ def _patches_forward(original: Callable[..., Any], backend: Optional[str]) -> Ca
     from ._jobs import _opts
 
     def forward(self: Any, pixel_values: torch.Tensor) -> "_Pair":
-        if self.training:
-            out: "_Pair" = original(self, pixel_values)
-            return out
         ph = self.config.patch_size
         ph, pw = (ph[0], ph[1]) if isinstance(ph, (tuple, list)) else (ph, ph)
         h, w = pixel_values.shape[-2:]
+        if self.training or not _plain_grid(self.inv_freq, pixel_values, 4) or h < ph \
+                or w < pw:
+            out: "_Pair" = original(self, pixel_values)
+            return out
         inv = self.inv_freq.detach().to("cpu", torch.float32).numpy()
         c, s = axial._tables(_patch_centres(h // ph, w // pw), inv, "hwhw",
                              _opts(None, None, backend, None, None), None)
@@ -531,7 +532,16 @@ def _patches_forward(original: Callable[..., Any], backend: Optional[str]) -> Ca
     return forward
 
 
-def _grid_forward(backend: Optional[str]) -> Callable[..., Any]:
+def _plain_grid(inv_freq: Any, x: Any, ndim: int) -> bool:
+    """The case the grid forms reproduce: a float32 CPU (or other real device's) inv_freq
+    (after ``model.to(bfloat16)`` or float64 the module computes its angles in that type:
+    its own forward then) and an x of ndim axes with memory (a meta x: the module's forward,
+    which returns meta tensors)."""
+    return (inv_freq.dtype == torch.float32 and not inv_freq.is_meta and not x.is_meta
+            and x.dim() == ndim)
+
+
+def _grid_forward(original: Callable[..., Any], backend: Optional[str]) -> Callable[..., Any]:
     """EfficientLoFTR's rotary: the aggregated feature map's grid of 1-based (row, column)
     positions (``ones.cumsum``: exact), angles ``row * inv_freq`` and ``column * inv_freq``
     interleaved per frequency, sin and cos each repeated twice, as (1, h, w, 2 * angles) in
@@ -544,6 +554,12 @@ def _grid_forward(backend: Optional[str]) -> Callable[..., Any]:
         fh, fw = x.shape[-2:]
         eh = (fh - cfg.q_aggregation_kernel_size) // cfg.q_aggregation_stride + 1
         ew = (fw - cfg.q_aggregation_kernel_size) // cfg.q_aggregation_stride + 1
+        # the module's angle tensor has hidden_size // 2 columns, its inv_freq a quarter of
+        # hidden_size (other lengths broadcast or raise there), and a grid of at least one
+        if not _plain_grid(self.inv_freq, x, 4) or eh < 1 or ew < 1 \
+                or 4 * self.inv_freq.numel() != cfg.hidden_size:
+            out: "_Pair" = original(self, x)
+            return out
         inv = self.inv_freq.detach().to("cpu", torch.float32).numpy()
         g = np.stack(np.meshgrid(np.arange(1, eh + 1, dtype=np.float32),
                                  np.arange(1, ew + 1, dtype=np.float32), indexing="ij"), -1)

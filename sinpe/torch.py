@@ -272,13 +272,15 @@ def apply_rotary_pos_emb(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, si
     StableLM, Persimmon).  New tensors (q_embed, k_embed), bit for bit with transformers'
     at float32, float16 and bfloat16."""
     ud = _ud(cos, unsqueeze_dim)
-    if ud is not None and _fast_ok(q, k, cos, sin, True):
+    # a table of width 1 is broadcast by torch over the whole head (no partial rotary)
+    wide = cos.shape[-1] == 1 < q.shape[-1] if cos.dim() else True
+    if ud is not None and not wide and _fast_ok(q, k, cos, sin, True):
         out = _rotate_into(q, k, cos, sin, ud, False)
         if out is not None:
             return out
     c, s = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
     r = c.shape[-1]
-    if r < q.shape[-1]:
+    if 1 < r < q.shape[-1]:
         def one(x: torch.Tensor) -> torch.Tensor:
             xr, xp = x[..., :r], x[..., r:]
             return torch.cat([(xr * c) + (_hf_rotate_half(xr) * s), xp], dim=-1)

@@ -361,3 +361,52 @@ def test_efficientloftr_grid_form(dtype):
                           M.EfficientLoFTRRotaryEmbedding(cfg)(
                               torch.zeros(1, cfg.hidden_size, 60, 80)))) > 0
     sinpe.torch.unpatch(holder)
+
+
+@pytest.mark.parametrize("cast", [torch.bfloat16, torch.float16, torch.float64])
+def test_grid_forms_after_model_to(cast):
+    """After ``model.to(dtype)`` the modules compute their angles in inv_freq's new type
+    (EfficientLoFTR in it; EoMT-DINOv3 promoted): the patched forwards give the module's own
+    bits there (a review found 2,320-30,720 of 30,720 values differing), and on the edge
+    cases the module raises or broadcasts on (no patch in the image, an inv_freq of another
+    length than the grid's, meta tensors) they behave as it does."""
+    from transformers import AutoConfig
+    from transformers.models.efficientloftr import modeling_efficientloftr as L
+    from transformers.models.eomt_dinov3 import modeling_eomt_dinov3 as E
+    cfg = AutoConfig.for_model("efficientloftr")
+    rot = L.EfficientLoFTRRotaryEmbedding(cfg).to(cast)
+    holder = _Holder(rot, cfg)
+    x = torch.zeros(1, cfg.hidden_size, 48, 40, dtype=cast)
+    want = rot(x)
+    sinpe.torch.patch(holder)
+    assert _pair_bits(rot(x), want) == [0, 0]
+    sinpe.torch.unpatch(holder)
+    ecfg = AutoConfig.for_model("eomt_dinov3", hidden_size=64, num_attention_heads=4,
+                                patch_size=16)
+    erot = E.EomtDinov3RotaryEmbedding(ecfg).eval().to(cast)
+    eholder = _Holder(erot, ecfg)
+    px = torch.zeros(1, 3, 96, 64, dtype=cast)
+    want = erot(px)
+    sinpe.torch.patch(eholder)
+    assert _pair_bits(erot(px), want) == [0, 0]
+    small = torch.zeros(1, 3, 15, 15)  # no patch: the module's arange raises, and so do we
+    with pytest.raises(RuntimeError):
+        erot(small)
+    sinpe.torch.unpatch(eholder)
+    one = L.EfficientLoFTRRotaryEmbedding(cfg)  # an inv_freq of length 1: broadcast there
+    one.inv_freq = one.inv_freq[:1].clone()
+    want = one(torch.zeros(1, cfg.hidden_size, 48, 40))
+    h1 = _Holder(one, cfg)
+    sinpe.torch.patch(h1)
+    got = one(torch.zeros(1, cfg.hidden_size, 48, 40))
+    assert got[0].shape == want[0].shape and _pair_bits(got, want) == [0, 0]
+
+
+def test_width_one_tables_broadcast_as_torch():
+    """cos/sin of last dim 1 are broadcast by torch over the whole head (not a partial rotary
+    of width 1: a review found 432 of 432 values differing)."""
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb as hf
+    for dt in (torch.float32, torch.bfloat16):
+        q, k = torch.randn(2, 3, 9, 8).to(dt), torch.randn(2, 1, 9, 8).to(dt)
+        c, s = torch.randn(2, 9, 1).to(dt), torch.randn(2, 9, 1).to(dt)
+        assert _pair_bits(sinpe.torch.apply_rotary_pos_emb(q, k, c, s), hf(q, k, c, s)) == [0, 0]
