@@ -512,8 +512,6 @@ def _patches_forward(original: Callable[..., Any], backend: Optional[str]) -> Ca
     flattened (y then x) and tiled twice, cos and sin, cast to the pixels' dtype: the
     vision axial hwhw layout of those float32 positions (sinpe._hf.axial), bit for bit.  In
     training mode the module jitters the centres with torch's generator: its own forward."""
-    from ._hf import axial
-    from ._jobs import _opts
 
     def forward(self: Any, pixel_values: torch.Tensor) -> "_Pair":
         ph = self.config.patch_size
@@ -523,12 +521,8 @@ def _patches_forward(original: Callable[..., Any], backend: Optional[str]) -> Ca
                 or w < pw:
             out: "_Pair" = original(self, pixel_values)
             return out
-        inv = self.inv_freq.detach().to("cpu", torch.float32).numpy()
-        c, s = axial._tables(_patch_centres(h // ph, w // pw), inv, "hwhw",
-                             _opts(None, None, backend, None, None), None)
-        dev, dt = pixel_values.device, pixel_values.dtype
-        return (torch.from_numpy(c).to(device=dev, dtype=dt),
-                torch.from_numpy(s).to(device=dev, dtype=dt))
+        return _axial_pair(_patch_centres(h // ph, w // pw), self.inv_freq, "hwhw", backend,
+                           pixel_values, None)
     return forward
 
 
@@ -546,8 +540,6 @@ def _grid_forward(original: Callable[..., Any], backend: Optional[str]) -> Calla
     positions (``ones.cumsum``: exact), angles ``row * inv_freq`` and ``column * inv_freq``
     interleaved per frequency, sin and cos each repeated twice, as (1, h, w, 2 * angles) in
     x's dtype: the vision axial hw_repeat layout (sinpe._hf.axial), bit for bit."""
-    from ._hf import axial
-    from ._jobs import _opts
 
     def forward(self: Any, x: torch.Tensor) -> "_Pair":
         cfg = self.config
@@ -560,15 +552,27 @@ def _grid_forward(original: Callable[..., Any], backend: Optional[str]) -> Calla
                 or 4 * self.inv_freq.numel() != cfg.hidden_size:
             out: "_Pair" = original(self, x)
             return out
-        inv = self.inv_freq.detach().to("cpu", torch.float32).numpy()
         g = np.stack(np.meshgrid(np.arange(1, eh + 1, dtype=np.float32),
                                  np.arange(1, ew + 1, dtype=np.float32), indexing="ij"), -1)
-        c, s = axial._tables(g.reshape(-1, 2), inv, "hw_repeat",
-                             _opts(None, None, backend, None, None), None)
-        shape = (1, eh, ew, c.shape[-1])
-        return (torch.from_numpy(c.reshape(shape)).to(device=x.device, dtype=x.dtype),
-                torch.from_numpy(s.reshape(shape)).to(device=x.device, dtype=x.dtype))
+        return _axial_pair(g.reshape(-1, 2), self.inv_freq, "hw_repeat", backend, x,
+                           (1, eh, ew))
     return forward
+
+
+def _axial_pair(positions: np.ndarray, inv_freq: torch.Tensor, layout: str,
+                backend: Optional[str], like: torch.Tensor,
+                lead: Optional[Tuple[int, ...]]) -> "_Pair":
+    """The grid forms' (cos, sin): the vision axial layout's float32 tables of (N, 2)
+    positions and the module's (float32) inv_freq, shaped lead + (columns,) when given, on
+    like's device in like's dtype (the modules' closing ``.to``)."""
+    from ._hf import axial
+    from ._jobs import _opts
+    inv = inv_freq.detach().to("cpu", torch.float32).numpy()
+    c, s = axial._tables(positions, inv, layout, _opts(None, None, backend, None, None), None)
+    if lead is not None:
+        c, s = c.reshape(lead + c.shape[-1:]), s.reshape(lead + s.shape[-1:])
+    return (torch.from_numpy(c).to(device=like.device, dtype=like.dtype),
+            torch.from_numpy(s).to(device=like.device, dtype=like.dtype))
 
 
 _POLAR = ("its rotary returns complex torch.polar tables, whose cos and sin torch takes from "
