@@ -157,12 +157,18 @@ TARGET static inline void avx2_spairs(float *dst, __m256 s, __m256 c)
 /* The element conversions (elem/half.h's rules): F16C's vcvtps2ph rounds to nearest even
  * and quiets NaN keeping its top payload bits, as sinpe_f32_to_f16; bfloat16 by integer
  * steps, NaN to SINPE_BF16_NAN. */
+/* float32 bits x rounded to nearest even at bit 16 (bfloat16's rounding, before the low half
+ * is dropped; NaN is the caller's) */
+TARGET static inline __m256i avx2_rne_bits(__m256i x)
+{
+    __m256i odd = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+    return _mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), odd));
+}
+
 TARGET static inline __m256 avx2_rb(__m256 v)
 {
     __m256i x = _mm256_castps_si256(v);
-    __m256i r = _mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff),
-                                                     _mm256_and_si256(_mm256_srli_epi32(x, 16),
-                                                                      _mm256_set1_epi32(1))));
+    __m256i r = avx2_rne_bits(x);
     r = _mm256_and_si256(r, _mm256_set1_epi32((int)0xffff0000u));
     __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff)),
                                      _mm256_set1_epi32(0x7f800000));
@@ -175,9 +181,7 @@ TARGET static inline __m256 avx2_rb(__m256 v)
 TARGET static inline void avx2_f2b(void *p, __m256 v)
 {
     __m256i x = _mm256_castps_si256(v);
-    __m256i r = _mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff),
-                                                     _mm256_and_si256(_mm256_srli_epi32(x, 16),
-                                                                      _mm256_set1_epi32(1))));
+    __m256i r = avx2_rne_bits(x);
     r = _mm256_blendv_epi8(_mm256_srli_epi32(r, 16), _mm256_set1_epi32((int)SINPE_BF16_NAN),
                            _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
     _mm_storeu_si128((__m128i *)p, _mm_packus_epi32(_mm256_castsi256_si128(r),

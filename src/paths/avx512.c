@@ -143,12 +143,18 @@ TARGET static inline void avx512_pairs16(float *dst, __m512 s, __m512 c)
 #define PATH_ALIGN 64
 
 /* The element conversions (elem/half.h's rules; as the AVX2 path's). */
+/* float32 bits x rounded to nearest even at bit 16 (bfloat16's rounding, before the low half
+ * is dropped; NaN is the caller's) */
+TARGET static inline __m512i avx512_rne_bits(__m512i x)
+{
+    __m512i odd = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+    return _mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), odd));
+}
+
 TARGET static inline __m512 avx512_rb(__m512 v)
 {
     __m512i x = _mm512_castps_si512(v);
-    __m512i r = _mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
-                                                     _mm512_and_si512(_mm512_srli_epi32(x, 16),
-                                                                      _mm512_set1_epi32(1))));
+    __m512i r = avx512_rne_bits(x);
     r = _mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u));
     __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)),
                                             _mm512_set1_epi32(0x7f800000));
@@ -161,9 +167,7 @@ TARGET static inline __m512 avx512_rb(__m512 v)
 TARGET static inline void avx512_f2b(void *p, __m512 v)
 {
     __m512i x = _mm512_castps_si512(v);
-    __m512i r = _mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
-                                                     _mm512_and_si512(_mm512_srli_epi32(x, 16),
-                                                                      _mm512_set1_epi32(1))));
+    __m512i r = avx512_rne_bits(x);
     r = _mm512_mask_mov_epi32(_mm512_srli_epi32(r, 16), _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
                               _mm512_set1_epi32((int)SINPE_BF16_NAN));
     _mm256_storeu_si256((__m256i *)p, _mm512_cvtepi32_epi16(r));
