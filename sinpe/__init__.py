@@ -36,7 +36,9 @@ from . import presets
 from ._rope import apply_rope, shift_matrix
 from ._cache import cache_info, clear_cache, get_cache_size, set_cache_size
 from ._backends import policy as _policy
+from ._backends import runtime as _runtime
 from ._report import numerics
+from ._backends.runtime import get_thread_runtime, set_thread_runtime
 from ._backends.policy import (
     backends,
     get_backend,
@@ -62,6 +64,8 @@ __all__ = [
     "set_kernel",
     "get_threads",
     "set_threads",
+    "get_thread_runtime",
+    "set_thread_runtime",
     "elementwise",
     "reproduces",
     "presets",
@@ -115,6 +119,7 @@ def _configure() -> None:
                              "valid: use an integer from 1 to 256 (or leave it unset)") from None
     else:
         set_threads(min(_usable_cpus(), 256))
+    _runtime.configure(_env("SINPE_THREAD_RUNTIME"))
 
 
 def _command_line() -> bool:

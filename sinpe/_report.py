@@ -6,7 +6,7 @@ import platform
 from typing import Any, Dict
 
 from . import _cache
-from ._backends import records
+from ._backends import records, runtime
 from ._backends.mkl import DIFFERENT, release_matches
 from ._backends.policy import (backends, cpu_features, get_backend, get_default, get_kernel,
                                get_threads, kernels, reproduces)
@@ -62,6 +62,7 @@ def numerics() -> Dict[str, Any]:
         "kernels": kernels(),
         "kernel_records": _records(),
         "threads": get_threads(),
+        "thread_runtime": runtime.report(),
         "cache": _cache.cache_info(),
         "available": backends(),
         "mkl": mkl,

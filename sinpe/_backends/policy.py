@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Optional, SupportsIndex, Tuple
 
 from .. import _sinpe
 from .._types import Kernel, Name
-from . import records
+from . import records, runtime
 from .records import ARM64, BACKEND_INDEX, NAMES, PATH_NAMES, PROFILES, REGISTRY, X86_64
 
 # The process's defaults (set_backend, set_kernel, set_threads; the environment at import).
@@ -120,6 +120,7 @@ def _resolve_opts(name: Any) -> Tuple[int, int, int, int, int]:
 # thread count).  Libraries only ever become loaded, and a resolution is kept only once it
 # succeeded, so an entry stays true; set_backend and set_kernel need no invalidation.
 _OPTS_CACHE: Dict[Any, Tuple[int, int, int, int, int]] = {}
+_RT = runtime._RT
 
 
 def opts(backend: Any = None, threads: Any = None, torch_threads: Any = None) -> tuple:
@@ -128,6 +129,8 @@ def opts(backend: Any = None, threads: Any = None, torch_threads: Any = None) ->
     gave them (the core checks them and names them)."""
     name = _STATE["backend"] if backend is None else backend
     torch = sys.modules.get("torch")
+    if torch is not None and torch is not _RT["torch"]:  # whose threads: once per torch
+        runtime.follow()
     key = (name, id(torch), torch.get_num_threads() if ARM64 and torch is not None else 0)
     try:
         hit = _OPTS_CACHE.get(key)

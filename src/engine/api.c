@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "platform/cpu.h"
+#include "platform/threads.h"
 
 /* ---- backends ---------------------------------------------------------------------------- */
 
@@ -135,6 +136,18 @@ const char *sinpe_cpu_feature(int k, int *value)
     if (value)
         *value = f[k].v;
     return f[k].name;
+}
+
+/* ---- threads ------------------------------------------------------------------------------ */
+
+int sinpe_set_thread_runtime(const char *openmp_library)
+{
+    return sinpe_threads_adopt_openmp(openmp_library) == 0 ? SINPE_OK : SINPE_E_RUNTIME;
+}
+
+int sinpe_thread_runtime(void)
+{
+    return sinpe_threads_openmp();
 }
 
 /* ---- conveniences ---------------------------------------------------------------------- */

@@ -43,6 +43,8 @@
 #define SINPE_KEPT_SHARE 24
 /* A value rotated by apply_rope, likewise (engine/rope.c). */
 #define SINPE_ROPE_SHARE 32
+/* ... from this many values on an adopted OpenMP runtime (engine/rope.c) */
+#define SINPE_ROPE_OPENMP_VALUES (2 * SINPE_MIN_THREAD_WORK)
 /* Rows per position-copy item; arguments per backend call; vectors per rope item. */
 #define SINPE_POS_BLOCK 16384
 #define SINPE_BLOCK 2048

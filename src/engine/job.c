@@ -680,6 +680,7 @@ const char *sinpe_strerror(int status)
         "the sequence or batch axis is not an axis before the last",
         "cos and sin must be float32 tables of shape (tables, seq, rot)",
         "the kept rows do not suit the job",
+        "the OpenMP runtime is not loaded in this process or is not one sinpe can run on",
     };
     return status >= 0 && status < SINPE_STATUS_COUNT ? text[status] : "unknown sinpe status";
 }

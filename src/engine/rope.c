@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "engine/layout.h"
+#include "platform/threads.h"
 
 /* A rope table: float32, float16 or bfloat16 of shape (tables, seq, rot), any strides (0
  * too: a broadcast view); for an x with no elements (nothing is rotated) also of no rows,
@@ -282,9 +283,15 @@ void sinpe_rope_setup(sinpe_plan *p)
      * from about 4 million values on.  Below that its start-up and, right after torch's
      * parallel work, a core shared with torch's spinning OpenMP worker cost more than it saves
      * (Zen 5, 1 x 32 x 512 x 128 float32: 0.27 ms on one thread, 0.20 on two when quiet,
-     * 1.5 ms on two interleaved with HF's eager rotation). */
+     * 1.5 ms on two interleaved with HF's eager rotation).  On an adopted OpenMP runtime
+     * (torch's workers, platform/threads.h) the second thread is one of torch's own, which
+     * spins waiting for work: it pays from a thread's minimum work on (Zen 4, 2 threads,
+     * beside transformers' eager rotation: 1 x 32 x 24 x 128 bfloat16 q with 8-head k,
+     * 123 k values, 77 -> 57 us; 8 x 8 x 128 x 64 float16 252 -> 135 us). */
     int64_t values = p->count * j->rope.cos.shape[2];
-    p->nslots = values < 2 * SINPE_ROPE_SHARE * SINPE_MIN_THREAD_WORK ? 1 : p->o.threads;
+    int64_t from = sinpe_threads_openmp() ? SINPE_ROPE_OPENMP_VALUES
+                                          : 2 * SINPE_ROPE_SHARE * SINPE_MIN_THREAD_WORK;
+    p->nslots = values < from ? 1 : p->o.threads;
 }
 
 /* Items of the first array, then of the second. */

@@ -60,7 +60,8 @@ typedef enum {
     SINPE_E_AXIS = 28,      /* rope: the sequence or batch axis is not an axis before the last */
     SINPE_E_TABLES = 29,    /* rope: cos/sin tables of another shape than (tables, seq, rot) */
     SINPE_E_KEPT = 30,      /* kept rows (a cache) that do not suit the job */
-    SINPE_STATUS_COUNT = 31
+    SINPE_E_RUNTIME = 31,   /* an OpenMP runtime not loaded, or not one sinpe can run on */
+    SINPE_STATUS_COUNT = 32
 } sinpe_status;
 
 /* Element types: the first four can be written; all can hold positions. */
@@ -384,6 +385,16 @@ int sinpe_fresh_memory(void *data, int64_t bytes, int huge);
 /* The rule of a base (and of any parameter the presets raise to powers or divide by):
  * finite and > 0.  SINPE_OK or SINPE_E_BASE. */
 int sinpe_check_base(double base);
+
+/* Where parallel work runs: on an OpenMP runtime the process has already loaded (its file
+ * name or path as dlopen takes it: GNU libgomp, whose GOMP_parallel torch's parallel loops
+ * run on), so that sinpe's threads are that library's workers; NULL: sinpe's own threads.
+ * SINPE_OK, or SINPE_E_RUNTIME when the library is not loaded, lacks libgomp's entry points,
+ * or another runtime was chosen before in this process (and always on Windows).  A forked
+ * child runs on sinpe's own threads (libgomp's workers are not in it). */
+int sinpe_set_thread_runtime(const char *openmp_library);
+/* 1 while an OpenMP runtime runs the parallel work, else 0. */
+int sinpe_thread_runtime(void);
 
 /* Human-readable text of a status code (static storage). */
 const char *sinpe_strerror(int status);

@@ -2,12 +2,20 @@
  * the helpers are a persistent pool, started on first use and woken per call (a few
  * microseconds, where starting a thread costs tens); a forked child starts a fresh pool, and
  * the pool is joined at exit.  A call made while another thread's call holds the pool, and
- * every call on Windows, starts short-lived threads as before. */
+ * every call on Windows, starts short-lived threads as before.
+ *
+ * Or, once adopted (sinpe_threads_adopt_openmp), on an OpenMP runtime the process has
+ * already loaded: GNU libgomp's GOMP_parallel, the entry point its `omp parallel` regions
+ * compile to.  Work handed to the runtime another library's parallel loops run on (torch's)
+ * lands on that library's worker threads, which spin for a while after each of its regions:
+ * on a machine with as many cores as threads, a second pool's helper would share a core with
+ * such a spinning worker and run at half speed or less. */
 #include "platform/threads.h"
 
 #ifdef _WIN32
 #include <windows.h>
 #else
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #endif
@@ -167,10 +175,13 @@ static void pool_shutdown(void)
 
 /* A forked child has none of the parent's helpers: it starts its own pool (the parent's
  * memory is left as it is; a call running in another parent thread may have held the lock). */
+static void omp_forget(void);
+
 static void pool_forked(void)
 {
     the_pool = NULL;
     pthread_mutex_init(&pool_busy, NULL);
+    omp_forget(); /* libgomp's pool is not fork-safe: its workers are gone in the child */
 }
 
 static void pool_register(void)
@@ -246,6 +257,95 @@ static int pool_run(shared *sh, int t)
     pthread_mutex_unlock(&pool_busy);
     return 1;
 }
+
+/* ---- an OpenMP runtime already in the process --------------------------------------------- */
+
+typedef void (*omp_parallel_fn)(void (*fn)(void *), void *data, unsigned threads,
+                                unsigned flags);
+typedef struct {
+    omp_parallel_fn parallel; /* GOMP_parallel */
+    int (*thread_num)(void);  /* omp_get_thread_num */
+} omp_runtime;
+
+static omp_runtime omp_found;        /* filled once, before it is published */
+static omp_runtime *omp_rt;          /* the adopted runtime, NULL: sinpe's own threads */
+static pthread_mutex_t omp_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void omp_forget(void)
+{
+    __atomic_store_n(&omp_rt, NULL, __ATOMIC_RELEASE);
+}
+
+int sinpe_threads_adopt_openmp(const char *library)
+{
+    pthread_once(&pool_once, pool_register); /* the fork handler that forgets it */
+    if (!library) {
+        omp_forget();
+        return 0;
+    }
+    /* only a library already loaded (never a second runtime loaded by sinpe); the handle is
+     * kept, so the library stays while it may be used */
+    void *h = dlopen(library, RTLD_NOLOAD | RTLD_LAZY);
+    if (!h)
+        return -1;
+    omp_parallel_fn par = (omp_parallel_fn)dlsym(h, "GOMP_parallel");
+    int (*num)(void) = (int (*)(void))dlsym(h, "omp_get_thread_num");
+    if (!par || !num) {
+        dlclose(h);
+        return -1;
+    }
+    pthread_mutex_lock(&omp_lock);
+    int same = omp_found.parallel == par;
+    if (!omp_found.parallel) { /* the first runtime adopted stays the one (filled once) */
+        omp_found.parallel = par;
+        omp_found.thread_num = num;
+        same = 1;
+    }
+    if (same)
+        __atomic_store_n(&omp_rt, &omp_found, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&omp_lock);
+    if (!same)
+        dlclose(h);
+    return same ? 0 : -1;
+}
+
+int sinpe_threads_openmp(void)
+{
+    return __atomic_load_n(&omp_rt, __ATOMIC_ACQUIRE) != NULL;
+}
+
+typedef struct {
+    shared *sh;
+    const omp_runtime *rt;
+} omp_call;
+
+static void omp_body(void *p)
+{
+    const omp_call *c = p;
+    take_grains(c->sh, c->rt->thread_num());
+}
+
+/* sh on t threads of the adopted runtime's team (the caller is its thread 0; a team may come
+ * out smaller, nested or capped: the grains are shared all the same); 0 when none is adopted */
+static int omp_run(shared *sh, int t)
+{
+    const omp_runtime *rt = __atomic_load_n(&omp_rt, __ATOMIC_ACQUIRE);
+    if (!rt)
+        return 0;
+    omp_call c = { sh, rt };
+    rt->parallel(omp_body, &c, (unsigned)t, 0);
+    return 1;
+}
+#else
+int sinpe_threads_adopt_openmp(const char *library)
+{
+    return library ? -1 : 0;
+}
+
+int sinpe_threads_openmp(void)
+{
+    return 0;
+}
 #endif
 
 int sinpe_parallel_count(int64_t n, int64_t min_chunk, int threads)
@@ -276,7 +376,7 @@ int sinpe_parallel_for(int64_t n, int64_t min_chunk, int threads, sinpe_task_fn 
     sh.grain = n / (t * GRAINS_PER_THREAD) > 0 ? n / (t * GRAINS_PER_THREAD) : 1;
     sh.next = 0;
 #ifndef _WIN32
-    if (pool_run(&sh, (int)t))
+    if (omp_run(&sh, (int)t) || pool_run(&sh, (int)t))
         return (int)t;
 #endif
     worker w[SINPE_THREADS_MAX];

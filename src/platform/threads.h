@@ -18,4 +18,14 @@ int sinpe_parallel_count(int64_t n, int64_t min_chunk, int threads);
 typedef void (*sinpe_task_fn)(void *ctx, int64_t begin, int64_t end, int tid);
 int sinpe_parallel_for(int64_t n, int64_t min_chunk, int threads, sinpe_task_fn fn, void *ctx);
 
+/* Parallel work from now on on an OpenMP runtime this process has already loaded (GNU
+ * libgomp's GOMP_parallel, found by the library's file name or path as dlopen takes it; a
+ * runtime is never loaded here), or, for NULL, on sinpe's own threads again.  0 on success;
+ * -1 when the library is not loaded, lacks the entry points, or another runtime was adopted
+ * before in this process; always -1 on Windows.  A forked child is back on sinpe's threads. */
+int sinpe_threads_adopt_openmp(const char *library);
+/* 1 while an OpenMP runtime is adopted: handing work to its (spinning) workers costs about a
+ * microsecond, where waking a helper of sinpe's pool costs several. */
+int sinpe_threads_openmp(void);
+
 #endif

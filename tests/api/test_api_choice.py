@@ -77,7 +77,7 @@ def test_text_signatures():
     names = [n for n in dir(_sinpe) if callable(getattr(_sinpe, n)) and not n.startswith("__")]
     assert set(names) == {"table", "add", "rope", "map", "freqs", "round", "admit", "check",
                           "registry", "load", "backend_info", "positive", "physical_memory",
-                          "tensor_route", "add_held"}
+                          "tensor_route", "add_held", "adopt_openmp", "openmp_adopted"}
     for name in names:
         f = getattr(_sinpe, name)
         assert f.__text_signature__ and f.__text_signature__.startswith("($module"), name

@@ -1,7 +1,7 @@
 /* C-level test driver of the sinpe core (no Python): good calls on every
  * path, jobs of every element type and odd layouts (strided, unaligned,
  * aliasing positions), the overlap decision, plans in steps, every error
- * path, and the oneMKL loader's failure paths.  Run under valgrind and the
+ * path, the oneMKL loader's failure paths, and parallel work on an OpenMP runtime.  Run under valgrind and the
  * sanitizers by tests/c/test_c_core.py:
  *   cc -O1 -g -ffp-contract=off -Isrc -Isrc/include tests/c/test_core.c $(core sources) -lm -ldl -lpthread
  */
@@ -14,7 +14,10 @@
 #include "sinpe.h"
 
 #ifndef _WIN32
+#include <dlfcn.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 #endif
 
 static int failures, checks;
@@ -735,6 +738,57 @@ static void held_add(const float *t)
     CHECK(same_bits(x, keep, sizeof keep));
 }
 
+/* Parallel work on an OpenMP runtime already loaded (the system's libgomp, loaded here as
+ * torch loads its own): refused until it is loaded and for a library without libgomp's entry
+ * points; once adopted, every item exactly once and the same bits at any thread count; a
+ * forked child is back on sinpe's own threads; NULL returns to them. */
+static void openmp_runtime(const float *t)
+{
+#ifndef _WIN32
+    CHECK(sinpe_set_thread_runtime("/nonexistent/libgomp.so.1") == SINPE_E_RUNTIME);
+    CHECK(sinpe_set_thread_runtime("libm.so.6") == SINPE_E_RUNTIME); /* loaded, not OpenMP */
+    CHECK(sinpe_thread_runtime() == 0);
+    void *h = dlopen("libgomp.so.1", RTLD_NOW);
+    CHECK(h != NULL);
+    if (!h)
+        return;
+    CHECK(sinpe_set_thread_runtime("libgomp.so.1") == SINPE_OK && sinpe_thread_runtime() == 1);
+    for (int n = 0; n <= 200; n += n < 10 ? 1 : 37)
+        for (int threads = 1; threads <= 4; threads++) {
+            pf_ctx c;
+            memset(&c, 0, sizeof c);
+            c.slow_tid = -1;
+            CHECK(sinpe_parallel_for(n, 3, threads, pf_task, &c) == sinpe_parallel_count(n, 3, threads));
+            int once = 1, outside = 0;
+            for (int i = 0; i < n; i++)
+                once &= c.seen[i] == 1;
+            for (int k = threads; k < SINPE_MAX_THREADS; k++)
+                outside += c.by_tid[k];
+            CHECK(once && outside == 0);
+        }
+    static float u[L * D];
+    for (int threads = 2; threads <= 3; threads++) {
+        sinpe_opts o = opts_of("builtin", sinpe_path_best(), threads);
+        CHECK(sinpe_table(u, L, D, 10000.0, &o) == SINPE_OK && same_bits(t, u, sizeof u));
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        sinpe_opts o = opts_of("builtin", sinpe_path_best(), 2);
+        int ok = sinpe_thread_runtime() == 0 && sinpe_table(u, L, D, 10000.0, &o) == SINPE_OK
+                 && same_bits(t, u, sizeof u);
+        _exit(ok ? 0 : 1);
+    }
+    int status = -1;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status)
+          && WEXITSTATUS(status) == 0);
+    CHECK(sinpe_thread_runtime() == 1); /* the parent keeps it */
+    CHECK(sinpe_set_thread_runtime(NULL) == SINPE_OK && sinpe_thread_runtime() == 0);
+#else
+    (void)t;
+    CHECK(sinpe_set_thread_runtime("libgomp.so.1") == SINPE_E_RUNTIME);
+#endif
+}
+
 int main(void)
 {
     SCALAR = opts_of("builtin", 0, 1);
@@ -751,6 +805,7 @@ int main(void)
     kept_rows(t);
     prepared_plans(t);
     held_add(t);
+    openmp_runtime(t);
     printf("%d failed, %d passed\n", failures, checks - failures);
     return failures ? 1 : 0;
 }

@@ -118,6 +118,103 @@ def test_eight_python_threads_at_once():
         assert_bits_equal(got[i][1], want[i][1], f"thread {i} add_pe")
 
 
+# ---- whose threads: sinpe's pool or torch's OpenMP runtime ---------------------------
+
+_RUNTIME_CODE = """
+import os, threading, numpy as np, sinpe
+assert sinpe.get_thread_runtime() == 'sinpe', 'before torch'
+u = lambda a: np.asarray(a).view(np.uint16 if np.asarray(a).itemsize == 2 else np.uint32)
+table = lambda: sinpe.positional_encoding(3000, 512, threads=2)
+addx = lambda: sinpe.add_pe(np.ones((4, 3000, 512), np.float32), threads=2)
+import torch
+import sinpe.torch as st
+torch.manual_seed(0)
+qs = {dt: (torch.randn(8, 8, 128, 64, dtype=dt), torch.randn(8, 2, 128, 64, dtype=dt))
+      for dt in (torch.float32, torch.float16, torch.bfloat16)}
+ang = torch.arange(128.0)[:, None] * torch.exp(torch.arange(64.0) * -0.14)
+cs = {dt: [t.to(dt)[None].expand(8, 128, 64).contiguous() for t in (ang.cos(), ang.sin())]
+      for dt in qs}  # (made here: torch's own parallel ops hang in a forked child, libgomp's)
+def rot(dt):
+    q, k = qs[dt]
+    a, b = st.apply_rotary_pos_emb(q, k, *cs[dt])
+    return u(a.view(torch.int16 if dt != torch.float32 else torch.int32).numpy()).tobytes() + \
+        u(b.view(torch.int16 if dt != torch.float32 else torch.int32).numpy()).tobytes()
+def run_all():
+    return [u(table()).tobytes(), u(addx()).tobytes()] + [rot(dt) for dt in qs]
+sinpe.set_thread_runtime('sinpe')
+torch.set_num_threads(1)
+one = run_all()                      # rotations on one thread (torch's count), sinpe's pool
+torch.set_num_threads(2)
+own = run_all()
+assert sinpe.get_thread_runtime() == 'sinpe'
+sinpe.set_thread_runtime('auto')
+omp = run_all()
+assert sinpe.get_thread_runtime() == 'openmp', 'after torch'
+rep = sinpe.numerics()['thread_runtime']
+assert rep['runs'] == 'openmp' and 'libgomp' in os.path.basename(rep['library'])
+assert rep['library'].startswith(os.path.dirname(os.path.dirname(torch.__file__)))
+torch.set_num_threads(1)             # torch's team of one: sinpe's call grows it to 2
+small = run_all()
+torch.set_num_threads(2)
+print('same', one == own == omp == small)
+got, errors = {}, []
+bar = threading.Barrier(6)
+def work(i):
+    try:
+        bar.wait()
+        got[i] = run_all()
+    except Exception as e:
+        errors.append(repr(e))
+ts = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+for t in ts: t.start()
+for t in ts: t.join(timeout=300)
+print('threads', not errors and all(got[i] == omp for i in range(6)), errors)
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    ok = sinpe.get_thread_runtime() == 'sinpe' and run_all() == omp
+    sinpe.set_thread_runtime('auto')   # never adopted again in a child
+    ok = ok and sinpe.get_thread_runtime() == 'sinpe' and run_all() == omp
+    os.write(w, b'1' if ok else b'0')
+    os._exit(0)
+os.close(w)
+print('child', os.read(r, 1) == b'1', os.waitpid(pid, 0)[1] == 0)
+print('parent', sinpe.get_thread_runtime())
+"""
+
+
+@pytest.mark.needs_torch
+def test_thread_runtime_torch_openmp_same_bits():
+    """With torch imported, the core's parallel work runs on torch's OpenMP workers (its
+    libgomp, named by numerics()); tables, adds and rotations have the same bits there as on
+    sinpe's pool and on one thread, with torch's team of one, from six Python threads at
+    once, and in a forked child, which is back on sinpe's threads (never adopting again)."""
+    r = run_python(_RUNTIME_CODE, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:4] == ["same True", "threads True []", "child True True",
+                                        "parent openmp"], r.stdout
+
+
+@pytest.mark.needs_torch
+def test_thread_runtime_setting():
+    code = ("import sinpe, torch\n"
+            "sinpe.positional_encoding(4, 8)\n"
+            "print(sinpe.get_thread_runtime(), sinpe.numerics()['thread_runtime'])\n"
+            "for bad in (1, None, 'openmp', 'Auto'):\n"
+            "    try:\n        sinpe.set_thread_runtime(bad)\n"
+            "    except (TypeError, ValueError) as e:\n        print(type(e).__name__, e)\n")
+    r = run_python(code, SINPE_THREAD_RUNTIME="sinpe")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "sinpe {'default': 'sinpe', 'runs': 'sinpe', 'library': None}"
+    assert lines[1] == ("TypeError thread runtime must be 'auto' or 'sinpe' (str), got 1 (int)")
+    assert lines[2].startswith("TypeError") and lines[3].startswith("ValueError unknown thread "
+                                                                   "runtime 'openmp'")
+    assert lines[4].startswith("ValueError unknown thread runtime 'Auto'")
+    r = run_python("import sinpe", SINPE_THREAD_RUNTIME="pool")
+    assert r.returncode != 0 and "SINPE_THREAD_RUNTIME='pool' is not valid" in r.stderr
+
+
 # ---- forks, workers, interpreters -------------------------------------------------
 
 def test_after_os_fork():
