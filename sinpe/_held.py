@@ -32,9 +32,10 @@ from ._backends import policy, records
 MAX_VIEWS = 64
 
 #: the largest x (elements) each route takes, by dtype: measured on Zen 4 at 2 threads
-#: (docs/speed.md): torch's float32/float64 add_ at every size; the core's held add (one
-#: thread: float16/bfloat16 tensors, float32/float16/bfloat16 arrays) and NumPy's float64 add
-#: keep up with a job's two threads up to 1-2 M elements
+#: (docs/speed.md): torch's float32/float64 add_ at every size; the core's held add
+#: (float16/bfloat16 tensors, float32/float16/bfloat16 arrays; a second thread from 2^17
+#: values on torch's OpenMP workers) and NumPy's float64 add keep up with a job's two threads
+#: up to 1-2 M elements
 _LIMITS = {
     ("torch", "torch.float32"): 1 << 62, ("torch", "torch.float64"): 1 << 62,
     ("torch", "torch.float16"): 1 << 21, ("torch", "torch.bfloat16"): 1 << 21,
@@ -58,7 +59,7 @@ def add(x: Any, base: Any, offset: Any, backend: Any) -> Any:
     imported, which 'auto' follows)."""
     try:
         key = (type(x), x.dtype, x.shape, type(base), base, type(offset), offset, backend,
-               _STATE["backend"], _STATE["path"], "torch" in _MODULES)
+               _STATE["backend"], _STATE["path"], "torch" in _MODULES, _STATE["threads"])
         route = _VIEWS.get(key)
     except Exception:  # no dtype or shape, an unhashable argument, a nested tensor's shape:
         return None     # the core's way names what is wrong
@@ -107,7 +108,7 @@ def _state_moved(core: Tuple[Any, ...], state: Tuple[Any, ...]) -> bool:
     held under that key."""
     backend = state[0]
     now = (backend, _STATE["backend"], _STATE["path"], "torch" in _MODULES)
-    return now != state or policy.opts(backend)[:2] != core[:2]
+    return now != state[:4] or policy.opts(backend)[:2] != core[:2]
 
 
 def _store(key: Tuple[Any, ...], value: Any) -> None:
@@ -125,7 +126,8 @@ def _modes(torch: Any) -> int:
     return int(C._len_torch_function_stack() + C._len_torch_dispatch_stack())
 
 
-def _torch_route(torch: Any, rows: np.ndarray, path: int, x: Any) -> Callable[[Any], bool]:
+def _torch_route(torch: Any, rows: np.ndarray, path: int, threads: int,
+                 x: Any) -> Callable[[Any], bool]:
     """float32/float64: torch's add_ of the rows' view (two threads, torch's own kernel);
     float16/bfloat16: the core's held add through torch's C-level DLPack export (torch's add_
     with a float32 operand is a casting loop), which moves the version as add_ does."""
@@ -148,7 +150,7 @@ def _torch_route(torch: Any, rows: np.ndarray, path: int, x: Any) -> Callable[[A
             # memory shared with the rows all return False; once written, the binding moves
             # x's version (not an inference tensor: above) before any Python code runs, as
             # torch's add_ moves it
-            return bool(add_held(path, rows, x))
+            return bool(add_held(path, threads, rows, x))
         if x.requires_grad or not x.is_cpu or not x.is_contiguous() or x.is_neg():
             return False
         x.add_(view)
@@ -156,13 +158,13 @@ def _torch_route(torch: Any, rows: np.ndarray, path: int, x: Any) -> Callable[[A
     return route
 
 
-def _numpy_route(path: int, rows: np.ndarray, dtype: Any) -> Callable[[Any], bool]:
+def _numpy_route(path: int, threads: int, rows: np.ndarray, dtype: Any) -> Callable[[Any], bool]:
     """float32, float16 and bfloat16: the core's held add (sinpe.h: sinpe_add_held), called
     straight from C; it adds only to a writable, C-contiguous, aligned ndarray that shares
     no memory with the rows and returns False (nothing written) for anything else.
     float64: NumPy's add (the core's float64 add is a scalar loop, 1.7x NumPy's)."""
     if dtype != np.float64:
-        return functools.partial(_sinpe.add_held, path, rows)
+        return functools.partial(_sinpe.add_held, path, threads, rows)
     add_, quiet = np.add, np.errstate
 
     def route(x: Any) -> bool:
@@ -191,9 +193,10 @@ def keep(core: Tuple[Any, ...], x: Any, key: Any, offset: Any) -> None:
         return
     if _state_moved(core, key[7:]) or (torch is not None and _modes(torch)):
         return
+    threads = key[11]  # the default in force when the call began (the key says so)
     _cache.hold_rows(core, shape[-1], key[4], 0, shape[-2], lambda rows: _store(
-        key, _torch_route(torch, rows, core[1], x) if torch is not None
-        else _numpy_route(core[1], rows, x.dtype)))
+        key, _torch_route(torch, rows, core[1], threads, x) if torch is not None
+        else _numpy_route(core[1], threads, rows, x.dtype)))
 
 
 def _kind(x: Any) -> Tuple[Any, ...]:

@@ -8,9 +8,10 @@
 #define HELD_NOGIL_VALUES ((int64_t)1 << 16)
 
 const char add_held_doc[] =
-"add_held($module, path, rows, x, /)\n"
+"add_held($module, path, threads, rows, x, /)\n"
 "--\n\n"
-"x += rows by the core's held add (sinpe.h: sinpe_add_held) on code path `path`, for rows an\n"
+"x += rows by the core's held add (sinpe.h: sinpe_add_held) on code path `path` and up to\n"
+"`threads` threads, for rows an\n"
 "ndarray and x an ndarray or any exporter add_pe takes (a torch tensor by DLPack): True when\n"
 "added; False, nothing written, when the core's held add does not take them (the caller\n"
 "then goes a job's way, whose check names what it refuses).\n";
@@ -41,13 +42,14 @@ static int bumped(const tensor_route *r, PyObject *x)
 
 PyObject *py_add_held(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    int path, st = -1;
-    if (nargs != 3) {
-        PyErr_Format(PyExc_TypeError, "add_held takes 3 arguments, got %zd", nargs);
+    int path, threads, st = -1;
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "add_held takes 4 arguments, got %zd", nargs);
         return NULL;
     }
-    if (to_int(args[0], "path", &path) < 0)
+    if (to_int(args[0], "path", &path) < 0 || to_int(args[1], "threads", &threads) < 0)
         return NULL;
+    args++; /* rows, x */
     sinpe_array rows, x;
     if (!PyArray_Check(args[1]) || ndarray_view((PyArrayObject *)args[1], "rows", &rows) < 0) {
         PyErr_Clear();
@@ -62,10 +64,10 @@ PyObject *py_add_held(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (held_view(&c, args[2], &x) == 0) {
         if (values_of(&x) >= HELD_NOGIL_VALUES) {
             Py_BEGIN_ALLOW_THREADS
-            st = sinpe_add_held(&x, &rows, path);
+            st = sinpe_add_held(&x, &rows, path, threads);
             Py_END_ALLOW_THREADS
         } else {
-            st = sinpe_add_held(&x, &rows, path);
+            st = sinpe_add_held(&x, &rows, path, threads);
         }
     }
     if (!ndarray)

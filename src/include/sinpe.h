@@ -363,12 +363,13 @@ int sinpe_add(float *x, int64_t nbatch, int64_t len, int64_t d_model, ptrdiff_t 
 int sinpe_map(sinpe_func func, const float *in, float *out, int64_t n, const sinpe_opts *o);
 
 /* The held add: x += rows in every block of x's leading axes, rows a (L, d) float32 table the
- * caller holds (computed by a job before) for an x of shape (..., L, d), on the calling thread
- * with the code path's adds, rounded as an ADD job rounds (x's type: float32, float64,
- * float16 or bfloat16).  Only the simplest layout: x writable, C-contiguous, aligned to its
- * element, not empty, sharing no memory with rows (C-contiguous, 4-byte aligned).  SINPE_OK;
- * else a status and nothing written (the caller goes a job's way, whose check names it). */
-int sinpe_add_held(const sinpe_array *x, const sinpe_array *rows, int path);
+ * caller holds (computed by a job before) for an x of shape (..., L, d), with the code path's
+ * adds, rounded as an ADD job rounds (x's type: float32, float64, float16 or bfloat16), on up
+ * to `threads` threads (1 .. SINPE_MAX_THREADS; more than one only where a second pays).
+ * Only the simplest layout: x writable, C-contiguous, aligned to its element, not empty,
+ * sharing no memory with rows (C-contiguous, 4-byte aligned).  SINPE_OK; else a status and
+ * nothing written (the caller goes a job's way, whose check names it). */
+int sinpe_add_held(const sinpe_array *x, const sinpe_array *rows, int path, int threads);
 
 /* out[k] = in[k] rounded to type t (float32, float64, float16 or bfloat16) as tables are
  * rounded (for tests). */

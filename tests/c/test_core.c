@@ -708,33 +708,33 @@ static void held_add(const float *t)
         float y[B * L * D];
         memcpy(y, x, sizeof y);
         sinpe_array xa = held_array(y, SINPE_F32, B, L, D);
-        CHECK(sinpe_add_held(&xa, &rows, p) == SINPE_OK);
+        CHECK(sinpe_add_held(&xa, &rows, p, 1) == SINPE_OK);
         CHECK(same_bits(y, want, sizeof y));
     }
     memcpy(keep, x, sizeof keep);
     sinpe_array xa = held_array(x, SINPE_F32, B, L, D);
     sinpe_array bad = xa;
     bad.readonly = 1;
-    CHECK(sinpe_add_held(&bad, &rows, 0) == SINPE_E_READONLY);
+    CHECK(sinpe_add_held(&bad, &rows, 0, 1) == SINPE_E_READONLY);
     bad = xa, bad.strides[2] = 8, bad.shape[2] = D / 2;
-    CHECK(sinpe_add_held(&bad, &rows, 0) == SINPE_E_SHAPE);
+    CHECK(sinpe_add_held(&bad, &rows, 0, 1) == SINPE_E_SHAPE);
     bad = held_array(x, SINPE_F32, B, D, L); /* transposed rows: another shape */
     bad.strides[1] = 4, bad.strides[2] = D * 4, bad.shape[1] = L, bad.shape[2] = D;
-    CHECK(sinpe_add_held(&bad, &rows, 0) == SINPE_E_KEPT);
+    CHECK(sinpe_add_held(&bad, &rows, 0, 1) == SINPE_E_KEPT);
     bad = held_array((char *)x + 1, SINPE_F32, B, L, D); /* unaligned */
-    CHECK(sinpe_add_held(&bad, &rows, 0) == SINPE_E_KEPT);
+    CHECK(sinpe_add_held(&bad, &rows, 0, 1) == SINPE_E_KEPT);
     bad = xa, bad.type = SINPE_I32;
-    CHECK(sinpe_add_held(&bad, &rows, 0) == SINPE_E_TYPE);
+    CHECK(sinpe_add_held(&bad, &rows, 0, 1) == SINPE_E_TYPE);
     bad = xa, bad.shape[0] = 0;
-    CHECK(sinpe_add_held(&bad, &rows, 0) == SINPE_E_SIZE);
+    CHECK(sinpe_add_held(&bad, &rows, 0, 1) == SINPE_E_SIZE);
     bad = xa, bad.shape[0] = INT64_MAX / 2;
-    CHECK(sinpe_add_held(&bad, &rows, 0) == SINPE_E_SIZE);
+    CHECK(sinpe_add_held(&bad, &rows, 0, 1) == SINPE_E_SIZE);
     bad = xa, bad.ndim = 1;
-    CHECK(sinpe_add_held(&bad, &rows, 0) == SINPE_E_DIMS);
+    CHECK(sinpe_add_held(&bad, &rows, 0, 1) == SINPE_E_DIMS);
     bad = held_array((void *)(uintptr_t)(t + 1), SINPE_F32, 1, L, D); /* inside the rows */
-    CHECK(sinpe_add_held(&bad, &rows, 0) == SINPE_E_OVERLAP);
-    CHECK(sinpe_add_held(&xa, &rows, 99) == SINPE_E_PATH);
-    CHECK(sinpe_add_held(NULL, &rows, 0) == SINPE_E_NULL);
+    CHECK(sinpe_add_held(&bad, &rows, 0, 1) == SINPE_E_OVERLAP);
+    CHECK(sinpe_add_held(&xa, &rows, 99, 1) == SINPE_E_PATH);
+    CHECK(sinpe_add_held(NULL, &rows, 0, 1) == SINPE_E_NULL);
     CHECK(same_bits(x, keep, sizeof keep));
 }
 

@@ -107,6 +107,30 @@ def test_numpy_route_declines_what_the_held_add_does_not_take(dtype):
     assert same(ro, x0)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+@pytest.mark.parametrize("shape", [(8, 512, 512), (3, 700, 100), (2, 1, 1_100_000)])
+def test_held_add_threads_same_bits(dtype, shape):
+    """The held add on several threads (segments of rows: whole, with a tail, one row longer
+    than a segment) has the bits of one thread, on this process's thread runtime and on
+    sinpe's own pool."""
+    from sinpe import _sinpe
+    from sinpe._backends import runtime
+    path = sinpe._policy._STATE["path"]
+    rows = sinpe.positional_encoding(shape[1], shape[2])
+    x0 = np.random.default_rng(5).standard_normal(shape).astype({"bfloat16": BF16}.get(dtype, dtype))
+    one = x0.copy()
+    assert _sinpe.add_held(path, 1, rows, one) is True
+    for name in ("auto", "sinpe"):
+        runtime.set_thread_runtime(name)
+        try:
+            for threads in (2, 3):
+                got = x0.copy()
+                assert _sinpe.add_held(path, threads, rows, got) is True
+                assert same(got, one), (name, threads)
+        finally:
+            runtime.set_thread_runtime("auto")
+
+
 def test_held_add_refusals_write_nothing():
     """The core's held add itself (the C entry the route calls): False and nothing written
     for each layout it does not take; True and the core's sum otherwise."""
@@ -115,7 +139,7 @@ def test_held_add_refusals_write_nothing():
     rows = sinpe.positional_encoding(8, 64)
     x0 = _x((3, 8, 64), np.float32)
     x = x0.copy()
-    assert _sinpe.add_held(path, rows, x) is True
+    assert _sinpe.add_held(path, 1, rows, x) is True
     with np.errstate(all="ignore"):
         assert same(x, x0 + rows)
     cases = {
@@ -132,28 +156,32 @@ def test_held_add_refusals_write_nothing():
     }
     for what, y in cases.items():
         before = np.array(y, copy=True)
-        assert _sinpe.add_held(path, rows, y) is False, what
+        assert _sinpe.add_held(path, 1, rows, y) is False, what
         after = np.ascontiguousarray(np.asarray(y)).view(np.uint8)
         assert np.array_equal(after, np.ascontiguousarray(before).view(np.uint8)), what
     # x sharing memory with the rows (x is the rows, or overlaps them): refused
     big = sinpe.positional_encoding(16, 64)
     keep = big.copy()
     for y in (big[:8], big[4:12], big[7:15]):
-        assert _sinpe.add_held(path, big[:8], y.reshape(1, 8, 64)) is False
+        assert _sinpe.add_held(path, 1, big[:8], y.reshape(1, 8, 64)) is False
         assert same(big, keep)
-    assert _sinpe.add_held(path, big[:8], big[8:].reshape(1, 8, 64)) is True  # disjoint
+    assert _sinpe.add_held(path, 1, big[:8], big[8:].reshape(1, 8, 64)) is True  # disjoint
     with np.errstate(all="ignore"):
         assert same(big[8:], keep[8:] + keep[:8])
     if not TORCH_FREE:  # a tensor on the rows' memory (by DLPack): refused, untouched
         keep = big.copy()
         t = torch.from_numpy(big)[:8].reshape(1, 8, 64)
-        assert _sinpe.add_held(path, big[:8], t) is False
-        assert _sinpe.add_held(path, big[:8], t.to(torch.bfloat16).requires_grad_()) is False
+        assert _sinpe.add_held(path, 1, big[:8], t) is False
+        assert _sinpe.add_held(path, 1, big[:8], t.to(torch.bfloat16).requires_grad_()) is False
         assert same(big, keep)
-    with pytest.raises(TypeError, match="3 arguments"):
-        _sinpe.add_held(path, rows)
+    with pytest.raises(TypeError, match="4 arguments"):
+        _sinpe.add_held(path, 1, rows)
+    for threads in (0, 257, -1):  # out of range: refused, nothing written
+        y = x0.copy()
+        assert _sinpe.add_held(path, threads, rows, y) is False
+        assert same(y, x0)
     with pytest.raises(TypeError, match="path"):
-        _sinpe.add_held("avx2", rows, x0.copy())
+        _sinpe.add_held("avx2", 1, rows, x0.copy())
 
 
 def test_numpy_refusals_and_layouts_unchanged():
