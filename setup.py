@@ -17,7 +17,7 @@ def core_sources():
 
 # the CPython / NumPy binding, then the pure-C core
 SOURCES = ["src/binding/_sinpe.c", "src/binding/convert.c", "src/binding/errors.c",
-           "src/binding/call.c", "src/binding/held.c"] + core_sources()
+           "src/binding/call.c", "src/binding/held.c", "src/binding/runtime.c"] + core_sources()
 # every header: a changed header rebuilds the objects (setuptools otherwise reuses them)
 HEADERS = sorted(os.path.relpath(os.path.join(d, n), HERE)
                  for d, _, names in os.walk(os.path.join(HERE, "src")) for n in names

@@ -728,40 +728,6 @@ static PyObject *py_physical_memory(PyObject *self, PyObject *unused)
     return PyLong_FromLongLong((long long)sinpe_physical_memory());
 }
 
-PyDoc_STRVAR(adopt_openmp_doc,
-"adopt_openmp($module, library, /)\n"
-"--\n\n"
-"Run parallel work from now on on the OpenMP runtime library (the path of one this process\n"
-"has loaded), or for None on sinpe's own threads; OSError when the core cannot\n"
-"(sinpe_set_thread_runtime).\n");
-
-static PyObject *py_adopt_openmp(PyObject *self, PyObject *lib)
-{
-    (void)self;
-    PyObject *bytes = NULL;
-    if (lib != Py_None && !PyUnicode_FSConverter(lib, &bytes))
-        return NULL;
-    int st = sinpe_set_thread_runtime(bytes ? PyBytes_AS_STRING(bytes) : NULL);
-    Py_XDECREF(bytes);
-    if (st != SINPE_OK) {
-        PyErr_Format(PyExc_OSError, "library %R: %s", lib, sinpe_strerror(st));
-        return NULL;
-    }
-    Py_RETURN_NONE;
-}
-
-PyDoc_STRVAR(openmp_adopted_doc,
-"openmp_adopted($module, /)\n"
-"--\n\n"
-"True while an OpenMP runtime runs the parallel work (sinpe_thread_runtime).\n");
-
-static PyObject *py_openmp_adopted(PyObject *self, PyObject *unused)
-{
-    (void)self;
-    (void)unused;
-    return PyBool_FromLong(sinpe_thread_runtime());
-}
-
 static PyMethodDef methods[] = {
     { "adopt_openmp", py_adopt_openmp, METH_O, adopt_openmp_doc },
     { "openmp_adopted", py_openmp_adopted, METH_NOARGS, openmp_adopted_doc },

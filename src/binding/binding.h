@@ -37,6 +37,11 @@ int module_traverse(PyObject *m, visitproc visit, void *arg);
 int module_clear(PyObject *m);
 void module_free(void *m);
 
+/* runtime.c */
+extern const char adopt_openmp_doc[], openmp_adopted_doc[];
+PyObject *py_adopt_openmp(PyObject *self, PyObject *lib);
+PyObject *py_openmp_adopted(PyObject *self, PyObject *unused);
+
 /* held.c */
 extern const char add_held_doc[];
 PyObject *py_add_held(PyObject *self, PyObject *const *args, Py_ssize_t nargs);

@@ -280,8 +280,14 @@ static int dlpack_type(const dl_dtype *d, sinpe_type *t)
  * through the export would see the values' negatives.  0 when not, -1 with an error set. */
 static int negated_view(PyObject *o, const char *what)
 {
-    PyObject *r = PyObject_HasAttrString(o, "is_neg") ? PyObject_CallMethod(o, "is_neg", NULL)
-                                                      : NULL;
+    static PyObject *is_neg;
+    if (!is_neg && !(is_neg = PyUnicode_InternFromString("is_neg")))
+        return -1;
+    PyObject *m = PyObject_GetAttr(o, is_neg); /* (one lookup, an interned name) */
+    if (!m && PyErr_ExceptionMatches(PyExc_AttributeError))
+        PyErr_Clear();
+    PyObject *r = m ? PyObject_CallNoArgs(m) : NULL;
+    Py_XDECREF(m);
     int neg = r ? PyObject_IsTrue(r) : -1;
     Py_XDECREF(r);
     if (neg < 0 && PyErr_Occurred()) {
@@ -473,6 +479,8 @@ int view_get(call *c, int slot, PyObject *o, const char *what, sinpe_array *v)
     if (PyArray_Check(o))
         return ndarray_view((PyArrayObject *)o, what, v);
     Py_buffer *b = &c->buf[slot];
+    if (c->route && c->route->tensor_type && (PyObject *)Py_TYPE(o) == c->route->tensor_type)
+        return dlpack_view(c, o, what, v); /* torch.Tensor itself: no lookups by name */
     if (!PyObject_CheckBuffer(o) && PyObject_HasAttrString(o, "__dlpack__"))
         return dlpack_view(c, o, what, v);
     if (!PyObject_CheckBuffer(o) || PyObject_GetBuffer(o, b, PyBUF_RECORDS_RO) < 0) {
