@@ -11,7 +11,8 @@ from typing import Any, Optional, Tuple
 import numpy as np
 
 from . import _cache, _dtypes, _sinpe
-from ._jobs import COS, SIN, _admit, _freqs, _int, _opts, _positive, _rope_inv_freq, _table
+from ._jobs import (COS, SIN, _admit, _freqs, _int, _opts, _positive, _rope_inv_freq, _round,
+                    _table)
 
 
 def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: str = "half",
@@ -59,7 +60,10 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
         c, s_ = _given_tables(cos, sin, shape, sd, layout, positions, offset, rot_dim,
                               not _is_float32(x))
     else:
-        c, s_ = _rope_tables(opts, shape, sd, seq, d, positions, base, layout, offset, rot_dim)
+        half = _half_of(x) if layout == "half" else None
+        c, s_ = _rope_tables(opts, shape, sd, seq, d, positions, base, layout, offset, rot_dim,
+                             half if half is not None and math.prod(shape) >= 2 * seq * d
+                             else None)
     if tensor:  # before the write: no signal's handler runs between the write and the move
         _dtypes.bump_version(x)
     _sinpe.rope(opts["core"], x, c, s_, sd, 0 if c.shape[0] > 1 else -1, layout == "pairs",
@@ -86,10 +90,34 @@ def _shape_of(x: Any) -> Tuple[int, ...]:
     return tuple(np.shape(x))
 
 
+def _half_of(x: Any) -> Optional[str]:
+    """'float16' or 'bfloat16' for an x of that type (NumPy's, ml_dtypes' or torch's), else
+    None."""
+    name = str(getattr(x, "dtype", "")).replace("torch.", "")
+    return name if name in ("float16", "bfloat16") else None
+
+
 def _rope_tables(opts: dict, shape: Tuple[int, ...], sd: int, seq: int, d: int, positions: Any,
-                 base: Any, layout: str, offset: Any, rot_dim: Any) -> Tuple[Any, Any]:
+                 base: Any, layout: str, offset: Any, rot_dim: Any,
+                 half: Optional[str] = None) -> Tuple[Any, Any]:
     """The cos and sin tables (tables, seq, rot), float32: from the cache, or computed in
-    the core and kept."""
+    the core and kept; with half ('float16'/'bfloat16', for the halves layout, where each op
+    runs in x's type and the tables' values are first rounded to it), the tables rounded so
+    (kept too): the code path reads them as they are, where it would round each float32 value
+    again for every vector that uses its row (in place, 2 threads, Zen 4: 1 x 32 x 512 x 128
+    float16 352 -> 290 us, bfloat16 555 -> 422 us)."""
+    if half is not None:
+        c, s_ = _rope_tables(opts, shape, sd, seq, d, positions, base, layout, offset, rot_dim)
+        key = _cache.rope_key(opts["core"], c.shape[-1], _positive(base, "base"), layout, seq,
+                              _int(offset, "offset"), None if positions is None
+                              else np.asarray(positions))
+        key = None if key is None else key + ("rounded", half)
+        kept = _cache.memo_get(key)
+        if kept is None:
+            both = np.stack((c, s_))
+            kept = _round(both.ravel(), half).reshape(both.shape)
+            _cache.memo_put(key, kept)
+        return kept[0], kept[1]
     rot = d if rot_dim is None else _int(rot_dim, "rot_dim")
     if rot % 2 or rot > d or rot < 2:
         raise ValueError(f"rot_dim must be even, >= 2 and <= head_dim = {d}, got {rot}")

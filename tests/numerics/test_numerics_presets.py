@@ -404,9 +404,21 @@ def test_apply_rope_equals_transformers(dtype, shape_kind):
     if shape_kind == "BSHD":
         xt = xt.transpose(1, 2).contiguous()
     q, _ = apply_rotary_pos_emb(xt, xt, cos, sin, unsqueeze_dim=1 if shape_kind == "BHSD" else 2)
-    y = to_numpy(xt)
-    sinpe.apply_rope(y, pid.numpy(), seq_dim=-2 if shape_kind == "BHSD" else 1)
-    assert_same(y, to_numpy(q), f"HF apply_rotary_pos_emb {dtype} {shape_kind}")
+    sd = -2 if shape_kind == "BHSD" else 1
+    # float16/bfloat16: tables rounded to x's type once and kept (and rounded per call with
+    # the cache off), on arrays and tensors alike
+    for size in (64 << 20, 0, 64 << 20):
+        old = sinpe.get_cache_size()
+        sinpe.set_cache_size(size)
+        try:
+            y = to_numpy(xt)
+            sinpe.apply_rope(y, pid.numpy(), seq_dim=sd)
+            assert_same(y, to_numpy(q), f"HF apply_rotary_pos_emb {dtype} {shape_kind} {size}")
+            yt = xt.clone()
+            sinpe.apply_rope(yt, pid, seq_dim=sd)
+            assert_same(to_numpy(yt), to_numpy(q), f"tensor {dtype} {shape_kind} {size}")
+        finally:
+            sinpe.set_cache_size(old)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
