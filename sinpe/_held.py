@@ -43,6 +43,10 @@ _LIMITS = {
     ("numpy", "float16"): 1 << 21, ("numpy", "bfloat16"): 1 << 21,
 }
 
+#: float32 tensors of up to this many elements take the core's held add, larger ones torch's
+#: add_ (measured, docs/speed.md)
+_CORE_FLOAT32 = 1 << 16
+
 _VIEWS: Dict[Tuple[Any, ...], Any] = {}  # add's routes and table's rows
 _STATE = policy._STATE
 _MODULES = sys.modules
@@ -128,16 +132,19 @@ def _modes(torch: Any) -> int:
 
 def _torch_route(torch: Any, rows: np.ndarray, path: int, threads: int,
                  x: Any) -> Callable[[Any], bool]:
-    """float32, float16 and bfloat16: the core's held add through torch's C-level DLPack
-    export (torch's add_ with a float32 operand is a casting loop; at float32 the export and
-    the add cost less than add_'s dispatch: 1 x 8 x 64, 0.9 against 1.3 us), which moves the
-    version as add_ does; float64: torch's add_ of the rows' view (the core's float64 add is a
-    scalar loop)."""
+    """float16, bfloat16 and small float32: the core's held add through torch's C-level
+    DLPack export (torch's add_ with a float32 operand is a casting loop; at small float32 the
+    export and the add cost less than add_'s dispatch: 1 x 8 x 64, 0.9 against 1.3 us), which
+    moves the version as add_ does; larger float32 and float64: torch's add_ of the rows' view
+    (the core's float64 add is a scalar loop)."""
     view = torch.from_numpy(rows)
     wrapped = torch._C._functorch.is_functorch_wrapped_tensor
     strided = torch.strided
     C = torch._C
-    half = x.dtype != torch.float64  # (the core's held add: float32 too)
+    # the core's held add: half types always, float32 up to 2^16 values (above that torch's
+    # add_ was faster: 1 x 1024 x 1024 0.88, 8 x 512 x 512 0.93 of add_'s speed on a Zen 4)
+    half = x.dtype in (torch.float16, torch.bfloat16) or (x.dtype == torch.float32
+                                                          and x.numel() <= _CORE_FLOAT32)
     _dtypes.torch_seen(torch)
     add_held = _sinpe.add_held
     values, size = x.numel(), x.element_size()  # every x of the key: its shape and dtype
