@@ -105,24 +105,30 @@ def positive(value: Any, name: str) -> float:
 _FREQ_KINDS = {"exp_mul": 0, "exp_muldiv": 1, "pow": 2, "pow64": 3}
 
 
-def _pow_reproduced(index: int) -> None:
-    """NotImplementedError for a backend whose float32 pow sinpe does not reproduce."""
-    from ._backends.records import NO_POW
-    name = _sinpe.BACKENDS[index]
-    if name in NO_POW:
-        raise NotImplementedError(f"float32 pow on backend {name!r} is not reproduced: "
-                                  f"{NO_POW[name]}; a preset that raises to a power cannot use "
-                                  "it (use 'tensorflow', 'jax', 'onnxruntime', 'torch' or 'builtin')")
-
-
 def freq_job(core: tuple, kind: str, n: int, *, start: int = 0, step: int = 1, group: int = 1,
              a: float = 0.0, b: float = 1.0, m: float = 1.0, base: Any = 1.0,
              recip: bool = False, base_name: str = "base") -> np.ndarray:
     """A preset's frequency vector (sinpe.h: sinpe_freq) with resolved options core."""
-    if kind == "pow":
-        _pow_reproduced(core[0])
-    return _sinpe.freqs(core, _FREQ_KINDS[kind], n, start, step, group, a, b, m, base, recip,
-                        base_name)
+    v = _sinpe.freqs(core, _FREQ_KINDS[kind], n, start, step, group, a, b, m, base, recip,
+                     base_name)
+    if kind == "pow" and _sinpe.BACKENDS[core[0]] == "numpy":
+        v = numpy_pow(v.size, start, step, group, a, b, base, recip)
+    return v
+
+
+def numpy_pow(n: int, start: int, step: int, group: int, a: float, b: float, base: Any,
+              recip: bool) -> np.ndarray:
+    """The POW frequency vector (sinpe.h) with NumPy's own float32 ``np.power`` for the
+    'numpy' backend: NumPy picks its power loop per CPU (Intel SVML's powf on AVX-512
+    machines, the C library's powf elsewhere), so the installed NumPy on this machine computes
+    it, as the library's code would.  The core has checked the arguments (same vector, its
+    pow step aside); the other steps are the core's float32 operations: k_i = f32(start +
+    step * (i // group)), then k_i * f32(a) when a != 0, else k_i / f32(b)."""
+    k = (start + step * (np.arange(n, dtype=np.int64) // group)).astype(np.float32)
+    e = k * np.float32(a) if np.float32(a) != 0 else k / np.float32(b)
+    with np.errstate(all="ignore"):
+        r = np.power(np.full(n, np.float32(float(base))), e)
+        return np.float32(1) / r if recip else r
 
 
 # ---- the presets' arguments, options, admission, tables -------------------------------------

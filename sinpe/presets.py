@@ -213,7 +213,7 @@ def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
     """keras-hub ``SinePositionEncoding(max_wavelength)(inputs, start_index, positions)``
     (src/layers/modeling/sine_position_encoding.py @71453d0, 0.32.0) on keras' torch backend,
     or under JAX with backend='jax', under TensorFlow with backend='tensorflow' (Eigen's
-    float pow):
+    float pow), under NumPy with backend='numpy' (the installed NumPy's own float32 pow):
     interleaved ``sin, cos`` of ``pos * f32(1/max_wavelength) ** (f32(2*(j//2)) / f32(d))``,
     broadcast to inputs' shape. inputs: an array (its shape; the result is float32, or
     dtype=) or a shape tuple (..., seq_length, hidden_size); positions: (seq,) or
@@ -277,21 +277,21 @@ def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor:
     ``emb = [p * inv | p * inv]`` for positions ``p = f32(arange(seq)) + f32(start_index)``
     (or positions (seq,) / (batch, seq) as float32), then ``x * cos(emb) + cat(-x2, x1) *
     sin(emb)``, moved back. inputs: an array of rank >= 3 (floats are rounded to float32, as
-    the layer's compute dtype). backend='jax' or 'tensorflow' (or their profiles): the
-    layer under that Keras backend, eager: the framework's pow, cos and sin (with its tails),
-    JAX's divisions by the constants d and scaling_factor as products by their float32
-    reciprocals (XLA's), TensorFlow's true divisions, and both frameworks' flush-to-zero
-    (subnormal inputs and results of the rotation's products and sums are zeros). Keras has
-    no NumPy or ONNX Runtime backend for the layer: 'numpy' and 'onnxruntime' raise
-    NotImplementedError."""
+    the layer's compute dtype). backend='jax', 'tensorflow' or 'numpy' (or their profiles):
+    the layer under that Keras backend, eager: the framework's pow, cos and sin (with its
+    tails), JAX's divisions by the constants d and scaling_factor as products by their
+    float32 reciprocals (XLA's), TensorFlow's true divisions, and both frameworks'
+    flush-to-zero (subnormal inputs and results of the rotation's products and sums are
+    zeros); NumPy's operations are torch's, with NumPy's pow, cos and sin. Keras has no ONNX
+    Runtime backend: 'onnxruntime' raises NotImplementedError."""
     opts = _opts(None, None, backend, threads, torch_threads)
     fw = _sinpe.BACKENDS[opts["core"][0]]  # as resolved: set_backend and SINPE_BACKEND too
-    if fw in ("numpy", "onnxruntime"):
+    if fw == "onnxruntime":
         given = repr(backend) if backend is not None else f"None (the default, {fw!r})"
         raise NotImplementedError(
             f"keras_hub_rotary with backend={given}: keras-hub's RotaryEmbedding runs "
-            f"under Keras' JAX, TensorFlow or torch backends, not {fw}; use 'jax', "
-            "'tensorflow', or None (the torch Keras backend's bits)")
+            f"under Keras' JAX, TensorFlow, NumPy or torch backends, not {fw}; use 'jax', "
+            "'tensorflow', 'numpy', or None (the torch Keras backend's bits)")
     if _dtypes.torch_of(inputs) is not None:  # any subclass; bfloat16 widened exactly
         inputs = _dtypes.array_arg(inputs.detach().cpu().float(), "inputs")
     x = np.asarray(inputs)

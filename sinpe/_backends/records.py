@@ -154,7 +154,9 @@ def torch_profile() -> Tuple[str, int, str]:
 #: (release, the distributions whose version says which release is installed, what it runs).
 FRAMEWORKS: Dict[str, Dict[str, Tuple[str, str, str, int]]] = {
     "numpy": {"numpy-2.4": ("2.4", "numpy", "NumPy's float32 exp/sin/cos SIMD loops (AVX2 or "
-                            "AVX-512: the same bits), glibc's powf", 0)},
+                            "AVX-512: the same bits); pow by the installed NumPy itself "
+                            "(np.power: Intel SVML's on AVX-512 CPUs, the C library's powf "
+                            "elsewhere)", 0)},
     "tensorflow": {"tensorflow-2.21": ("2.21", "tensorflow tensorflow-cpu tensorflow-intel",
                                        "Eigen's exp/sin/cos/pow under FTZ/DAZ, the last n % 8 "
                                        "elements of each op through glibc (flushed)", 0)},
@@ -164,9 +166,6 @@ FRAMEWORKS: Dict[str, Dict[str, Tuple[str, str, str, int]]] = {
                                          "MLAS exp, Eigen sin/cos with the last n % 4 elements "
                                          "of each op through glibc, glibc's powf", 0)},
 }
-#: Frameworks whose float32 pow is not reproduced (presets that need pow refuse them).
-NO_POW = {"numpy": "NumPy's float32 power on AVX-512 CPUs is Intel SVML's, which sinpe does not "
-                   "reproduce"}
 
 
 def _installed(dists: str) -> Optional[str]:
@@ -203,9 +202,9 @@ def _framework_sentence(name: str, torch_threads: Optional[int]) -> str:
     if name in BY_PROFILE:
         profile, note = name, "chosen by name"
     rel, _, what, _ = FRAMEWORKS[fw][profile]
-    pow_note = f"; pow is not reproduced ({NO_POW[fw]})" if fw in NO_POW else ""
     return (f"{fw} {rel} on x86-64 CPUs, bit for bit ({profile}: {note}): {what}, applied to the "
-            f"same float32 operations; the same bits on any machine{pow_note}")
+            f"same float32 operations; the same bits on any machine"
+            + (" but pow's, which are this machine's NumPy's" if fw == "numpy" else ""))
 
 
 # ---- whose bits each backend gives (numerics()'s sentence) ----------------------------------

@@ -5,9 +5,10 @@
  * library instead of its vector kernel (a scalar tail at the end of the tensor):
  *
  *   numpy (NumPy 2.4): exp, sin, cos are NumPy's own SIMD loops (masked loads: no tail;
- *     their large and infinite lanes call glibc, inside the model); pow is glibc's powf
- *     (NumPy on AVX2; on AVX-512 NumPy calls SVML, which is not reproduced: the package
- *     refuses pow there).
+ *     their large and infinite lanes call glibc, inside the model); pow here is glibc's
+ *     powf (NumPy on AVX2), but NumPy picks Intel SVML's on AVX-512, so the package
+ *     computes the 'numpy' backend's pow step with the installed NumPy itself
+ *     (sinpe/_jobs.py: numpy_pow) and this one is not used by the presets.
  *   tensorflow (2.21): Eigen's psin/pcos/pexp under FTZ/DAZ; the last n % 8 elements of
  *     each op's n are Eigen's scalar path, std::sin/cos/exp (glibc) under FTZ/DAZ (expf's
  *     subnormal results flushed; sinf keeps a subnormal argument).  pow: Eigen's float pow

@@ -85,10 +85,33 @@ def test_plain_names_mean_a_measured_profile_and_auto_never_picks_them():
     assert policy.auto() not in O.FRAMEWORKS
 
 
+def _numpy_keras_hub(shape, wl, start):
+    """keras-hub's SinePositionEncoding as Keras' NumPy backend runs it: NumPy's float32 pow
+    (its own loop on this machine), then the 'numpy' profile's sin and cos."""
+    L, d = shape[-2], shape[-1]
+    pos = np.arange(start, start + L).astype(np.float32)
+    ts = np.power(np.float32(1 / wl), (2 * (np.arange(d) // 2)).astype(np.float32) / np.float32(d))
+    ang = pos[:, None] * ts[None]
+    sin, cos = (sinpe.elementwise(f, ang, backend="numpy") for f in ("sin", "cos"))
+    return np.broadcast_to(np.where(np.arange(d) % 2 == 0, sin, cos), shape)
+
+
 @pytest.mark.parametrize("backend", ["numpy", "numpy-2.4"])
-def test_pow_is_refused_where_not_reproduced(backend):
-    with pytest.raises(NotImplementedError, match="numpy"):
-        presets.keras_hub((1, 4, 8), backend=backend)
+@pytest.mark.parametrize("shape,wl,start", [((2, 50, 64), 10000, 0), ((1, 33, 30), 500, 3),
+                                             ((1, 300, 1030), 1e6, -7), ((4, 1, 2), 77, 0)])
+def test_numpy_pow_is_the_installed_numpys(backend, shape, wl, start):
+    """NumPy's float32 power is Intel SVML's on AVX-512 machines and the C library's powf
+    elsewhere: the 'numpy' backend's pow is np.power itself (2,262,172 values of the live
+    test's cases differed with glibc's powf on an Intel AVX-512 machine)."""
+    want = _numpy_keras_hub(shape, wl, start)
+    got = presets.keras_hub(shape, wl, start, backend=backend)
+    assert np.array_equal(bits(got), bits(want)), int((bits(got) != bits(want)).sum())
+    # and the RoPE presets' inverse frequencies: 1 / theta ** (arange(0, dim, 2) / dim)
+    inv = np.float32(1) / np.power(np.float32(wl), np.arange(0, 64, 2).astype(np.float32)
+                                   / np.float32(64))
+    cos, _ = presets.llama_rope(64, 40, rope_theta=wl, backend=backend)
+    ang = np.arange(40, dtype=np.float32)[:, None] * np.concatenate([inv, inv])[None]
+    assert np.array_equal(bits(cos), bits(sinpe.elementwise("cos", ang, backend="numpy")))
 
 
 @pytest.mark.parametrize("case", REC["keras_hub_tf"], ids=str)
@@ -137,11 +160,37 @@ def test_jax_exp_of_a_short_array_of_rank_2_has_no_tail(shape):
         assert not np.array_equal(bits(sinpe.elementwise("exp", x, backend="jax")), xla)
 
 
-def test_keras_hub_rotary_refuses_the_frameworks_keras_does_not_run_it_under():
+def test_keras_hub_rotary_refuses_onnxruntime_keras_has_no_such_backend():
     x = np.zeros((1, 4, 8), np.float32)
-    for fw in ("numpy", "numpy-2.4", "onnxruntime", "onnxruntime-1.32"):
-        with pytest.raises(NotImplementedError, match=fw.split("-")[0]):
+    for fw in ("onnxruntime", "onnxruntime-1.32"):
+        with pytest.raises(NotImplementedError, match="onnxruntime"):
             presets.keras_hub_rotary(x, backend=fw)
+
+
+@pytest.mark.parametrize("i", range(len(O.ROTARY)), ids=lambda i: str(O.ROTARY[i][:2]))
+def test_keras_hub_rotary_under_numpy(i):
+    """Keras' NumPy backend runs the layer with torch's operations (true divisions, no FTZ,
+    separate products and sum) and NumPy's pow, cos and sin."""
+    x, kw = O.rotary_case(*O.ROTARY[i])
+    kw = dict(kw)
+    pos = kw.pop("positions", None)
+    start = kw.pop("start_index", 0)
+    xm = np.moveaxis(x, (kw.get("feature_axis", -1), 1), (-1, 1))
+    d, S = xm.shape[-1], xm.shape[1]
+    inv = np.power(np.float32(kw.get("max_wavelength", 10000)),
+                   -(np.arange(0, d, 2).astype(np.float32) / np.float32(d)))
+    inv = inv / np.float32(kw.get("scaling_factor", 1.0))
+    p = (np.arange(S).astype(np.float32) + np.float32(start))[None] if pos is None else \
+        np.atleast_2d(np.asarray(pos, np.float32))
+    emb = np.concatenate([p[..., None] * inv] * 2, axis=-1)
+    emb = emb.reshape(emb.shape[:2] + (1,) * (xm.ndim - 3) + emb.shape[-1:])
+    cos, sin = (sinpe.elementwise(f, np.ascontiguousarray(emb), backend="numpy")
+                for f in ("cos", "sin"))
+    x1, x2 = np.split(xm, 2, axis=-1)
+    want = np.moveaxis(xm * cos + np.concatenate([-x2, x1], axis=-1) * sin, (-1, 1),
+                       (kw.get("feature_axis", -1), 1))
+    got = presets.keras_hub_rotary(x, backend="numpy", start_index=start, positions=pos, **kw)
+    assert np.array_equal(bits(got), bits(want)), int((bits(got) != bits(want)).sum())
 
 
 @pytest.mark.parametrize("fw", ["jax", "tensorflow"])

@@ -1,7 +1,8 @@
 """The frameworks' backends against the installed frameworks themselves (opt-in: -m frameworks).
 
-Needs NumPy 2.4, TensorFlow 2.21, jax/jaxlib 0.10, ONNX Runtime 1.32 (with onnx), keras 3 and
-keras-hub 0.32 (its SinePositionEncoding under JAX, in a subprocess); .ci/run
+Needs NumPy 2.4, TensorFlow 2.21, jax/jaxlib 0.10, ONNX Runtime 1.32 (with onnx), keras 3,
+SciPy (Keras' NumPy backend imports it) and keras-hub 0.32 (its layers under JAX, TensorFlow
+and NumPy, in subprocesses); .ci/run
 runs this once, in a venv of its own with them installed.  Each framework's ops run eagerly (tests/framework_oracles.py); every
 comparison is of bits.  Without the frameworks these tests fail (they are never skipped):
 the marker is deselected by default (pyproject's addopts).
@@ -87,7 +88,16 @@ def test_keras_hub_under_tensorflow(shape, wl, start):
           presets.keras_hub(shape, wl, start, backend="tensorflow"), shape)
 
 
-@pytest.mark.parametrize("fw", ["jax", "tensorflow"])
+@pytest.mark.parametrize("shape,wl,start", [((2, 50, 64), 10000, 0), ((1, 33, 30), 500, 3),
+                                             ((1, 300, 258), 10000, 11), ((4, 1, 2), 77, 0),
+                                             ((1, 128, 1030), 1e6, -5)])
+def test_keras_hub_under_numpy(shape, wl, start):
+    """Keras' NumPy backend: NumPy's own float32 pow (Intel SVML's on AVX-512 machines)."""
+    equal(O.keras_hub("numpy", shape, wl, start),
+          presets.keras_hub(shape, wl, start, backend="numpy"), shape)
+
+
+@pytest.mark.parametrize("fw", ["jax", "tensorflow", "numpy"])
 @pytest.mark.parametrize("i", range(len(O.ROTARY)), ids=lambda i: str(O.ROTARY[i][:2]))
 def test_keras_hub_rotary_under_the_frameworks(fw, i):
     x, kw = O.rotary_case(*O.ROTARY[i])

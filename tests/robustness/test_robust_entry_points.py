@@ -351,34 +351,22 @@ def test_preset_messages_and_empty_inputs():
         assert r.shape == shape
     # zero-width tables (no columns) on every backend: the size check once divided by d = 0
     # (UBSan in CI's fuzz run, tools/fuzz/corpus/table_zero_width_division.bin)
-    from sinpe._backends.records import BY_PROFILE, NO_POW
     for be in [b for b, ok in sinpe.backends().items() if ok]:
-        cases: tuple = ()
-        no_pow = (BY_PROFILE[be].name if be in BY_PROFILE else be) in NO_POW
-        if no_pow:  # a preset that needs its pow: refused
-            with pytest.raises(NotImplementedError, match="pow"):
-                P.tatp22_1d(4, (2, 3, 4), backend=be)
-        else:
-            cases = ((P.tatp22_1d(9, (8, 9, 0), backend=be, dtype="float"), (8, 9, 0)),
-                     (P.tatp22_3d(4, (1, 2, 2, 2, 0), backend=be), (1, 2, 2, 2, 0)),
-                     (P.tatp22_1d(4, (3, 2**40, 0), backend=be)[:, :2], (3, 2, 0)),
-                     # an empty result computes no axis, however long (they took 16 GiB)
-                     (P.tatp22_1d(4, (0, 2**40, 4), backend=be), (0, 2**40, 4)),
-                     (P.tatp22_2d(4, (1, 2**31, 0, 4), backend=be), (1, 2**31, 0, 4)),
-                     (P.tatp22_3d(4, (1, 2**31, 0, 1, 4), backend=be), (1, 2**31, 0, 1, 4)))
+        cases = ((P.tatp22_1d(9, (8, 9, 0), backend=be, dtype="float"), (8, 9, 0)),
+                 (P.tatp22_3d(4, (1, 2, 2, 2, 0), backend=be), (1, 2, 2, 2, 0)),
+                 (P.tatp22_1d(4, (3, 2**40, 0), backend=be)[:, :2], (3, 2, 0)),
+                 # an empty result computes no axis, however long (they took 16 GiB)
+                 (P.tatp22_1d(4, (0, 2**40, 4), backend=be), (0, 2**40, 4)),
+                 (P.tatp22_2d(4, (1, 2**31, 0, 4), backend=be), (1, 2**31, 0, 4)),
+                 (P.tatp22_3d(4, (1, 2**31, 0, 1, 4), backend=be), (1, 2**31, 0, 1, 4)))
         for r, shape in cases:
             assert r.shape == shape, (be, r.shape)
         # apply_rope on an empty x computes no table however long its seq (it built 256 MiB
         # for (0, 1, 2**23, 8) and refused (0, 1, 2**40, 8) for memory); x's checks still run
         for shape in ((0, 1, 2**40, 8), (2, 0, 2**40, 8), (2, 3, 0, 8)):
             e = np.zeros(shape, np.float32)
-            if no_pow:  # its inverse frequencies need pow: refused
-                with pytest.raises(NotImplementedError, match="pow"):
-                    sinpe.apply_rope(e, backend=be)
-            else:
-                assert sinpe.apply_rope(e, backend=be) is e
-        with pytest.raises(NotImplementedError if no_pow else TypeError,
-                           match="pow" if no_pow else "x must have dtype"):
+            assert sinpe.apply_rope(e, backend=be) is e
+        with pytest.raises(TypeError, match="x must have dtype"):
             sinpe.apply_rope(np.zeros((0, 1, 5, 8), np.int32), backend=be)
         with pytest.raises(ValueError, match="base must be finite"):
             sinpe.apply_rope(np.zeros((0, 1, 5, 8), np.float32), base=0, backend=be)
