@@ -10,7 +10,12 @@ with such a spinning worker.  Measured on a 2-core Zen 4 beside transformers' ea
 135 us on torch's OpenMP threads (torch's own rotation: 208 us).
 
 The choice is made once per imported torch module, and never in a forked child (libgomp's
-workers do not exist there; the core forgets the runtime at fork, sinpe's own threads run).
+workers do not exist there; the core forgets the runtime at fork, sinpe's own threads run),
+nor in a process that sinpe finds was forked before it was imported (a worker that imports
+sinpe lazily: libgomp's team there names threads the child does not have, and its first
+parallel region would wait for them for ever): a multiprocessing child (fork or spawn), or a
+process whose main thread's recorded native id is not this process's id (os.fork: Python
+keeps the parent's).
 set_thread_runtime('sinpe') / SINPE_THREAD_RUNTIME=sinpe keeps sinpe's own threads.  The
 bits never depend on which threads run the work.
 """
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from typing import Any, Dict, Optional
 
 from .. import _sinpe
@@ -45,19 +51,44 @@ def torch_openmp(torch: Any) -> Optional[str]:
     return found[0] if found else None
 
 
+def forked_before_import() -> bool:
+    """This process was forked from another Python process before sinpe was imported here
+    (sinpe's own fork handler did not see it): a multiprocessing child, or os.fork's child,
+    whose main thread object keeps the parent's native id (Python 3.8 to 3.13)."""
+    mp = sys.modules.get("multiprocessing.process")
+    try:
+        if mp is not None and mp.parent_process() is not None:
+            return True
+        native = getattr(threading.main_thread(), "native_id", None)
+    except Exception:  # an unusual interpreter: treated as a child (sinpe's own threads)
+        return True
+    return native is not None and native != os.getpid()
+
+
+_LOCK = threading.Lock()  # one choice at a time: set_thread_runtime's and the calls'
+
+
 def _choose(torch: Any) -> None:
     """Adopt torch's OpenMP runtime for the core's parallel work, when the setting allows."""
-    _RT["torch"] = torch
-    if _RT["want"] != "auto" or _RT["library"] or os.getpid() != _RT["pid"]:
-        return
-    lib = torch_openmp(torch)
-    if lib is None:
-        return
-    try:
-        _sinpe.adopt_openmp(lib)
-    except OSError:  # not loaded after all, or another runtime was adopted before
-        return
-    _RT["library"] = lib
+    with _LOCK:
+        if torch is _RT["torch"]:
+            return  # another thread chose for it
+        if getattr(torch, "_C", None) is None:
+            return  # still being imported (by another thread): looked at again next call
+        _RT["torch"] = torch
+        if _RT["want"] != "auto" or _RT["library"] or os.getpid() != _RT["pid"]:
+            return
+        if forked_before_import():
+            _RT["pid"] = -1  # never in this process
+            return
+        lib = torch_openmp(torch)
+        if lib is None:
+            return
+        try:
+            _sinpe.adopt_openmp(lib)
+        except OSError:  # not loaded after all, or another runtime was adopted before
+            return
+        _RT["library"] = lib
 
 
 def follow() -> None:
@@ -85,12 +116,14 @@ def set_thread_runtime(name: str) -> None:
                         f"({type(name).__name__})")
     if name not in NAMES:
         raise ValueError(f"unknown thread runtime {name!r}: choose 'auto' or 'sinpe'")
-    _RT["want"] = name
-    if name == "sinpe":
-        _sinpe.adopt_openmp(None)
-        _RT["library"] = None
-    else:
-        _RT["torch"] = None  # looked at again at the next call
+    with _LOCK:  # not between another thread's check of the setting and its adoption
+        _RT["want"] = name
+        if name == "sinpe":
+            _sinpe.adopt_openmp(None)
+            _RT["library"] = None
+        else:
+            _RT["torch"] = None  # looked at again at the next call
+    if name == "auto":
         follow()
 
 

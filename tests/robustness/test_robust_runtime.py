@@ -215,6 +215,94 @@ def test_thread_runtime_setting():
     assert r.returncode != 0 and "SINPE_THREAD_RUNTIME='pool' is not valid" in r.stderr
 
 
+_LATE_IMPORT_CODE = r"""
+import os, sys, time, torch
+torch.sin(torch.randn(1024, 1024))  # torch's OpenMP team now exists in this process
+want = {mode!r}
+def child():
+    import sinpe  # first import here: sinpe's own fork handler never ran
+    t = sinpe.positional_encoding(20000, 256, threads=2)
+    return sinpe.get_thread_runtime(), t.shape
+if want == "fork":
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.write(w, repr(child()).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    deadline = time.time() + 60
+    while os.waitpid(pid, os.WNOHANG)[0] == 0:
+        if time.time() > deadline:
+            os.kill(pid, 9)
+            sys.exit("the child hangs")
+        time.sleep(0.05)
+    print(os.read(r, 200).decode())
+else:
+    import multiprocessing as mp
+    def job(_):
+        return child()
+    if __name__ == "__main__":
+        with mp.get_context(want).Pool(1) as p:
+            print(p.map_async(job, [0]).get(60)[0])
+"""
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("mode", ["fork", "multiprocessing-fork"])
+def test_a_child_that_imports_sinpe_after_the_fork_does_not_hang(mode):
+    """Review of 2026-12-05: a child forked after torch ran its OpenMP work, importing sinpe
+    only then (a worker's lazy import), adopted libgomp, whose team names the parent's
+    workers: its first parallel region waited for them for ever.  sinpe now sees such a
+    process (a multiprocessing child, or a main thread whose native id is the parent's) and
+    keeps its own threads there."""
+    code = _LATE_IMPORT_CODE.replace("{mode!r}", repr(mode.split("-")[-1]))
+    if mode != "fork":  # a Pool's function must be importable: a file, not -c
+        path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"sinpe_late_{os.getpid()}.py")
+        with open(path, "w") as f:
+            f.write(code)
+        code = f"import runpy; runpy.run_path({path!r}, run_name='__main__')"
+    try:
+        r = run_python(code, timeout=180)
+    finally:
+        if mode != "fork":
+            os.unlink(path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.strip() == "('sinpe', (20000, 256))", r.stdout
+
+
+@pytest.mark.needs_torch
+def test_thread_runtime_choice_races():
+    """Review of 2026-12-05: set_thread_runtime('sinpe') while another thread was choosing
+    (between its check of the setting and its adoption) was undone for good; a call made
+    while another thread was still importing torch turned adoption off for the process."""
+    code = r"""
+import threading, time, types, sinpe
+from sinpe._backends import runtime
+slow = runtime.torch_openmp
+runtime.torch_openmp = lambda t: (slow(t), time.sleep(0.3))[0]  # a wide window
+import torch
+t = threading.Thread(target=lambda: sinpe.positional_encoding(64, 16))
+t.start()
+time.sleep(0.1)
+sinpe.set_thread_runtime("sinpe")
+t.join()
+sinpe.positional_encoding(64, 16)
+print(sinpe.get_thread_runtime(), runtime._RT["want"])
+runtime.torch_openmp = slow
+sinpe.set_thread_runtime("auto")
+half = types.ModuleType("torch")  # a torch module still being imported: no torch._C yet
+runtime._choose(half)
+print(runtime._RT["torch"] is half)
+sinpe.positional_encoding(64, 16)
+print(sinpe.get_thread_runtime(), runtime.forked_before_import())
+"""
+    r = run_python(code, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["sinpe", "sinpe", "False", "openmp", "False"], r.stdout
+
+
 # ---- forks, workers, interpreters -------------------------------------------------
 
 def test_after_os_fork():
