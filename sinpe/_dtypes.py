@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, FrozenSet, List, Tuple
 
+import sys
+
 import numpy as np
 
 TABLE_DTYPES = ("float32", "float16", "bfloat16", "float64")
@@ -71,11 +73,13 @@ def _resolve(obj: Any) -> np.dtype:
 def torch_of(obj: Any) -> Any:
     """torch (the module) when obj is a torch.Tensor of any subclass (nn.Parameter, user
     subclasses), else None; torch is never imported here."""
-    import sys
     torch = sys.modules.get("torch")
-    if torch is None or not isinstance(obj, getattr(torch, "Tensor", ())):
+    if torch is None:
         return None
-    return torch
+    t = getattr(torch, "Tensor", ())
+    if type(obj) is t or isinstance(obj, t):  # (exact tensors skip the metaclass's check)
+        return torch
+    return None
 
 
 def _kind_check(torch: Any, t: Any, name: str, cpu: bool = True) -> None:

@@ -73,11 +73,22 @@ def table_job(core: tuple, *, rows: Any = None, positions: Any = None, grid: Any
     multiplied by it in float32 before the rounding to dtype (transformers' attention scaling)."""
     preset = (freq, np.asarray(col, np.int64), comp, scale, zero_row, trow_shift, f64_div,
               out_scale)
-    if fill and _dtypes.writable_tensor(out, names[0]):
+    if fill and out is not None and _dtypes.writable_tensor(out, names[0]):
         _dtypes.bump_version(out)
     return _sinpe.table(core, out, rows, None, 10000.0, offset, positions, grid,
                         _dtype_args(dtype, out), dtype, table_rows, preset, names, HUGE, fill,
                         (LEAD if lead else 0) | (OWN if own else 0), None)
+
+
+def positions_table(core: tuple, positions: Any, freq: np.ndarray, col: np.ndarray, dtype: Any,
+                    names: tuple, out_scale: Any = None) -> Any:
+    """table_job(core, positions=positions, freq=freq, col=col, dtype=dtype, names=names,
+    out_scale=out_scale) for a fresh result and ready arrays (freq float32 and col int64, both
+    C-contiguous): a decode step's few rows, without the general call's steps."""
+    return _sinpe.table(core, None, None, None, 10000.0, 0, positions, None,
+                        _dtypes.resolve(dtype), dtype, 0,
+                        (freq, col, None, None, -1, 0, False, out_scale), names, HUGE, True, 0,
+                        None)
 
 
 def admit(shape: tuple, dtype: Any = None, noun: str = "a table") -> None:

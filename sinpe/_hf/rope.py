@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import _cache, _dtypes
 from .._backends import policy
-from .._jobs import COS, SIN, _int, _round_to, _table
+from .._jobs import COS, SIN, _int, _round_to, _table, positions_table
 from .axial import AXIAL, axial_rope, given_inv as _inv_given, positions as _array_positions
 from .config import Cfg, forget as _forget_reads, read as read_config
 from .families import HALF_WIDTH, INTERLEAVED, MROPE, NO_CAST, NTK_ALPHA, OTHER
@@ -47,7 +47,7 @@ def _positions(position_ids: Any) -> Tuple[Optional[np.ndarray], Tuple[int, ...]
     """(the positions array, its shape); (None, (1, n)) for an int n (``arange(n)[None]``,
     never made: the core computes its rows)."""
     if isinstance(position_ids, (bool, np.bool_, int, np.integer)) or \
-            np.ndim(position_ids) == 0 and not hasattr(position_ids, "shape"):
+            not hasattr(position_ids, "shape") and np.ndim(position_ids) == 0:
         if isinstance(position_ids, (int, np.integer)) and not isinstance(position_ids, bool):
             return None, (1, _int(position_ids, "position_ids"))
         raise TypeError(f"position_ids must be an integer array (batch, seq), got "
@@ -307,16 +307,32 @@ def _given_key(given: Any) -> Any:
     return ("tensor", str(given.dtype), tuple(given.shape), values.tobytes())
 
 
+class _Part:
+    """A config's part of a key: its hash taken once (a decode step looks the same reading up
+    again: the same object, equal at once), equal to another reading of the same values."""
+    __slots__ = ("t", "h")
+
+    def __init__(self, t: Tuple[Any, ...]) -> None:
+        self.t, self.h = t, hash(t)  # TypeError: a value that cannot be keyed
+
+    def __hash__(self) -> int:
+        return self.h
+
+    def __eq__(self, other: Any) -> bool:
+        return self is other or (type(other) is _Part and self.h == other.h
+                                 and self.t == other.t)
+
+
 def _memo_key(c: Cfg, rope_type: str, opts: Dict[str, Any], seq: Any, given: Any) -> Any:
     """The key of the frequencies of this call, or None when a value cannot be keyed (then
     nothing is kept)."""
     try:
         part = c.__dict__.get("_key")  # the config's part, once per reading (config.read)
         if part is None:
-            part = c.__dict__["_key"] = (
+            part = c.__dict__["_key"] = _Part((
                 c.model_type, _frozen((c.hidden_size, c.num_attention_heads,
                                        c.max_position_embeddings, c.has_head_dim, c.head_dim,
-                                       c.omp_attr, c.top_truncate)), _frozen(c.p))
+                                       c.omp_attr, c.top_truncate)), _frozen(c.p)))
         key = (rope_type, _frozen(seq), opts["core"], part, _given_key(given))
         hash(key)
     except TypeError:
@@ -351,12 +367,14 @@ def _cos_sin_table(pos: Optional[np.ndarray], shape: Tuple[int, ...], freq: np.n
         col.flags.writeable = False
         if len(_COLS) < 64:
             _COLS[width] = col
-    job = dict(opts, dtype=dtype)
-    kw: Dict[str, Any] = {"names": NAMES, "out_scale": None if scaling == 1.0 else scaling}
+    out_scale = None if scaling == 1.0 else scaling
     freq = np.ascontiguousarray(freq, F32)
-    if pos is not None:
-        t = _table(pos, freq, col, job, **kw)
-    elif grid:  # arange(n) in each of the 3 rows: grid row r has position r % n
+    if pos is not None:  # (a decode step: the lean path)
+        return positions_table(opts["core"], pos, freq, col, dtype, NAMES,
+                               out_scale).reshape(shape + (2 * width,))
+    job = dict(opts, dtype=dtype)
+    kw: Dict[str, Any] = {"names": NAMES, "out_scale": out_scale}
+    if grid:  # arange(n) in each of the 3 rows: grid row r has position r % n
         t = _table(None, freq, col, job, grid=(shape[0], shape[-1], 0),
                    comp=np.ones(width, np.int32), **kw)
     else:
