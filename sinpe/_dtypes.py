@@ -3,9 +3,8 @@ and 'float' are float64, as in NumPy), 'bfloat16' (through ml_dtypes, imported o
 and torch dtypes, to the np.dtype the core writes.  One resolver for every entry point."""
 from __future__ import annotations
 
-from typing import Any, Dict, FrozenSet, List, Tuple
-
 import sys
+from typing import Any, Dict, FrozenSet, List, Tuple
 
 import numpy as np
 

@@ -80,17 +80,6 @@ def table_job(core: tuple, *, rows: Any = None, positions: Any = None, grid: Any
                         (LEAD if lead else 0) | (OWN if own else 0), None)
 
 
-def positions_table(core: tuple, positions: Any, freq: np.ndarray, col: np.ndarray, dtype: Any,
-                    names: tuple, out_scale: Any = None) -> Any:
-    """table_job(core, positions=positions, freq=freq, col=col, dtype=dtype, names=names,
-    out_scale=out_scale) for a fresh result and ready arrays (freq float32 and col int64, both
-    C-contiguous): a decode step's few rows, without the general call's steps."""
-    return _sinpe.table(core, None, None, None, 10000.0, 0, positions, None,
-                        _dtypes.resolve(dtype), dtype, 0,
-                        (freq, col, None, None, -1, 0, False, out_scale), names, HUGE, True, 0,
-                        None)
-
-
 def admit(shape: tuple, dtype: Any = None, noun: str = "a table") -> None:
     """The core's memory rule for an array about to be made (a preset's result or inputs),
     before anything is allocated."""

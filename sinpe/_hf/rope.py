@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import _cache, _dtypes
 from .._backends import policy
-from .._jobs import COS, SIN, _int, _round_to, _table, positions_table
+from .._jobs import COS, SIN, _int, _round_to, _table, table_job
 from .axial import AXIAL, axial_rope, given_inv as _inv_given, positions as _array_positions
 from .config import Cfg, forget as _forget_reads, read as read_config
 from .families import HALF_WIDTH, INTERLEAVED, MROPE, NO_CAST, NTK_ALPHA, OTHER
@@ -369,9 +369,9 @@ def _cos_sin_table(pos: Optional[np.ndarray], shape: Tuple[int, ...], freq: np.n
             _COLS[width] = col
     out_scale = None if scaling == 1.0 else scaling
     freq = np.ascontiguousarray(freq, F32)
-    if pos is not None:  # (a decode step: the lean path)
-        return positions_table(opts["core"], pos, freq, col, dtype, NAMES,
-                               out_scale).reshape(shape + (2 * width,))
+    if pos is not None:  # (a decode step: straight to the job, without _table's options)
+        return table_job(opts["core"], positions=pos, freq=freq, col=col, dtype=dtype,
+                         names=NAMES, out_scale=out_scale).reshape(shape + (2 * width,))
     job = dict(opts, dtype=dtype)
     kw: Dict[str, Any] = {"names": NAMES, "out_scale": out_scale}
     if grid:  # arange(n) in each of the 3 rows: grid row r has position r % n
