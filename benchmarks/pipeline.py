@@ -5,7 +5,8 @@
 
 Everything is measured in one run, 2 threads on both sides (--threads), the default backend
 (torch is imported, so 'auto' means torch's own kernels and bits), medians of interleaved
-rounds (each contender once per round, in turn), so that drift cancels in the ratios.
+rounds (each contender once per round, in an order shuffled per round), so that drift and
+the cold caches after a heavy op cancel in the ratios.
 
 add_pe, steady state: sinpe.add_pe on a NumPy array and on a torch tensor (in place, its
 rows from the cache after the first call) against the reference module's forward
@@ -27,6 +28,7 @@ Ratios > 1 mean sinpe is faster; every ratio below its target is listed at the e
 import argparse
 import os
 import platform
+import random
 import statistics
 import sys
 import time
@@ -52,15 +54,23 @@ def cpu_name():
 
 
 def interleaved(fns, repeats, setup=None):
-    """Medians of each contender over `repeats` rounds (one untimed warm-up round);
-    setup(name) runs untimed before each timed call."""
+    """Medians of each contender over `repeats` rounds (one untimed warm-up round), the order
+    shuffled in each round (seeded: the same orders in every run), so that no contender
+    always follows the same one: a call right after a heavy torch op pays for its cold
+    caches (on the 2-core Intel Xeon VM, 2026-12-05, hf_rope at 2 x 256 positions took 63 µs
+    alone, 180 right after transformers' rotation, and the rotary module the same 82 -> 184:
+    a fixed order charged it to whichever followed the rotation).  setup(name) runs untimed before
+    each timed call."""
     for k, f in fns.items():
         if setup:
             setup(k)
         f()
     times = {k: [] for k in fns}
+    order = list(fns.items())
+    shuffle = random.Random(len(fns) * 1000003 + repeats).shuffle
     for _ in range(repeats):
-        for k, f in fns.items():
+        shuffle(order)
+        for k, f in order:
             if setup:
                 setup(k)
             t0 = time.perf_counter()

@@ -439,6 +439,16 @@ static int aligned_f32(const sinpe_array *x)
     return 1;
 }
 
+/* 1 when the destination's rows (the merged row axes) lie at one stride, whatever the
+ * positions' strides (a batch of positions broadcast along an axis keeps two row axes) */
+static int uniform_rows(const sinpe_plan *p)
+{
+    for (int k = 0; k + 1 < p->row_n; k++)
+        if (p->row_dst[k] != p->row_dst[k + 1] * p->row_shape[k + 1])
+            return 0;
+    return 1;
+}
+
 /* by positions: the row axes, merged, with the positions' strides (broadcast, or those of
  * their copy) */
 static void rows_by_positions(sinpe_plan *p)
@@ -460,7 +470,7 @@ static void rows_by_positions(sinpe_plan *p)
     if (rows > 0)
         p->row_n = sinpe_collapse(p->row_n, p->row_shape, p->row_dst, p->row_pos);
     p->batch = 1;
-    p->direct = !p->em.add && p->em.fast && p->row_n <= 1 && !j->kept.data;
+    p->direct = !p->em.add && p->em.fast && uniform_rows(p) && !j->kept.data;
     if (p->row_n == 0) { /* a single row */
         p->row_n = 1;
         p->row_shape[0] = 1;

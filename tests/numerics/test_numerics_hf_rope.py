@@ -117,6 +117,29 @@ def test_rope_types_on_each_torch_bits_backend(name, parity_backend):
     assert_same(ms, s.numpy(), f"sin {parity_backend}")
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_positions_broadcast_over_the_batch(dtype, parity_backend):
+    """position_ids expanded over the batch (stride 0, as generate() and the benchmarks pass
+    them; the core writes such rows straight into the result, as contiguous ones), and
+    positions broadcast along the sequence too, against the module on the same tensor."""
+    cfg = llama_config("llama3")
+    m = module(*LLAMA)(cfg)
+    x = torch.zeros(1, dtype=tdtype(dtype))
+    cases = [(torch.arange(L)[None] + at).expand(B, -1)
+             for B, L, at in ((2, 256, 0), (16, 1, 300), (3, 37, 5000))]
+    cases += [torch.tensor(7).expand(4, 9), torch.arange(40).view(2, 20)[:, ::2],
+              torch.arange(6)[:, None].expand(6, 5)]
+    for pos in cases:
+        c, s = m(x, pos)
+        mc, ms = hf_rope(cfg, pos, dtype=dtype, backend=parity_backend)
+        what = f"{parity_backend} {tuple(pos.shape)} strides {pos.stride()}"
+        assert_same(mc, to_np(c), f"cos {what}")
+        assert_same(ms, to_np(s), f"sin {what}")
+        nc, ns = hf_rope(cfg, pos.contiguous().numpy(), dtype=dtype, backend=parity_backend)
+        assert_same(mc, nc, f"cos {what} against contiguous positions")
+        assert_same(ms, ns, f"sin {what} against contiguous positions")
+
+
 @pytest.mark.parametrize("name", ["default", "linear", "dynamic", "llama3", "yarn", "longrope"])
 def test_inv_freq_of_a_bfloat16_module(name):
     cfg = llama_config(name)
