@@ -30,7 +30,7 @@ with transformers' functions, rotated by sinpe's core (the tables from
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import torch
 from torch import nn
@@ -196,48 +196,122 @@ def _rope_table(t: torch.Tensor, ud: int, nd: int, shape: Tuple[int, int, int], 
     return t.as_strided(shape, want)
 
 
+class _Plan:
+    """What _rotate_into works out from the tensors' shapes, strides and dtypes alone: x's
+    (seq, batch) axes, whether half-type tables are widened, and for q and k the core's
+    (tables, seq, rot) shape with the tables' strides (None: the table itself); kept per
+    layout, as a model's layers call the rotation with the same layouts at every step."""
+    __slots__ = ("lq", "lk", "r", "widen", "q", "k", "one")
+
+    def __init__(self, q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor,
+                 sin: torch.Tensor, ud: int) -> None:
+        cu = _cu(cos, ud)
+        r = cu[-1]
+        self.r = r
+        self.lq = _layout(q, cu, r)
+        self.lk = self.lq if k is None else _layout(k, cu, r)
+        # rows of a half-type table of another type than q's are widened per vector where
+        # they change, and past a decode step's few rows they change at almost every vector
+        # (q's heads lie between its positions): widened once instead (exact; 2 x 16 x 256
+        # x 64 float16 on a Zen 4: 2.2 ms -> 0.2 ms).  Contiguous rows of q's own type are
+        # read as they are by the core's rotation (no copy, no rounding again); an expanded
+        # table would become a full copy: its rows are widened as they come.
+        self.widen = cos.dtype != torch.float32 \
+            and (cos.dtype != q.dtype or sin.dtype != q.dtype) \
+            and cos.numel() > r * _WIDE_ROWS and 0 not in cos.stride() \
+            and 0 not in sin.stride()
+        self.q = self.k = None
+        self.one = False
+        if self.lq is None or self.lk is None:
+            return
+        if q.numel():
+            self.q = _Views(q, self.lq, r, cos, sin, ud, self.widen)
+            self.one = k is not None and self.lk == self.lq and k.numel() > 0 \
+                and k.shape[self.lq[0]] == self.q.shape[1]
+        if k is not None and k.numel() and not self.one:
+            self.k = _Views(k, self.lk, r, cos, sin, ud, self.widen)
+
+
+class _Views:
+    """The core's table shape for x and each table's strides (None: the table as it is)."""
+    __slots__ = ("shape", "nd", "c", "s")
+
+    def __init__(self, x: torch.Tensor, lx: Tuple[int, int], r: int, cos: torch.Tensor,
+                 sin: torch.Tensor, ud: int, widen: bool) -> None:
+        self.nd = x.dim()
+        self.shape = (x.shape[lx[1]] if lx[1] >= 0 else 1, x.shape[lx[0]], r)
+        self.c = self.s = None
+        if not widen:  # (widened tables are fresh tensors: their strides are their own)
+            self.c = _rope_strides(cos, ud, self.nd, self.shape, *lx)
+            self.s = _rope_strides(sin, ud, self.nd, self.shape, *lx)
+
+    def tables(self, cos: torch.Tensor, sin: torch.Tensor, ud: int,
+               lx: Tuple[int, int], kept: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+        if not kept:
+            return _rope_table(cos, ud, self.nd, self.shape, *lx), \
+                _rope_table(sin, ud, self.nd, self.shape, *lx)
+        c = cos if self.c is None else cos.as_strided(self.shape, self.c)
+        s = sin if self.s is None else sin.as_strided(self.shape, self.s)
+        return c, s
+
+
+def _rope_strides(t: torch.Tensor, ud: int, nd: int, shape: Tuple[int, int, int], sd: int,
+                  ba: int) -> Optional[Tuple[int, int, int]]:
+    """The strides of _rope_table's view of t, or None when that view is t itself."""
+    v = _rope_table(t, ud, nd, shape, sd, ba)
+    return None if v is t else tuple(v.stride())
+
+
+_PLANS: Dict[Any, _Plan] = {}
+
+
+def _plan(q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor, sin: torch.Tensor,
+          ud: int) -> _Plan:
+    key = (ud, q.shape, q.stride(), q.dtype, None if k is None else (k.shape, k.stride()),
+           cos.shape, cos.stride(), cos.dtype, sin.shape, sin.stride(), sin.dtype)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _Plan(q, k, cos, sin, ud)
+        if len(_PLANS) >= 256:  # a bound for shapes that change at every call
+            _PLANS.clear()
+        _PLANS[key] = plan
+    return plan
+
+
 def _rotate_into(q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor,
                  sin: torch.Tensor, ud: int, pairs: bool,
                  inplace: bool = False) -> Optional[Tuple[Any, Any]]:
     """q (and k) rotated into fresh tensors (empty_like each, written once by the core, which
     reads cos/sin as they are: their dtype, their strides), or in place (fresh tensors the
     caller made); None when a layout does not fit the core (the caller runs torch's ops)."""
-    cu = _cu(cos, ud)
-    r = cu[-1]
-    lq = _layout(q, cu, r)
-    lk = lq if k is None else _layout(k, cu, r)
+    plan = _plan(q, k, cos, sin, ud)
+    lq, lk = plan.lq, plan.lk
     if lq is None or lk is None:
         return None
     opts = _core_opts()
     # grad mode off (checked by _fast_ok) with inputs that require grad, as a custom op's
     # kernel runs: the values are read as they are (torch's export refuses such tensors)
     q, k = _plain(q, "q", not inplace), _plain(k, "k", not inplace)
+    c0, s0 = cos, sin
     cos, sin = _plain(cos, "cos"), _plain(sin, "sin")
-    if cos.dtype != torch.float32 and (cos.dtype != q.dtype or sin.dtype != q.dtype) \
-            and cos.numel() > r * _WIDE_ROWS \
-            and 0 not in cos.stride() and 0 not in sin.stride():  # (an expanded table would
-        # become a full copy: its rows are widened as they come)
-        # rows of a half-type table of another type than q's are widened per vector where
-        # they change, and past a decode step's few rows they change at almost every vector
-        # (q's heads lie between its positions): widened once here instead (exact; 2 x 16 x
-        # 256 x 64 float16 on a Zen 4: 2.2 ms -> 0.2 ms).  Contiguous rows of q's own type
-        # are read as they are by the core's rotation (no copy, no rounding again).
+    # the kept strides hold for the tables as they came (detach keeps strides; a resolved
+    # negative bit or a widened copy has its own)
+    kept = not plan.widen and (cos is c0 or cos.stride() == c0.stride()) \
+        and (sin is s0 or sin.stride() == s0.stride())
+    if plan.widen:
         cos, sin = cos.float(), sin.float()
     qe = q if inplace else torch.empty_like(q)
     ke = k if inplace or k is None else torch.empty_like(k)
     src_q, src_k = (None, None) if inplace else (q, k)
-    nd = qe.dim()
     if qe.numel():
-        shape = (qe.shape[lq[1]] if lq[1] >= 0 else 1, qe.shape[lq[0]], r)
-        c, s = _rope_table(cos, ud, nd, shape, *lq), _rope_table(sin, ud, nd, shape, *lq)
-        if ke is not None and lk == lq and ke.shape[lq[0]] == shape[1] and ke.numel():
+        c, s = plan.q.tables(cos, sin, ud, lq, kept)
+        if plan.one:
             _sinpe.rope(opts, qe, c, s, lq[0], lq[1], pairs, src_q, ke, src_k)
             return qe, ke
         _sinpe.rope(opts, qe, c, s, lq[0], lq[1], pairs, src_q, None, None)
     if ke is not None and ke.numel():
-        nd = ke.dim()
-        shape = (ke.shape[lk[1]] if lk[1] >= 0 else 1, ke.shape[lk[0]], r)
-        c, s = _rope_table(cos, ud, nd, shape, *lk), _rope_table(sin, ud, nd, shape, *lk)
+        views = plan.k if plan.k is not None else _Views(ke, lk, plan.r, cos, sin, ud, True)
+        c, s = views.tables(cos, sin, ud, lk, kept and plan.k is not None)
         _sinpe.rope(opts, ke, c, s, lk[0], lk[1], pairs, src_k, None, None)
     return qe, ke
 

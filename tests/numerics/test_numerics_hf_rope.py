@@ -400,6 +400,37 @@ def test_apply_rotary_pos_emb(dtype, R):
             assert torch.equal(a, b), f"{what}: an input was written"
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_apply_rotary_pos_emb_layouts_in_turn(dtype):
+    """The layouts kept between calls (per shapes, strides and dtypes): tables of one shape in
+    other layouts in turn (contiguous, expanded over the batch, a strided view, a negative
+    view, requiring grad under no_grad), twice each, against transformers each time."""
+    from transformers.models.llama import modeling_llama as ML
+    g = torch.Generator().manual_seed(11)
+    dt = tdtype(dtype)
+    B, H, S, D = 3, 4, 5, 32
+    q = torch.randn(B, H, S, D, generator=g).to(dt)
+    k = torch.randn(B, 2, S, D, generator=g).to(dt)
+    cos, sin = _tables(B, S, D, dt, g)
+    wide = torch.zeros(S, B, 2 * D, dtype=dt)
+    wide[..., :D], wide[..., D:] = cos.transpose(0, 1), sin.transpose(0, 1)
+    layouts = {
+        "contiguous": (cos, sin),
+        "expanded": (cos[:1].expand(B, -1, -1), sin[:1].expand(B, -1, -1)),
+        "strided": (wide[..., :D].transpose(0, 1), wide[..., D:].transpose(0, 1)),
+        "negative view": (torch._neg_view(-cos), torch._neg_view(-sin)),
+        "requires grad": (cos.clone().requires_grad_(), sin.clone().requires_grad_()),
+    }
+    with torch.no_grad():
+        for _ in range(2):
+            for what, (c, s) in layouts.items():
+                _same_pair(ST.apply_rotary_pos_emb(q, k, c, s),
+                           ML.apply_rotary_pos_emb(q, k, c, s), what)
+                _same_pair(ST.apply_rotary_pos_emb(q[:, :, :1], k[:, :, :1], c[:, :1], s[:, :1]),
+                           ML.apply_rotary_pos_emb(q[:, :, :1], k[:, :, :1], c[:, :1], s[:, :1]),
+                           f"{what}, one position")
+
+
 def test_apply_rotary_pos_emb_fallbacks():
     """What the core does not take runs transformers' torch ops: mixed dtypes (torch promotes),
     float64, autograd."""
