@@ -144,26 +144,27 @@ TARGET static inline void avx512_pairs16(float *dst, __m512 s, __m512 c)
 
 /* The element conversions (elem/half.h's rules; as the AVX2 path's). */
 /* float32 bits x rounded to nearest even at bit 16 (bfloat16's rounding, before the low half
- * is dropped; NaN is the caller's) */
+ * is dropped; NaN is the caller's): x + 0x7fff, plus 1 where bit 16 is set (a bit test and a
+ * masked add, where a shift and an and take two) */
 TARGET static inline __m512i avx512_rne_bits(__m512i x)
 {
-    __m512i odd = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
-    return _mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), odd));
+    __mmask16 odd = _mm512_test_epi32_mask(x, _mm512_set1_epi32(0x10000));
+    __m512i t = _mm512_add_epi32(x, _mm512_set1_epi32(0x7fff));
+    return _mm512_mask_add_epi32(t, odd, t, _mm512_set1_epi32(1));
 }
 
+/* v rounded to bfloat16 as float32: NaN found by an unordered compare, the low half dropped
+ * by a masked and that leaves the NaN lanes bfloat16's NaN (one operation for both). */
 TARGET static inline __m512 avx512_rb(__m512 v)
 {
-    __m512i x = _mm512_castps_si512(v);
-    __m512i r = avx512_rne_bits(x);
-    r = _mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u));
-    __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)),
-                                            _mm512_set1_epi32(0x7f800000));
-    r = _mm512_mask_blend_epi32(nan, r, _mm512_set1_epi32((int)(SINPE_BF16_NAN << 16)));
+    __m512i r = avx512_rne_bits(_mm512_castps_si512(v));
+    __mmask16 num = _mm512_cmp_ps_mask(v, v, _CMP_ORD_Q);
+    r = _mm512_mask_and_epi32(_mm512_set1_epi32((int)(SINPE_BF16_NAN << 16)), num, r,
+                              _mm512_set1_epi32((int)0xffff0000u));
     return _mm512_castsi512_ps(r);
 }
 
-/* avx512_rb's rounding, the result's top half stored (NaN found by an unordered compare,
- * one operation where avx512_rb's integer test takes two). */
+/* avx512_rb's rounding, the result's top half stored. */
 TARGET static inline void avx512_f2b(void *p, __m512 v)
 {
     __m512i x = _mm512_castps_si512(v);
