@@ -67,7 +67,7 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
     if tensor:  # before the write: no signal's handler runs between the write and the move
         _dtypes.bump_version(x)
     _sinpe.rope(opts["core"], x, c, s_, sd, 0 if c.shape[0] > 1 else -1, layout == "pairs",
-                None, None, None)
+                None, None, None, None)
     return x
 
 

@@ -263,6 +263,11 @@ def _rope_strides(t: torch.Tensor, ud: int, nd: int, shape: Tuple[int, int, int]
 
 
 _PLANS: Dict[Any, _Plan] = {}
+#: the rope call's arrays (x, cos, sin, src, x2, src2) by the names the rotations' callers
+#: know: q and k (the results are fresh tensors, or the caller's own copies of them)
+_NAMES = ("q", "cos", "sin", "q", "k", "k")
+_K_NAMES = ("k", "cos", "sin", "k", "x2", "src2")
+_X_NAMES = ("x", "cos", "sin", "x", "x2", "src2")
 
 
 def _plan(q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor, sin: torch.Tensor,
@@ -280,10 +285,11 @@ def _plan(q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor, sin: to
 
 def _rotate_into(q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor,
                  sin: torch.Tensor, ud: int, pairs: bool,
-                 inplace: bool = False) -> Optional[Tuple[Any, Any]]:
+                 inplace: bool = False, one: str = "q") -> Optional[Tuple[Any, Any]]:
     """q (and k) rotated into fresh tensors (empty_like each, written once by the core, which
     reads cos/sin as they are: their dtype, their strides), or in place (fresh tensors the
-    caller made); None when a layout does not fit the core (the caller runs torch's ops)."""
+    caller made); None when a layout does not fit the core (the caller runs torch's ops).
+    one: the name of q in messages when k is None (the single form's x)."""
     plan = _plan(q, k, cos, sin, ud)
     lq, lk = plan.lq, plan.lk
     if lq is None or lk is None:
@@ -291,7 +297,7 @@ def _rotate_into(q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor,
     opts = _core_opts()
     # grad mode off (checked by _fast_ok) with inputs that require grad, as a custom op's
     # kernel runs: the values are read as they are (torch's export refuses such tensors)
-    q, k = _plain(q, "q", not inplace), _plain(k, "k", not inplace)
+    q, k = _plain(q, one, not inplace), _plain(k, "k", not inplace)
     c0, s0 = cos, sin
     cos, sin = _plain(cos, "cos"), _plain(sin, "sin")
     # the kept strides hold for the tables as they came (detach keeps strides; a resolved
@@ -306,13 +312,14 @@ def _rotate_into(q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor,
     if qe.numel():
         c, s = plan.q.tables(cos, sin, ud, lq, kept)
         if plan.one:
-            _sinpe.rope(opts, qe, c, s, lq[0], lq[1], pairs, src_q, ke, src_k)
+            _sinpe.rope(opts, qe, c, s, lq[0], lq[1], pairs, src_q, ke, src_k, _NAMES)
             return qe, ke
-        _sinpe.rope(opts, qe, c, s, lq[0], lq[1], pairs, src_q, None, None)
+        _sinpe.rope(opts, qe, c, s, lq[0], lq[1], pairs, src_q, None, None,
+                    _NAMES if one == "q" else _X_NAMES)
     if ke is not None and ke.numel():
         views = plan.k if plan.k is not None else _Views(ke, lk, plan.r, cos, sin, ud, True)
         c, s = views.tables(cos, sin, ud, lk, kept and plan.k is not None)
-        _sinpe.rope(opts, ke, c, s, lk[0], lk[1], pairs, src_k, None, None)
+        _sinpe.rope(opts, ke, c, s, lk[0], lk[1], pairs, src_k, None, None, _K_NAMES)
     return qe, ke
 
 
@@ -510,7 +517,7 @@ def _single(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
             unsqueeze_dim: int) -> torch.Tensor:
     ud = _ud(cos, unsqueeze_dim)
     if ud is not None and _fast_ok(x, x, cos, sin, True):
-        out = _rotate_into(x, None, cos, sin, ud, False)
+        out = _rotate_into(x, None, cos, sin, ud, False, one="x")
         if out is not None:
             xe: torch.Tensor = out[0]
             return xe

@@ -349,14 +349,32 @@ static PyObject *py_add(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
 }
 
 #define ROPE_PARAMS(X) X(opts) X(x) X(cos) X(sin) X(seq_axis) X(batch_axis) X(pairs) X(src) \
-    X(x2) X(src2)
+    X(x2) X(src2) X(names)
 static const char *const ROPE_KW[] = KEYWORDS(ROPE_PARAMS);
 
 PyDoc_STRVAR(rope_doc,
 SIGNATURE("rope", ROPE_PARAMS)
 "Rotates x in place (a ROPE job) by tables cos, sin (tables, x.shape[seq_axis], rot), read\n"
 "in place in their dtype and strides (arrays, DLPack exporters; else float32 copies); src\n"
-"(None: x) is read; x2 (None: none) is rotated too, from src2 (None: x2).  Returns x.\n");
+"(None: x) is read; x2 (None: none) is rotated too, from src2 (None: x2).  names: None, or\n"
+"the caller's names of (x, cos, sin, src, x2, src2) for messages.  Returns x.\n");
+
+/* The caller's names of the rope call's six arrays (or the parameters' own). */
+static int rope_names(PyObject *names, const char *out[6])
+{
+    static const char *const own[6] = { "x", "cos", "sin", "src", "x2", "src2" };
+    int given = PyTuple_Check(names) && PyTuple_GET_SIZE(names) == 6;
+    if (!given && names != Py_None) {
+        PyErr_SetString(PyExc_TypeError, "rope: names must be None or a tuple of 6 str");
+        return -1;
+    }
+    for (int i = 0; i < 6; i++) {
+        out[i] = given ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(names, i)) : own[i];
+        if (!out[i])
+            return -1; /* (not a str: TypeError set) */
+    }
+    return 0;
+}
 
 static PyObject *py_rope(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                          PyObject *kwnames)
@@ -364,9 +382,11 @@ static PyObject *py_rope(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     (void)self;
     ARGS(ROPE_PARAMS) a;
     int seq_axis, batch_axis, pairs;
+    const char *nm[6];
     if (parse_args("rope", args, nargs, kwnames, ROPE_KW, NPARAMS(ROPE_PARAMS), a.a) < 0
         || to_int(a.p.seq_axis, "seq_axis", &seq_axis) < 0
-        || to_int(a.p.batch_axis, "batch_axis", &batch_axis) < 0 || to_bool(a.p.pairs, &pairs) < 0)
+        || to_int(a.p.batch_axis, "batch_axis", &batch_axis) < 0 || to_bool(a.p.pairs, &pairs) < 0
+        || rope_names(a.p.names, nm) < 0)
         return NULL;
     PyObject *o_opts = a.p.opts, *x = a.p.x, *cos = a.p.cos, *sin = a.p.sin;
     call c;
@@ -379,12 +399,12 @@ static PyObject *py_rope(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     j->rope.batch_axis = batch_axis;
     j->rope.pairs = pairs;
     j->rope.second = a.p.x2 != Py_None;
-    if (to_opts(o_opts, &c) < 0 || view_get(&c, 0, x, "x", &j->dst) < 0
-        || rope_view(&c, cos, "cos", &j->rope.cos, 0) < 0
-        || rope_view(&c, sin, "sin", &j->rope.sin, 0) < 0
-        || rope_view(&c, a.p.src, "src", &j->rope.src, 1) < 0
-        || rope_view(&c, a.p.x2, "x2", &j->rope.dst2, 1) < 0
-        || rope_view(&c, a.p.src2, "src2", &j->rope.src2, 1) < 0) {
+    if (to_opts(o_opts, &c) < 0 || view_get(&c, 0, x, nm[0], &j->dst) < 0
+        || rope_view(&c, cos, nm[1], &j->rope.cos, 0) < 0
+        || rope_view(&c, sin, nm[2], &j->rope.sin, 0) < 0
+        || rope_view(&c, a.p.src, nm[3], &j->rope.src, 1) < 0
+        || rope_view(&c, a.p.x2, nm[4], &j->rope.dst2, 1) < 0
+        || rope_view(&c, a.p.src2, nm[5], &j->rope.src2, 1) < 0) {
         call_clear(&c);
         return NULL;
     }

@@ -27,6 +27,7 @@ extern const char *const SINPE_TYPE_NAMES[SINPE_TYPE_COUNT];
  * exported by that function, without torch's Python-level __dlpack__ (convert.c). */
 typedef struct {
     PyObject *tensor_type, *to_dlpack, *bump; /* bump: torch._C._increment_version */
+    PyObject *room; /* room(t): the bytes t's storage holds from t's first element on */
 } tensor_route;
 
 /* convert.c: the module's methods and slots of its state */

@@ -335,32 +335,36 @@ static PyObject *route_capsule(const tensor_route *r, PyObject *o)
 
 /* The module's route (its state): set by the package, cleared with the module. */
 const char tensor_route_doc[] =
-"tensor_route($module, tensor_type, to_dlpack, bump, /)\n"
+"tensor_route($module, tensor_type, to_dlpack, bump, room=None, /)\n"
 "--\n\n"
 "Export a tensor of exactly type tensor_type (torch.Tensor) by to_dlpack(t) (torch's C-level\n"
 "torch._C._to_dlpack_versioned) instead of its Python-level __dlpack__; every refusal is\n"
 "kept (a tensor that requires grad, a conjugate or negative view, another device or layout\n"
 "takes the __dlpack__ route and its message).  bump (torch._C._increment_version, or None):\n"
 "called with (t,) by the held add right after it wrote such a tensor, with the GIL held, so\n"
-"no signal's handler runs between the write and the version's move.  None, None, None: no\n"
-"route.\n";
+"no signal's handler runs between the write and the version's move.  room (or None): room(t)\n"
+"is the bytes t's storage holds from t's first element on; a tensor of tensor_type (or a\n"
+"subclass) whose shape and strides reach past them (a storage resized after the view was\n"
+"made) is refused, whichever route exports it.  None, None, None: no route.\n";
 
 PyObject *py_tensor_route(PyObject *self, PyObject *args)
 {
-    PyObject *type, *fn, *bump;
-    if (!PyArg_ParseTuple(args, "OOO:tensor_route", &type, &fn, &bump))
+    PyObject *type, *fn, *bump, *room = Py_None;
+    if (!PyArg_ParseTuple(args, "OOO|O:tensor_route", &type, &fn, &bump, &room))
         return NULL;
     if ((type == Py_None) != (fn == Py_None) || (type != Py_None && !PyType_Check(type))
         || (fn != Py_None && !PyCallable_Check(fn))
-        || (bump != Py_None && (type == Py_None || !PyCallable_Check(bump)))) {
-        PyErr_SetString(PyExc_TypeError, "tensor_route() takes a type, a callable and a "
-                        "callable or None, or None, None, None");
+        || (bump != Py_None && (type == Py_None || !PyCallable_Check(bump)))
+        || (room != Py_None && (type == Py_None || !PyCallable_Check(room)))) {
+        PyErr_SetString(PyExc_TypeError, "tensor_route() takes a type, a callable and two "
+                        "callables or None, or None, None, None");
         return NULL;
     }
     tensor_route *r = PyModule_GetState(self);
     Py_CLEAR(r->tensor_type);
     Py_CLEAR(r->to_dlpack);
     Py_CLEAR(r->bump);
+    Py_CLEAR(r->room);
     if (type != Py_None) {
         Py_INCREF(type);
         Py_INCREF(fn);
@@ -369,6 +373,10 @@ PyObject *py_tensor_route(PyObject *self, PyObject *args)
         if (bump != Py_None) {
             Py_INCREF(bump);
             r->bump = bump;
+        }
+        if (room != Py_None) {
+            Py_INCREF(room);
+            r->room = room;
         }
     }
     Py_RETURN_NONE;
@@ -380,6 +388,7 @@ int module_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(r->tensor_type);
     Py_VISIT(r->to_dlpack);
     Py_VISIT(r->bump);
+    Py_VISIT(r->room);
     return 0;
 }
 
@@ -389,12 +398,51 @@ int module_clear(PyObject *m)
     Py_CLEAR(r->tensor_type);
     Py_CLEAR(r->to_dlpack);
     Py_CLEAR(r->bump);
+    Py_CLEAR(r->room);
     return 0;
 }
 
 void module_free(void *m)
 {
     module_clear(m);
+}
+
+/* The bytes v's shape and strides reach from its first element (0 when it is empty). */
+static int64_t reach(const sinpe_array *v)
+{
+    int64_t hi = sinpe_type_size(v->type);
+    for (int i = 0; i < v->ndim; i++) {
+        if (v->shape[i] == 0)
+            return 0;
+        if (v->strides[i] > 0) /* bounded: the exporter's shape and strides passed int64 checks */
+            hi += (v->shape[i] - 1) * v->strides[i];
+    }
+    return hi;
+}
+
+/* A torch tensor's memory within its storage (route->room): a storage resized smaller after
+ * the view was made would have the core read or write past it, where torch's own ops raise. */
+static int storage_holds(const tensor_route *r, PyObject *o, const char *what,
+                         const sinpe_array *v)
+{
+    if (!r || !r->room || !v->data)
+        return 0;
+    int is = PyObject_IsInstance(o, r->tensor_type);
+    if (is <= 0)
+        return is;
+    PyObject *n = PyObject_CallOneArg(r->room, o);
+    long long room = n ? PyLong_AsLongLong(n) : -1;
+    Py_XDECREF(n);
+    if (room == -1 && PyErr_Occurred())
+        return -1;
+    int64_t need = reach(v);
+    if (need <= room)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "%s's elements reach byte %lld past its first element, where "
+                 "its storage holds %lld bytes from there (the storage was resized under the "
+                 "tensor): sinpe does not touch memory past a storage's end", what,
+                 (long long)need, room);
+    return -1;
 }
 
 /* A DLPack exporter's tensor as the core sees it, in place: CPU memory only, the element
@@ -466,7 +514,7 @@ static int dlpack_view(call *c, PyObject *o, const char *what, sinpe_array *v)
         v->strides[i] = t->strides ? s * size : s;
         stride *= n > 0 ? n : 1;
     }
-    return 0;
+    return storage_holds(c->route, o, what, v);
 }
 
 /* An array, any exporter of the buffer protocol or of DLPack (a torch tensor), as the core

@@ -447,7 +447,45 @@ def test_rope_sources_without_memory_named(which):
     src.untyped_storage().resize_(0)
     c = np.ones((1, 8, 32), np.float32)
     with pytest.raises(ValueError, match="no memory"):  # the core's own rule
-        sinpe._sinpe.rope(st._core_opts(), x, c, c, 2, -1, False, src, None, None)
+        sinpe._sinpe.rope(st._core_opts(), x, c, c, 2, -1, False, src, None, None, None)
+
+
+def test_tensors_past_their_resized_storage_are_refused():
+    """A hostile probe: a tensor whose storage was resized smaller after the view was made
+    (untyped_storage().resize_) still exports its old shape; the core read (and wrote) past
+    the storage's end, where torch's own ops raise.  Every tensor entry point refuses it by
+    name, before anything is written."""
+    import sinpe.torch as st
+
+    def shrunk(*shape, keep=8, view=lambda t: t):
+        t = view(torch.randn(*shape))
+        t.untyped_storage().resize_(keep)
+        return t
+    msg = "(holds 8 bytes|8 bytes from there) .the storage was resized under the tensor"
+    x = shrunk(2, 16, 32)
+    with pytest.raises(ValueError, match=f"^x's elements reach byte .*{msg}"):
+        sinpe.add_pe(x)
+    with pytest.raises(ValueError, match=f"^x's elements reach byte .*{msg}"):
+        sinpe.apply_rope(x)
+    with pytest.raises(ValueError, match=f"^out's elements reach byte .*{msg}"):
+        sinpe.positional_encoding(16, 32, out=shrunk(16, 32))
+    q, k = torch.randn(1, 4, 5, 8), torch.randn(1, 2, 5, 8)
+    c, s = torch.randn(1, 5, 8), torch.randn(1, 5, 8)
+    for name in ("q", "k", "cos", "sin"):
+        args = dict(q=q, k=k, cos=c, sin=s)
+        # an expanded view reaches less: its own extent is what counts
+        args[name] = shrunk(*args[name].shape) if name != "sin" else \
+            shrunk(1, 1, 8, view=lambda t: t.expand(1, 5, 8))
+        before = [t.clone() for t in (q, k, c, s) if t is not args[name]]
+        with pytest.raises(ValueError, match=f"^{name}'s elements reach byte .*{msg}"):
+            st.apply_rotary_pos_emb(args["q"], args["k"], args["cos"], args["sin"])
+        assert all(torch.equal(a, b) for a, b in zip(before, [t for t in (q, k, c, s)
+                                                            if t is not args[name]]))
+    # what still fits is read: a view inside what the storage holds
+    t = torch.randn(4, 8)
+    v = t[:1]
+    t.untyped_storage().resize_(32)
+    assert sinpe.add_pe(v[None]) is not None
 
 
 def test_rotary_forms_read_neg_bit_tensors():
