@@ -205,14 +205,8 @@ def _tensor_route(torch: Any) -> None:
     to_dlpack = getattr(torch._C, "_to_dlpack_versioned", None)
     bump = getattr(torch._C, "_increment_version", None)
     if to_dlpack is not None:  # (the held add moves a version in C, right after its write)
-        _sinpe.tensor_route(torch.Tensor, to_dlpack, bump, _room)
+        _sinpe.tensor_route(torch.Tensor, to_dlpack, bump)
     _TORCH_C.append(bump if bump is not None else torch.autograd.graph.increment_version)
-
-
-def _room(t: Any) -> int:
-    """The bytes t's storage holds from t's first element on (the binding refuses a tensor
-    whose shape and strides reach past them: a storage resized after the view was made)."""
-    return int(t.untyped_storage().nbytes() - t.storage_offset() * t.element_size())
 
 
 _NUMPY1 = np.lib.NumpyVersion(np.__version__) < "2.0.0"

@@ -359,27 +359,9 @@ SIGNATURE("rope", ROPE_PARAMS)
 "(None: x) is read; x2 (None: none) is rotated too, from src2 (None: x2).  names: None, or\n"
 "the caller's names of (x, cos, sin, src, x2, src2) for messages.  Returns x.\n");
 
-/* The caller's names of the rope call's six arrays (or the parameters' own). */
-static int rope_names(PyObject *names, const char *out[6])
-{
-    static const char *const own[6] = { "x", "cos", "sin", "src", "x2", "src2" };
-    int given = PyTuple_Check(names) && PyTuple_GET_SIZE(names) == 6;
-    if (!given && names != Py_None) {
-        PyErr_SetString(PyExc_TypeError, "rope: names must be None or a tuple of 6 str");
-        return -1;
-    }
-    for (int i = 0; i < 6; i++) {
-        out[i] = given ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(names, i)) : own[i];
-        if (!out[i])
-            return -1; /* (not a str: TypeError set) */
-    }
-    return 0;
-}
-
 static PyObject *py_rope(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                          PyObject *kwnames)
 {
-    (void)self;
     ARGS(ROPE_PARAMS) a;
     int seq_axis, batch_axis, pairs;
     const char *nm[6];

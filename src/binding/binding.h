@@ -27,7 +27,6 @@ extern const char *const SINPE_TYPE_NAMES[SINPE_TYPE_COUNT];
  * exported by that function, without torch's Python-level __dlpack__ (convert.c). */
 typedef struct {
     PyObject *tensor_type, *to_dlpack, *bump; /* bump: torch._C._increment_version */
-    PyObject *room; /* room(t): the bytes t's storage holds from t's first element on */
 } tensor_route;
 
 /* convert.c: the module's methods and slots of its state */
@@ -114,6 +113,7 @@ int to_dst(call *c, PyObject *out);
  * out[i] the argument of kw[i], every one required (a TypeError names what is wrong). */
 int parse_args(const char *fname, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
                const char *const *kw, int n, PyObject **out);
+int rope_names(PyObject *names, const char *nm[6]);
 int to_int(PyObject *o, const char *name, int *v);
 int to_double(PyObject *o, double *v);
 int to_bool(PyObject *o, int *v);

@@ -335,36 +335,33 @@ static PyObject *route_capsule(const tensor_route *r, PyObject *o)
 
 /* The module's route (its state): set by the package, cleared with the module. */
 const char tensor_route_doc[] =
-"tensor_route($module, tensor_type, to_dlpack, bump, room=None, /)\n"
+"tensor_route($module, tensor_type, to_dlpack, bump, /)\n"
 "--\n\n"
 "Export a tensor of exactly type tensor_type (torch.Tensor) by to_dlpack(t) (torch's C-level\n"
 "torch._C._to_dlpack_versioned) instead of its Python-level __dlpack__; every refusal is\n"
 "kept (a tensor that requires grad, a conjugate or negative view, another device or layout\n"
 "takes the __dlpack__ route and its message).  bump (torch._C._increment_version, or None):\n"
 "called with (t,) by the held add right after it wrote such a tensor, with the GIL held, so\n"
-"no signal's handler runs between the write and the version's move.  room (or None): room(t)\n"
-"is the bytes t's storage holds from t's first element on; a tensor of tensor_type (or a\n"
-"subclass) whose shape and strides reach past them (a storage resized after the view was\n"
-"made) is refused, whichever route exports it.  None, None, None: no route.\n";
+"no signal's handler runs between the write and the version's move.  A tensor_type (or a\n"
+"subclass) whose elements reach past its storage's end (its untyped_storage().nbytes() and\n"
+"storage_offset()) is refused, whichever route exports it.  None, None, None: no route.\n";
 
 PyObject *py_tensor_route(PyObject *self, PyObject *args)
 {
-    PyObject *type, *fn, *bump, *room = Py_None;
-    if (!PyArg_ParseTuple(args, "OOO|O:tensor_route", &type, &fn, &bump, &room))
+    PyObject *type, *fn, *bump;
+    if (!PyArg_ParseTuple(args, "OOO:tensor_route", &type, &fn, &bump))
         return NULL;
     if ((type == Py_None) != (fn == Py_None) || (type != Py_None && !PyType_Check(type))
         || (fn != Py_None && !PyCallable_Check(fn))
-        || (bump != Py_None && (type == Py_None || !PyCallable_Check(bump)))
-        || (room != Py_None && (type == Py_None || !PyCallable_Check(room)))) {
-        PyErr_SetString(PyExc_TypeError, "tensor_route() takes a type, a callable and two "
-                        "callables or None, or None, None, None");
+        || (bump != Py_None && (type == Py_None || !PyCallable_Check(bump)))) {
+        PyErr_SetString(PyExc_TypeError, "tensor_route() takes a type, a callable and a "
+                        "callable or None, or None, None, None");
         return NULL;
     }
     tensor_route *r = PyModule_GetState(self);
     Py_CLEAR(r->tensor_type);
     Py_CLEAR(r->to_dlpack);
     Py_CLEAR(r->bump);
-    Py_CLEAR(r->room);
     if (type != Py_None) {
         Py_INCREF(type);
         Py_INCREF(fn);
@@ -373,10 +370,6 @@ PyObject *py_tensor_route(PyObject *self, PyObject *args)
         if (bump != Py_None) {
             Py_INCREF(bump);
             r->bump = bump;
-        }
-        if (room != Py_None) {
-            Py_INCREF(room);
-            r->room = room;
         }
     }
     Py_RETURN_NONE;
@@ -388,7 +381,6 @@ int module_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(r->tensor_type);
     Py_VISIT(r->to_dlpack);
     Py_VISIT(r->bump);
-    Py_VISIT(r->room);
     return 0;
 }
 
@@ -398,7 +390,6 @@ int module_clear(PyObject *m)
     Py_CLEAR(r->tensor_type);
     Py_CLEAR(r->to_dlpack);
     Py_CLEAR(r->bump);
-    Py_CLEAR(r->room);
     return 0;
 }
 
@@ -420,28 +411,42 @@ static int64_t reach(const sinpe_array *v)
     return hi;
 }
 
-/* A torch tensor's memory within its storage (route->room): a storage resized smaller after
- * the view was made would have the core read or write past it, where torch's own ops raise. */
+/* A long from o.name() (an argument's own method; o NULL: the error set already). */
+static long long call_long(PyObject *o, PyObject *name)
+{
+    PyObject *n = o ? PyObject_CallMethodNoArgs(o, name) : NULL;
+    long long v = n ? PyLong_AsLongLong(n) : -1;
+    Py_XDECREF(n);
+    return v;
+}
+
+/* A torch tensor's elements within its storage (its untyped_storage().nbytes() and
+ * storage_offset()): a storage resized smaller under the view would have the core read or
+ * write past its end, where torch's own ops raise. */
 static int storage_holds(const tensor_route *r, PyObject *o, const char *what,
                          const sinpe_array *v)
 {
-    if (!r || !r->room || !v->data)
+    static PyObject *names[3];
+    static const char *const id[3] = { "untyped_storage", "nbytes", "storage_offset" };
+    if (!r || !r->tensor_type || !v->data)
         return 0;
     int is = PyObject_IsInstance(o, r->tensor_type);
+    for (int i = 0; is > 0 && i < 3; i++)
+        if (!names[i] && !(names[i] = PyUnicode_InternFromString(id[i])))
+            return -1;
     if (is <= 0)
         return is;
-    PyObject *n = PyObject_CallOneArg(r->room, o);
-    long long room = n ? PyLong_AsLongLong(n) : -1;
-    Py_XDECREF(n);
-    if (room == -1 && PyErr_Occurred())
+    PyObject *st = PyObject_CallMethodNoArgs(o, names[0]);
+    long long nbytes = call_long(st, names[1]), off = call_long(o, names[2]);
+    Py_XDECREF(st);
+    if (PyErr_Occurred())
         return -1;
-    int64_t need = reach(v);
+    long long room = nbytes - off * sinpe_type_size(v->type), need = reach(v);
     if (need <= room)
         return 0;
     PyErr_Format(PyExc_ValueError, "%s's elements reach byte %lld past its first element, where "
                  "its storage holds %lld bytes from there (the storage was resized under the "
-                 "tensor): sinpe does not touch memory past a storage's end", what,
-                 (long long)need, room);
+                 "tensor): sinpe does not touch memory past a storage's end", what, need, room);
     return -1;
 }
 
@@ -778,4 +783,17 @@ int rope_view(call *c, PyObject *o, const char *what, sinpe_array *v, int opt)
     PyErr_Format(PyExc_TypeError, "%s must be an ndarray or a DLPack exporter, got %s", what,
                  Py_TYPE(o)->tp_name);
     return -1;
+}
+
+/* names: None, or the caller's names of a rope call's six arrays (x, cos, sin, src, x2, src2) */
+int rope_names(PyObject *names, const char *nm[6])
+{
+    static const char *const own[6] = { "x", "cos", "sin", "src", "x2", "src2" };
+    int given = PyTuple_Check(names) && PyTuple_GET_SIZE(names) == 6;
+    if (!given && names != Py_None)
+        return PyErr_SetString(PyExc_TypeError, "rope: names must be None or 6 str"), -1;
+    for (int i = 0; i < 6; i++)
+        if (!(nm[i] = given ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(names, i)) : own[i]))
+            return -1;
+    return 0;
 }

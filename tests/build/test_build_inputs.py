@@ -91,7 +91,8 @@ def _functions(text):
 #: allocates nothing for a call its rules refuse; issue 25), and torch's C-level version bump
 #: of a tensor the held add just wrote (handed with the route).
 _PY_CALLS = ("PyObject_Call", "PyImport_", "PyEval_", "Vectorcall", "PyRun_")
-_PY_CALLS_ALLOWED = {"dlpack_capsule", "negated_view", "route_capsule", "make_kept", "bumped"}
+_PY_CALLS_ALLOWED = {"dlpack_capsule", "negated_view", "route_capsule", "make_kept", "bumped",
+                     "call_long", "storage_holds"}  # (a tensor's own storage size, offset)
 
 
 def test_the_binding_calls_no_python_of_the_package():
