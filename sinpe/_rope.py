@@ -219,7 +219,8 @@ def _table_shapes(cos: Any, sin: Any, shape: Tuple[int, ...], sd: int) -> None:
 def _float32(t: Any, name: str, not32: bool) -> np.ndarray:
     torch = _dtypes.torch_of(t)
     if torch is not None:
-        if t.dtype in (torch.bfloat16, torch.float16):  # widened exactly
+        if t.dtype in (torch.bfloat16, torch.float16):  # widened exactly (torch's copy reads
+            _dtypes._storage_check(t, name)         # past a resized storage's end unchecked)
             t = t.float()
     a = _dtypes.array_arg(t, name)
     a = np.asarray(a)

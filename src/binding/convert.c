@@ -398,55 +398,62 @@ void module_free(void *m)
     module_clear(m);
 }
 
-/* The bytes v's shape and strides reach from its first element (0 when it is empty). */
+/* The bytes v's shape and strides reach from its first element (0 when it is empty;
+ * INT64_MAX past int64). */
 static int64_t reach(const sinpe_array *v)
 {
     int64_t hi = sinpe_type_size(v->type);
-    for (int i = 0; i < v->ndim; i++) {
+    for (int i = 0; i < v->ndim; i++)
         if (v->shape[i] == 0)
             return 0;
-        if (v->strides[i] > 0) /* bounded: the exporter's shape and strides passed int64 checks */
-            hi += (v->shape[i] - 1) * v->strides[i];
+    for (int i = 0; i < v->ndim; i++) {
+        int64_t n = v->shape[i] - 1, s = v->strides[i];
+        if (s <= 0 || n == 0)
+            continue;
+        if (n > (INT64_MAX - hi) / s)
+            return INT64_MAX;
+        hi += n * s;
     }
     return hi;
 }
 
-/* A long from o.name() (an argument's own method; o NULL: the error set already). */
+/* A long from o.name(): an argument's own method. */
 static long long call_long(PyObject *o, PyObject *name)
 {
-    PyObject *n = o ? PyObject_CallMethodNoArgs(o, name) : NULL;
+    PyObject *n = PyObject_CallMethodNoArgs(o, name);
     long long v = n ? PyLong_AsLongLong(n) : -1;
     Py_XDECREF(n);
     return v;
 }
 
-/* A torch tensor's elements within its storage (its untyped_storage().nbytes() and
- * storage_offset()): a storage resized smaller under the view would have the core read or
- * write past its end, where torch's own ops raise. */
+/* A torch tensor's elements within its storage (untyped_storage().nbytes(), storage_offset()):
+ * a storage resized smaller under the view would have the core read or write past its end,
+ * where torch's own ops raise; the tensor's own errors (a subclass's) propagate. */
 static int storage_holds(const tensor_route *r, PyObject *o, const char *what,
                          const sinpe_array *v)
 {
     static PyObject *names[3];
     static const char *const id[3] = { "untyped_storage", "nbytes", "storage_offset" };
-    if (!r || !r->tensor_type || !v->data)
-        return 0;
-    int is = PyObject_IsInstance(o, r->tensor_type);
+    int is = r && r->tensor_type && v->data ? PyObject_IsInstance(o, r->tensor_type) : 0;
     for (int i = 0; is > 0 && i < 3; i++)
         if (!names[i] && !(names[i] = PyUnicode_InternFromString(id[i])))
             return -1;
     if (is <= 0)
         return is;
     PyObject *st = PyObject_CallMethodNoArgs(o, names[0]);
-    long long nbytes = call_long(st, names[1]), off = call_long(o, names[2]);
+    long long nbytes = st ? call_long(st, names[1]) : -1;
     Py_XDECREF(st);
+    long long off = PyErr_Occurred() ? -1 : call_long(o, names[2]);
     if (PyErr_Occurred())
         return -1;
-    long long room = nbytes - off * sinpe_type_size(v->type), need = reach(v);
+    int64_t size = sinpe_type_size(v->type), need = reach(v);
+    long long room = nbytes < 0 || off < 0 || off > nbytes / size ? -1 : nbytes - off * size;
     if (need <= room)
         return 0;
     PyErr_Format(PyExc_ValueError, "%s's elements reach byte %lld past its first element, where "
                  "its storage holds %lld bytes from there (the storage was resized under the "
-                 "tensor): sinpe does not touch memory past a storage's end", what, need, room);
+                 "tensor): sinpe does not touch memory past a storage's end", what,
+                 (long long)need, room);
     return -1;
 }
 
@@ -783,17 +790,4 @@ int rope_view(call *c, PyObject *o, const char *what, sinpe_array *v, int opt)
     PyErr_Format(PyExc_TypeError, "%s must be an ndarray or a DLPack exporter, got %s", what,
                  Py_TYPE(o)->tp_name);
     return -1;
-}
-
-/* names: None, or the caller's names of a rope call's six arrays (x, cos, sin, src, x2, src2) */
-int rope_names(PyObject *names, const char *nm[6])
-{
-    static const char *const own[6] = { "x", "cos", "sin", "src", "x2", "src2" };
-    int given = PyTuple_Check(names) && PyTuple_GET_SIZE(names) == 6;
-    if (!given && names != Py_None)
-        return PyErr_SetString(PyExc_TypeError, "rope: names must be None or 6 str"), -1;
-    for (int i = 0; i < 6; i++)
-        if (!(nm[i] = given ? PyUnicode_AsUTF8(PyTuple_GET_ITEM(names, i)) : own[i]))
-            return -1;
-    return 0;
 }

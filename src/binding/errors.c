@@ -342,3 +342,18 @@ void raise_status(int st, const call *c)
     raiser r = st > 0 && st < SINPE_STATUS_COUNT && RAISERS[st] ? RAISERS[st] : on_other;
     r(c, &f);
 }
+
+/* names: None, or the caller's names of a rope call's six arrays (x, cos, sin, src, x2, src2) */
+int rope_names(PyObject *names, const char *nm[6])
+{
+    static const char *const own[6] = { "x", "cos", "sin", "src", "x2", "src2" };
+    int given = PyTuple_Check(names) && PyTuple_GET_SIZE(names) == 6;
+    for (int i = 0; i < 6; i++) {
+        PyObject *n = given ? PyTuple_GET_ITEM(names, i) : NULL;
+        if ((n && !PyUnicode_Check(n)) || (!given && names != Py_None))
+            return PyErr_SetString(PyExc_TypeError, "rope: names must be None or 6 str"), -1;
+        if (!(nm[i] = n ? PyUnicode_AsUTF8(n) : own[i]))
+            return -1;
+    }
+    return 0;
+}

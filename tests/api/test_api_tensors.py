@@ -488,6 +488,44 @@ def test_tensors_past_their_resized_storage_are_refused():
     assert sinpe.add_pe(v[None]) is not None
 
 
+def test_half_tables_past_their_resized_storage_are_refused_before_widening():
+    """A review probe: half-type tables that a rotation widens first (torch's .float(), a
+    copy that reads past a resized storage's end without a word) were read out of bounds
+    and never refused; they are checked before the copy."""
+    import sinpe.torch as st
+    q, k = torch.randn(1, 2, 40, 8), torch.randn(1, 2, 40, 8)
+
+    def tables():
+        c, s = torch.randn(1, 40, 8).bfloat16(), torch.randn(1, 40, 8).bfloat16()
+        c.untyped_storage().resize_(64)
+        return c, s
+    for fn in (st.apply_rotary_pos_emb_cohere, st.apply_rotary_pos_emb_float32,
+               st.apply_rotary_pos_emb_glm_float32):
+        with pytest.raises(ValueError, match="^cos's elements reach byte"):
+            fn(q, k, *tables())
+    x = torch.randn(1, 2, 40, 8).bfloat16()
+    x0 = x.clone()
+    with pytest.raises(ValueError, match="^cos's elements reach byte"):
+        sinpe.apply_rope(x, cos=tables()[0], sin=tables()[1])
+    assert torch.equal(x.view(torch.int16), x0.view(torch.int16))
+
+
+def test_a_tensors_own_storage_errors_propagate():
+    """A review probe: a tensor subclass whose untyped_storage() raises had its error
+    replaced (a second call made with it pending) or turned into a false refusal."""
+    class Raising(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            if getattr(func, "__name__", "") == "untyped_storage":
+                raise RuntimeError("no storage here")
+            return super().__torch_function__(func, types, args, kwargs or {})
+    import sinpe.torch as st  # (the binding checks tensors from then on)
+    q = torch.randn(2, 8, 16, 64).as_subclass(Raising)
+    k, cos, sin = torch.randn(2, 8, 16, 64), torch.randn(2, 16, 64), torch.randn(2, 16, 64)
+    with pytest.raises(RuntimeError, match="no storage here"):
+        st.apply_rotary_pos_emb(q, k, cos, sin)
+
+
 def test_rotary_forms_read_neg_bit_tensors():
     """A hostile probe: a q, k, cos or sin carrying torch's neg bit (z.conj().imag) was
     refused as "src is a negative view"; read tensors are resolved as torch's ops read them,
