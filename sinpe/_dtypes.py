@@ -118,6 +118,14 @@ def _storage_check(t: Any, name: str) -> None:
                          f"not touch memory past a storage's end")
 
 
+def float_copy(t: Any, name: str) -> Any:
+    """A torch tensor's t.float(), its elements first checked inside its storage where that
+    is a copy (torch's copy reads past a storage resized under the view without a word)."""
+    if t.dtype != torch_of(t).float32 and t.device.type == "cpu":
+        _storage_check(t, name)
+    return t.float()
+
+
 _PLAIN_TENSOR_DTYPES: List[FrozenSet[Any]] = []
 
 

@@ -219,9 +219,8 @@ def _table_shapes(cos: Any, sin: Any, shape: Tuple[int, ...], sd: int) -> None:
 def _float32(t: Any, name: str, not32: bool) -> np.ndarray:
     torch = _dtypes.torch_of(t)
     if torch is not None:
-        if t.dtype in (torch.bfloat16, torch.float16):  # widened exactly (torch's copy reads
-            _dtypes._storage_check(t, name)         # past a resized storage's end unchecked)
-            t = t.float()
+        if t.dtype in (torch.bfloat16, torch.float16):  # widened exactly
+            t = _dtypes.float_copy(t, name)
     a = _dtypes.array_arg(t, name)
     a = np.asarray(a)
     if a.dtype.kind != "f" and a.dtype.name != "bfloat16":

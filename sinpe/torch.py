@@ -305,7 +305,7 @@ def _rotate_into(q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor,
     kept = not plan.widen and (cos is c0 or cos.stride() == c0.stride()) \
         and (sin is s0 or sin.stride() == s0.stride())
     if plan.widen:  # (torch's copy reads past a storage's end unchecked: checked first)
-        cos, sin = _float(cos, "cos"), _float(sin, "sin")
+        cos, sin = _dtypes.float_copy(cos, "cos"), _dtypes.float_copy(sin, "sin")
     qe = q if inplace else torch.empty_like(q)
     ke = k if inplace or k is None else torch.empty_like(k)
     src_q, src_k = (None, None) if inplace else (q, k)
@@ -481,17 +481,10 @@ def apply_rotary_pos_emb_half(q: torch.Tensor, k: torch.Tensor, cos: torch.Tenso
                                     torch.cat((sin, sin), dim=-1), unsqueeze_dim)
 
 
-def _float(t: torch.Tensor, name: str) -> torch.Tensor:
-    """t.float(), t's elements checked inside its storage first where that is a copy (torch's
-    copy reads past a storage resized under the view without a word)."""
-    if t.dtype != torch.float32 and t.device.type == "cpu":
-        _dtypes._storage_check(t, name)
-    return t.float()
-
-
 def _widened(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
              sin: torch.Tensor) -> Tuple[torch.Tensor, ...]:
-    return _float(q, "q"), _float(k, "k"), _float(cos, "cos"), _float(sin, "sin")
+    f = _dtypes.float_copy
+    return f(q, "q"), f(k, "k"), f(cos, "cos"), f(sin, "sin")
 
 
 def apply_rotary_pos_emb_float32(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
