@@ -19,7 +19,12 @@ devices the CPU table is copied there).
 
 ``batch_first=False`` holds the PyTorch nn.Transformer tutorial's seq-first buffer instead, of
 shape (max_len, 1, d_model), and adds along axis 0 (``x + pe[:x.size(0)]``): the tutorial's
-state_dict loads.
+state_dict loads.  The tutorial computes in torch's default dtype (its aranges are int64 times
+a Python float): under float32 its buffer is sinpe's table; under float64, float16 or bfloat16
+it is torch's own exp, sin and cos in that dtype, which sinpe's core does not compute, so the
+module then builds that table with torch's own ops, exactly as the tutorial (on the CPU, copied
+to another default device).  Widths as both references take them: d_model 1 is a sine column
+alone, d_model 0 raises ZeroDivisionError and an odd d_model >= 3 RuntimeError, as there.
 
 Also transformers' ``apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1)`` (with GPT-NeoX's
 partial form) and its variants ``apply_rotary_pos_emb_interleave`` (DeepSeek-V3),
@@ -30,6 +35,7 @@ with transformers' functions, rotated by sinpe's core (the tables from
 from __future__ import annotations
 
 import ctypes
+import math
 from typing import Any, Dict, Optional, Tuple
 
 import torch
@@ -48,25 +54,60 @@ __all__ = ["SinusoidalPositionalEncoding", "apply_rotary_pos_emb",
            "apply_rotary_pos_emb_cohere", "apply_rotary_pos_emb_olmo"]
 
 
-def _table(d_model: int, max_len: int, base: float) -> torch.Tensor:
+def _check_width(d_model: int, base: float) -> None:
+    """The references' refusals of a width (both compute ``-math.log(base) / d_model``, then
+    assign ``d_model // 2`` cosine columns from ``ceil(d_model / 2)`` angles): d_model 0 raises
+    ZeroDivisionError (or math.log's ValueError for a base <= 0) and an odd d_model >= 3
+    raises RuntimeError, as there; d_model 1 is a sine column alone, as there."""
+    if d_model == 0:
+        math.log(base)  # a base <= 0: math.log's ValueError first, as in the references
+        raise ZeroDivisionError("float division by zero")
+    if d_model >= 3 and d_model % 2:
+        raise RuntimeError(
+            f"d_model {d_model} is odd: the reference's {d_model // 2} cosine columns cannot "
+            f"take its {(d_model + 1) // 2} angles (torch's shape mismatch in the reference)")
+
+
+def _tutorial_ops(d_model: int, max_len: int, base: float) -> torch.Tensor:
+    """The nn.Transformer tutorial's buffer as the tutorial computes it, with torch's own ops
+    in torch's default dtype, on the CPU (sinpe's core computes float32 only: torch's float64,
+    float16 and bfloat16 exp, sin and cos are torch's to give)."""
+    positional_encoding(0, 2, base, backend=torch_kernels())  # base checked as elsewhere
+    position = torch.arange(max_len, device="cpu").unsqueeze(1)
+    div_term = torch.exp(torch.arange(0, d_model, 2, device="cpu")
+                         * (-math.log(base) / d_model))
+    pe = torch.zeros(max_len, 1, d_model, device="cpu")
+    pe[:, 0, 0::2] = torch.sin(position * div_term)
+    pe[:, 0, 1::2] = torch.cos(position * div_term)
+    return pe
+
+
+def _table(d_model: int, max_len: int, base: float, seq_first: bool = False) -> torch.Tensor:
     """The reference's buffer: shape (1, max_len, d_model), in torch's default dtype and on
     its default device, holding the float32 table's values (widened or rounded by torch's own
     conversion, as the reference's slice assignment does).  The storage is torch's, so the
-    buffer can be resized like any tensor."""
+    buffer can be resized like any tensor.  seq_first: the tutorial's (max_len, 1, d_model),
+    whose arithmetic runs in the default dtype: float32 is sinpe's table, another dtype
+    torch's own ops (_tutorial_ops)."""
     dtype = torch.get_default_dtype()
     device = torch.empty(0).device  # honours `with torch.device(...)` and set_default_device
+    shape = (max_len, 1, d_model) if seq_first else (1, max_len, d_model)
+    # torch's checks of the sizes first, as the references' first tensors make them
+    pe = torch.empty(*shape, dtype=dtype, device="meta" if device.type == "meta" else "cpu")
+    _check_width(d_model, base)
     if device.type == "meta":  # no data, as the reference on meta
-        return torch.empty(1, max_len, d_model, dtype=dtype, device=device)
-    pe = torch.empty(1, max_len, d_model, dtype=dtype, device="cpu")
-    if dtype == torch.float32 and pe.numel():
+        return pe
+    if seq_first and dtype != torch.float32:
+        pe = _tutorial_ops(d_model, max_len, base)
+    elif dtype == torch.float32 and pe.numel() and d_model > 1:
         # filled through a ctypes view of its memory: .numpy() would mark the storage as
         # not resizable, unlike the reference's
         rows = (ctypes.c_float * d_model) * max_len
         positional_encoding(max_len, d_model, base, out=rows.from_address(pe.data_ptr()),
                             backend=torch_kernels())
-    elif pe.numel():
-        table = positional_encoding(max_len, d_model, base, backend=torch_kernels())
-        pe.copy_(torch.from_numpy(table)[None])
+    elif pe.numel():  # d_model 1: the sine column of the width-2 table, as the references'
+        table = positional_encoding(max_len, max(d_model, 2), base, backend=torch_kernels())
+        pe.copy_(torch.from_numpy(table[:, :d_model]).reshape(shape))
     return pe if device.type == "cpu" else pe.to(device)
 
 
@@ -80,10 +121,8 @@ class SinusoidalPositionalEncoding(nn.Module):
             raise TypeError(f"batch_first must be a bool, got {type(batch_first).__name__}")
         self.batch_first = batch_first
         self.dropout = nn.Dropout(p=dropout)
-        pe = _table(d_model, max_len, base)
-        if not batch_first:  # the PyTorch tutorial's seq-first buffer: (max_len, 1, d_model)
-            pe = pe.view(max_len, 1, d_model)
-        self.register_buffer("pe", pe)
+        # batch-first: (1, max_len, d_model); the PyTorch tutorial's seq-first: (max_len, 1, d_model)
+        self.register_buffer("pe", _table(d_model, max_len, base, seq_first=not batch_first))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.batch_first:

@@ -14,11 +14,11 @@ import torch  # noqa: E402  (a TORCH_MODULES module: not collected without torch
 class Tutorial(torch.nn.Module):
     """The tutorial's PositionalEncoding, as published (seq-first)."""
 
-    def __init__(self, d_model, dropout=0.1, max_len=5000):
-        super().__init__()
+    def __init__(self, d_model, dropout=0.1, max_len=5000, base=10000.0):
+        super().__init__()  # (base in place of the literal 10000.0: the only change)
         self.dropout = torch.nn.Dropout(p=dropout)
         position = torch.arange(max_len).unsqueeze(1)
-        div_term = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
+        div_term = torch.exp(torch.arange(0, d_model, 2) * (-math.log(base) / d_model))
         pe = torch.zeros(max_len, 1, d_model)
         pe[:, 0, 0::2] = torch.sin(position * div_term)
         pe[:, 0, 1::2] = torch.cos(position * div_term)
@@ -30,7 +30,27 @@ class Tutorial(torch.nn.Module):
 
 
 def _bits(t):
-    return t.detach().view(torch.int32)
+    t = t.detach()
+    return t.view({8: torch.int64, 4: torch.int32, 2: torch.int16}[t.element_size()])
+
+
+def _both(make_ref, make_ours):
+    """Each made under the same default dtype: the two modules, or the two exceptions."""
+    got = []
+    for make in (make_ref, make_ours):
+        try:
+            got.append(make())
+        except Exception as e:  # noqa: BLE001 (the exception itself is compared)
+            got.append(e)
+    return got
+
+
+@pytest.fixture
+def default_dtype(request):
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(request.param)
+    yield request.param
+    torch.set_default_dtype(old)
 
 
 def test_seq_first_state_dict_and_forward():
@@ -48,6 +68,55 @@ def test_seq_first_state_dict_and_forward():
     assert batch_first.pe.shape == (1, 300, 64)
     with pytest.raises(RuntimeError):  # a batch-first buffer does not load a seq-first one
         batch_first.load_state_dict(ref.state_dict())
+
+
+@pytest.mark.parametrize("default_dtype", [torch.float32, torch.float64, torch.float16,
+                                           torch.bfloat16], indirect=True, ids=str)
+@pytest.mark.parametrize("d,L,base", [(64, 300, 10000.0), (512, 5000, 10000.0),
+                                      (100, 77, 500000.0), (6, 40, 2.0), (2, 1, 10.0),
+                                      (10, 0, 10000.0), (1, 9, 10000.0), (1, 0, 10000.0)])
+def test_seq_first_under_every_default_dtype(default_dtype, d, L, base):
+    """Under a default dtype other than float32 the tutorial's arithmetic (int64 aranges times
+    a Python float, exp, sin, cos) runs in that dtype: torch's float64 / float16 / bfloat16
+    kernels, whose bits sinpe's core does not compute; the buffer is torch's ops' then, and
+    float32's is the core's.  Buffer, state_dict and forward, bit for bit (issue 35: float64
+    differed in nearly every element)."""
+    from sinpe.torch import SinusoidalPositionalEncoding
+    ref, ours = _both(lambda: Tutorial(d, 0.0, L, base),
+                      lambda: SinusoidalPositionalEncoding(d, L, 0.0, base, batch_first=False))
+    assert ours.pe.dtype == ref.pe.dtype == default_dtype
+    assert ours.pe.shape == ref.pe.shape == (L, 1, d) and ours.pe.is_contiguous()
+    assert torch.equal(_bits(ours.pe), _bits(ref.pe)), int((_bits(ours.pe) != _bits(ref.pe)).sum())
+    ours.load_state_dict(ref.state_dict())
+    ref.load_state_dict(ours.state_dict())
+    x = torch.randn(min(L, 37), 3, d)
+    assert torch.equal(_bits(ours.eval()(x)), _bits(ref.eval()(x)))
+    with torch.device("meta"):  # no data there, in any dtype
+        m = SinusoidalPositionalEncoding(d, L, 0.0, base, batch_first=False)
+    assert m.pe.device.type == "meta" and m.pe.shape == (L, 1, d) and m.pe.dtype == default_dtype
+
+
+@pytest.mark.parametrize("default_dtype", [torch.float32, torch.float64], indirect=True, ids=str)
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("d,L", [(0, 5), (0, 0), (3, 4), (3, 0), (7, 1), (1, 5), (1, 1), (1, 0),
+                                 (-2, 3), (4, -1)])
+def test_widths_as_the_references_take_them(default_dtype, batch_first, d, L):
+    """d_model 0: both references divide by it (ZeroDivisionError); an odd d_model >= 3: their
+    cosine columns cannot take ceil(d/2) angles (RuntimeError, at any max_len); d_model 1: a
+    sine column alone, computed; negative sizes: torch's RuntimeError.  sinpe raised
+    ValueError for odd widths and built empty d_model 0 tables before issue 35."""
+    from reference import SinusoidalPositionalEncoding as Reference
+    from sinpe.torch import SinusoidalPositionalEncoding
+    if batch_first:
+        ref, ours = _both(lambda: Reference(d, L, 0.0), lambda: SinusoidalPositionalEncoding(d, L, 0.0))
+    else:
+        ref, ours = _both(lambda: Tutorial(d, 0.0, L),
+                          lambda: SinusoidalPositionalEncoding(d, L, 0.0, batch_first=False))
+    if isinstance(ref, Exception):
+        assert type(ours) is type(ref), (ref, ours)
+        return
+    assert not isinstance(ours, Exception), ours
+    assert ours.pe.shape == ref.pe.shape and torch.equal(_bits(ours.pe), _bits(ref.pe))
 
 
 def test_seq_first_scripts_and_rejects():
