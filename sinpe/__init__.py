@@ -38,6 +38,7 @@ from ._cache import cache_info, clear_cache, get_cache_size, set_cache_size
 from ._backends import policy as _policy
 from ._backends import runtime as _runtime
 from ._report import numerics
+from ._warn import SinpeWarning
 from ._backends.runtime import get_thread_runtime, set_thread_runtime
 from ._backends.policy import (
     backends,
@@ -75,6 +76,7 @@ __all__ = [
     "get_cache_size",
     "clear_cache",
     "cache_info",
+    "SinpeWarning",
 ]
 __version__ = "0.1.0"
 
