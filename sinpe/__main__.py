@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 import time
+import warnings
 from typing import Any, List, Optional
 
 import numpy as np
@@ -85,8 +86,10 @@ def _report(sinpe: Any, args: argparse.Namespace, backend: Optional[str], shape:
         key = "np.load(path)" if args.out.endswith(".npy") else "np.load(path)['pe']"
         print(f"note: NumPy stores bfloat16 as raw 2-byte values ('|V2'); load it with "
               f"{key}.view(ml_dtypes.bfloat16)")
+    # a plain name ('numpy', 'sleef') is described as such: the profile it stands for, and why
+    named = backend or (info["default"] if info["default"] != "auto" else used)
     print(f"numerics: backend {used!r} ({info['kernel']} kernel, {threads} "
-          f"thread{'s' if threads != 1 else ''}): {sinpe.reproduces(used, args.torch_threads)}")
+          f"thread{'s' if threads != 1 else ''}): {sinpe.reproduces(named, args.torch_threads)}")
     if used == "mkl":
         print(f"oneMKL: {info['mkl']['version']} ({info['mkl']['path']})")
     elif not info["available"]["mkl"]:
@@ -97,6 +100,21 @@ def _report(sinpe: Any, args: argparse.Namespace, backend: Optional[str], shape:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    """The command line; sinpe's warnings (a framework's release with no measured profile)
+    are printed as `sinpe: warning: ...` on stderr, the table is still written."""
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(message: Any, category: Any, *rest: Any, **kw: Any) -> None:
+            if getattr(category, "__name__", "") == "SinpeWarning":
+                print(f"sinpe: warning: {message}", file=sys.stderr)
+            else:
+                shown(message, category, *rest, **kw)
+        warnings.showwarning = show
+        return _main(argv)
+
+
+def _main(argv: Optional[List[str]]) -> int:
     try:
         import sinpe  # the environment (SINPE_*) is read at import
     except (ValueError, RuntimeError, TypeError, OverflowError) as exc:

@@ -36,9 +36,22 @@ DIFFERS = (
 )
 
 
+def _frameworks() -> Dict[str, Any]:
+    """What each framework's plain name means here: the installed release (None if not
+    installed), the profile it stands for, and whether that release was measured (None if
+    not installed: the newest measured profile)."""
+    out = {}
+    for fw in records.FRAMEWORKS:
+        profile, version, measured = records.framework_release(fw)
+        out[fw] = {"installed": version, "profile": profile,
+                   "measured": None if version is None else measured}
+    return out
+
+
 def numerics() -> Dict[str, Any]:
     """The backend calls use now, whose bits it reproduces, and what is available."""
     name = get_backend()
+    default = get_default()
     mkl: Dict[str, Any] = {"loaded": False}
     torch: Dict[str, Any] = {"loaded": False, "version": torch_version()}
     for lib, d in (("mkl", mkl), ("torch", torch)):
@@ -55,8 +68,10 @@ def numerics() -> Dict[str, Any]:
             mkl["why_not_chosen"] = f"not a release measured equal to torch's copy: {DIFFERENT}"
     return {
         "backend": name,
-        "default": get_default(),
-        "reproduces": reproduces(name),
+        "default": default,
+        # a pinned plain name ('numpy', 'sleef') is described as such: which profile it
+        # stands for and why (an installed release that was not measured, say)
+        "reproduces": reproduces(name if default == "auto" else default),
         "differs": list(DIFFERS),
         "kernel": get_kernel(),
         "kernels": kernels(),
@@ -65,6 +80,7 @@ def numerics() -> Dict[str, Any]:
         "thread_runtime": runtime.report(),
         "cache": _cache.cache_info(),
         "available": backends(),
+        "frameworks": _frameworks(),
         "mkl": mkl,
         "torch": torch,
         "cpu": cpu_features(),

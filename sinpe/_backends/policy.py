@@ -25,6 +25,7 @@ from typing import Any, Dict, List, Optional, SupportsIndex, Tuple
 
 from .. import _sinpe
 from .._types import Kernel, Name
+from .._warn import warn_once
 from . import records, runtime
 from .records import ARM64, BACKEND_INDEX, NAMES, PATH_NAMES, PROFILES, REGISTRY, X86_64
 
@@ -46,10 +47,13 @@ def _auto() -> Tuple[str, int]:
     raise AssertionError("the built-in backend is always there")
 
 
-def resolve(name: Any) -> Tuple[str, int]:
+def resolve(name: Any, warn: bool = True) -> Tuple[str, int]:
     """(concrete backend, default torch threads) for name ('auto', 'sleef' or a backend
     name), loading its library if needed; TypeError for non-strings, ValueError for unknown
-    names, RuntimeError (with the reason) if unavailable."""
+    names, RuntimeError (with the reason) if unavailable.  A plain name whose profile stands
+    for an installed release that was not measured ('numpy' with NumPy 1.26, 'sleef' with
+    an unmeasured torch imported) gives a SinpeWarning once per release and process (not
+    with warn=False); opts() keeps the resolution, so a call resolves it once."""
     if not isinstance(name, str):
         raise TypeError(f"backend must be a backend name (str) or None, got {name!r} "
                         f"({type(name).__name__})")
@@ -61,6 +65,9 @@ def resolve(name: Any) -> Tuple[str, int]:
                          f"{', '.join(repr(n) for n in NAMES)}")
     if rec.profile_of is not None and name == rec.name:  # the profile of what is installed
         profile, threads, _ = rec.profile_of()  # (or of the newest measured)
+        unmeasured = rec.unmeasured() if rec.unmeasured is not None else None
+        if unmeasured is not None and warn:  # another release's bits: said once per release
+            warn_once(*unmeasured)
         return profile, threads
     if name in PROFILES:
         mod = sys.modules.get("torch")
@@ -248,7 +255,8 @@ def configure_default(value: Optional[str]) -> None:
     if want != "auto" and want not in NAMES:
         raise ValueError(f"SINPE_BACKEND={os.environ.get('SINPE_BACKEND')!r} is not valid: use "
                          f"auto or one of {', '.join(NAMES)} (or leave it unset)")
-    try:
-        set_backend(want)
+    try:  # checked now; a warning it has (a release not measured) comes with its first use,
+        resolve(want, warn=False)  # at the caller's line (the command line's: its own format)
     except RuntimeError as exc:
         raise RuntimeError(f"SINPE_BACKEND={want!r}: {exc}") from None
+    _STATE["backend"] = want

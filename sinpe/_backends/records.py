@@ -148,6 +148,22 @@ def torch_profile() -> Tuple[str, int, str]:
     return name, threads, note
 
 
+def torch_unmeasured() -> Optional[Tuple[Any, str]]:
+    """(key, warning) when the imported torch's release has no measured 64-bit Arm profile
+    (the nearest measured one is used); None when it has one or torch is not imported."""
+    mod = sys.modules.get("torch")
+    if mod is None:
+        return None
+    profile, _, note = torch_profile()
+    if not note:
+        return None
+    version = str(getattr(mod, "__version__", "?"))
+    return ("torch", version), (
+        f"backend 'sleef': torch {version} is imported, whose release has no measured profile "
+        f"on 64-bit Arm; using the {profile} profile (torch {PROFILES[profile][0]}'s bits, "
+        f"which can differ from torch {version}'s)")
+
+
 # ---- the frameworks on x86-64 -----------------------------------------------------------------
 
 #: The frameworks' measured releases (docs/backends.md; tests/data/frameworks.json): profile ->
@@ -168,6 +184,11 @@ FRAMEWORKS: Dict[str, Dict[str, Tuple[str, str, str, int]]] = {
 }
 
 
+#: The frameworks as their projects write them (messages).
+TITLES: Dict[str, str] = {"numpy": "NumPy", "tensorflow": "TensorFlow", "jax": "JAX",
+                          "onnxruntime": "ONNX Runtime"}
+
+
 def _installed(dists: str) -> Optional[str]:
     """The version of the first of these distributions that is installed (never imported)."""
     from importlib import metadata
@@ -179,21 +200,65 @@ def _installed(dists: str) -> Optional[str]:
     return None
 
 
+#: The frameworks' installed releases, read once per process (a read costs about 0.2 ms: the
+#: metadata's files are searched on sys.path).  The key holds the lookups themselves, so a
+#: replaced one (a test's monkeypatch) is read afresh.
+_RELEASES: Dict[Any, Optional[str]] = {}
+
+
+def installed_release(framework: str) -> Optional[str]:
+    """The installed version of a framework (None if it is not installed)."""
+    from importlib import metadata
+    dists = list(FRAMEWORKS[framework].values())[-1][1]
+    key = (dists, _installed, metadata.version)
+    if key not in _RELEASES:
+        _RELEASES[key] = _installed(dists)
+    return _RELEASES[key]
+
+
+def _release_of(version: str) -> str:
+    """'2.4.6' -> '2.4' (a profile's release is major.minor)."""
+    return ".".join(version.split("+")[0].split(".")[:2])
+
+
+def framework_release(framework: str) -> Tuple[str, Optional[str], bool]:
+    """(the profile the framework's plain name means, the installed version or None, whether
+    that version's release has a measured profile): the installed release's profile, else
+    the newest measured."""
+    profiles = FRAMEWORKS[framework]
+    version = installed_release(framework)
+    if version is not None:
+        for name, p in profiles.items():
+            if p[0] == _release_of(version):
+                return name, version, True
+    return list(profiles)[-1], version, False
+
+
 def framework_profile(framework: str) -> Tuple[str, int, str]:
     """(profile, 0, note): the installed release's profile when the framework is installed
-    and measured, else the newest measured."""
-    profiles = FRAMEWORKS[framework]
-    newest = list(profiles)[-1]
-    version = _installed(profiles[newest][1])
+    and measured, else the newest measured; the note says which (numerics())."""
+    profile, version, measured = framework_release(framework)
+    rel, title = FRAMEWORKS[framework][profile][0], TITLES[framework]
     if version is None:
-        return newest, 0, (f"{framework} is not installed: the newest release measured "
-                           f"({profiles[newest][0]})")
-    rel = ".".join(version.split("+")[0].split(".")[:2])
-    for name, p in profiles.items():
-        if p[0] == rel:
-            return name, 0, f"the installed {framework} {version}"
-    return newest, 0, (f"{framework} {version} is installed but not measured: using the "
-                       f"{profiles[newest][0]} profile")
+        return profile, 0, f"{framework} is not installed: the newest release measured ({rel})"
+    if measured:
+        return profile, 0, f"the installed {framework} {version}"
+    return profile, 0, (f"{title} {version} is installed, whose release has no measured "
+                        f"profile: these are {title} {rel}'s bits, which can differ from "
+                        f"{title} {version}'s")
+
+
+def framework_unmeasured(framework: str) -> Optional[Tuple[Any, str]]:
+    """(key, warning) when the framework's plain name stands for another release than the
+    installed one (installed, not measured); None otherwise."""
+    profile, version, measured = framework_release(framework)
+    if version is None or measured:
+        return None
+    rel, title = FRAMEWORKS[framework][profile][0], TITLES[framework]
+    return (framework, version), (
+        f"backend {framework!r}: {title} {version} is installed, whose release has no measured "
+        f"profile; using the {profile} profile ({title} {rel}'s bits, which can differ from "
+        f"{title} {version}'s)")
 
 
 def _framework_sentence(name: str, torch_threads: Optional[int]) -> str:
@@ -264,6 +329,9 @@ class Record(NamedTuple):
     profiles: Dict[str, Tuple[str, str, str, int]]  # names that select it with a profile
     #: what its plain name means now: (profile, torch threads, note); None: itself
     profile_of: Optional[Callable[[], Tuple[str, int, str]]] = None
+    #: (key, warning) when that profile stands for an installed (or imported) release that
+    #: was not measured, else None: the plain name warns once per key (policy.resolve)
+    unmeasured: Optional[Callable[[], Optional[Tuple[Any, str]]]] = None
 
 
 def _torch_usable() -> bool:
@@ -276,7 +344,7 @@ def _torch_usable() -> bool:
 #: Every backend, in the order 'auto' tries them (the first whose auto() holds is taken).
 BACKENDS: Tuple[Record, ...] = (
     Record("sleef", None, "", lambda: ARM64, lambda: True, _sleef_sentence, PROFILES,
-           torch_profile),
+           torch_profile, torch_unmeasured),
     Record("torch", find_torch_library, "torch's library",
            lambda: X86_64 and "torch" in sys.modules and load("torch"), _torch_usable,
            _vml_sentence, {}),
@@ -284,7 +352,8 @@ BACKENDS: Tuple[Record, ...] = (
            lambda: library_info("mkl") is not None, _vml_sentence, {}),
     # the frameworks: never 'auto' (their bits are asked for by name)
     *(Record(fw, None, "", None, lambda: True, _framework_sentence, FRAMEWORKS[fw],
-             lambda fw=fw: framework_profile(fw))  # type: ignore[misc]
+             lambda fw=fw: framework_profile(fw),  # type: ignore[misc]
+             lambda fw=fw: framework_unmeasured(fw))  # type: ignore[misc]
       for fw in FRAMEWORKS),
     Record("builtin", None, "", lambda: True, lambda: True, _builtin_sentence, {}),
 )

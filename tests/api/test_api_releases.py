@@ -1,0 +1,220 @@
+"""A framework's plain name ('numpy', 'tensorflow', 'jax', 'onnxruntime') on an installed
+release with no measured profile: the newest measured profile is used, with a SinpeWarning
+naming the installed release and that profile, once per release and process; an explicit
+profile, a measured release and a framework not installed never warn; numerics() and the
+command line say which profile stands for which release.  The installed release is faked
+(the lookup monkeypatched, or a dist-info directory first on the path of a child process):
+the suite also runs under NumPy 1.26, a real unmeasured release, where these hold as well.
+The same for 'sleef' (torch on 64-bit Arm) with an unmeasured torch imported."""
+import os
+import subprocess
+import sys
+import types
+import warnings
+
+import numpy as np
+import pytest
+
+import sinpe
+from conftest import assert_bits_equal, run_python
+from sinpe._backends import policy, records
+
+#: per framework: releases with no measured profile (as their metadata spells them), a
+#: measured one, and the profile the plain name stands for
+UNMEASURED = {"numpy": ["1.26.4", "2.5.0rc1"], "tensorflow": ["2.20.0", "2.22.1"],
+              "jax": ["0.9.2", "0.11.0"], "onnxruntime": ["1.31.0", "1.4.2"]}
+MEASURED = {"numpy": "2.4.6", "tensorflow": "2.21.0", "jax": "0.10.2", "onnxruntime": "1.32.1"}
+PROFILE = {"numpy": "numpy-2.4", "tensorflow": "tensorflow-2.21", "jax": "jax-0.10",
+           "onnxruntime": "onnxruntime-1.32"}
+TITLE = {"numpy": "NumPy", "tensorflow": "TensorFlow", "jax": "JAX",
+         "onnxruntime": "ONNX Runtime"}
+CASES = [(fw, v) for fw in UNMEASURED for v in UNMEASURED[fw]]
+
+
+@pytest.fixture
+def fresh(monkeypatch):
+    """Nothing warned, resolved, read or kept yet in this process (restored afterwards; a
+    plain table's rows kept by an earlier call are returned without resolving its name),
+    and a function that fakes a framework's installed release (None: not installed)."""
+    sinpe.clear_cache()
+    monkeypatch.setattr(sinpe._warn, "_WARNED", set())
+    monkeypatch.setattr(policy, "_OPTS_CACHE", {})
+    monkeypatch.setattr(records, "_RELEASES", {})
+    monkeypatch.setitem(policy._STATE, "backend", policy._STATE["backend"])
+
+    def install(fw, version):
+        dists = list(records.FRAMEWORKS[fw].values())[-1][1]
+        real = records._installed
+        monkeypatch.setattr(records, "_installed",
+                            lambda d: version if d == dists else real(d))
+    return install
+
+
+def sinpe_warnings(record):
+    return [w for w in record if issubclass(w.category, sinpe.SinpeWarning)]
+
+
+def test_the_warning_class_is_public_and_a_user_warning():
+    assert issubclass(sinpe.SinpeWarning, UserWarning) and "SinpeWarning" in sinpe.__all__
+    assert sinpe.SinpeWarning.__module__ == "sinpe._warn"
+
+
+@pytest.mark.parametrize("fw,version", CASES)
+def test_an_unmeasured_release_warns_once_naming_it_and_the_profile(fresh, fw, version):
+    fresh(fw, version)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")  # the once is sinpe's own, not the filter's
+        got = sinpe.positional_encoding(33, 16, backend=fw)
+        policy._OPTS_CACHE.clear()  # resolved again: still once
+        sinpe.positional_encoding(4, 8, backend=fw)
+        sinpe.elementwise("sin", np.ones(5, np.float32), backend=fw)
+        sinpe.set_backend(fw)
+        sinpe.positional_encoding(4, 8)
+    ws = sinpe_warnings(rec)
+    assert len(ws) == 1, [str(w.message) for w in ws]
+    msg = str(ws[0].message)
+    assert f"backend {fw!r}" in msg and f"{TITLE[fw]} {version} is installed" in msg, msg
+    assert f"no measured profile; using the {PROFILE[fw]} profile" in msg, msg
+    assert ws[0].filename == __file__, ws[0].filename  # the caller's line, not sinpe's
+    # the bits are the profile's, warned or not
+    assert_bits_equal(got, sinpe.positional_encoding(33, 16, backend=PROFILE[fw]), fw)
+    assert policy.resolve(fw, warn=False)[0] == PROFILE[fw]
+
+
+@pytest.mark.parametrize("fw,version", CASES)
+def test_the_explicit_profile_never_warns(fresh, fw, version):
+    fresh(fw, version)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        sinpe.positional_encoding(4, 8, backend=PROFILE[fw])
+        sinpe.set_backend(PROFILE[fw])
+        sinpe.positional_encoding(4, 8)
+        info = sinpe.numerics()
+    assert sinpe_warnings(rec) == []
+    assert info["backend"] == info["default"] == PROFILE[fw]
+    assert "chosen by name" in info["reproduces"], info["reproduces"]
+    # numerics() still says what the plain name would mean on this installation
+    assert info["frameworks"][fw] == {"installed": version, "profile": PROFILE[fw],
+                                      "measured": False}
+
+
+@pytest.mark.parametrize("fw", sorted(UNMEASURED))
+@pytest.mark.parametrize("installed", ["measured", "not installed"])
+def test_a_measured_release_or_none_installed_does_not_warn(fresh, fw, installed):
+    version = MEASURED[fw] if installed == "measured" else None
+    fresh(fw, version)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        sinpe.positional_encoding(4, 8, backend=fw)
+        sinpe.set_backend(fw)
+        info = sinpe.numerics()
+    assert sinpe_warnings(rec) == []
+    assert info["backend"] == PROFILE[fw] and info["default"] == fw
+    assert info["frameworks"][fw] == {"installed": version, "profile": PROFILE[fw],
+                                      "measured": True if version else None}
+    said = f"the installed {fw} {version}" if version else f"{fw} is not installed"
+    assert said in info["reproduces"] and "no measured profile" not in info["reproduces"], \
+        info["reproduces"]
+
+
+@pytest.mark.parametrize("fw,version", CASES)
+def test_numerics_says_which_profile_stands_for_the_unmeasured_release(fresh, fw, version):
+    fresh(fw, version)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sinpe.SinpeWarning)
+        sinpe.set_backend(fw)
+    info = sinpe.numerics()
+    assert info["backend"] == PROFILE[fw] and info["default"] == fw
+    text = info["reproduces"]
+    assert f"{PROFILE[fw]}: {TITLE[fw]} {version} is installed, whose release has no measured " \
+           "profile" in text and "chosen by name" not in text, text
+    assert info["frameworks"][fw] == {"installed": version, "profile": PROFILE[fw],
+                                      "measured": False}
+    assert text == sinpe.reproduces(fw)
+
+
+def test_a_warning_filter_set_to_error_raises_at_every_call(fresh):
+    fresh("numpy", "1.26.4")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sinpe.SinpeWarning)
+        for _ in range(2):  # not marked as given, not kept as resolved: raised again
+            with pytest.raises(sinpe.SinpeWarning, match="NumPy 1.26.4 is installed"):
+                sinpe.positional_encoding(4, 8, backend="numpy")
+        sinpe.positional_encoding(4, 8, backend="numpy-2.4")  # the profile by name
+
+
+def _fake_dists(tmp_path, versions):
+    """A directory of dist-info metadata only (no code): first on a child's path, it is what
+    importlib.metadata reads for those distributions."""
+    for dist, version in versions.items():
+        d = tmp_path / f"{dist}-{version}.dist-info"
+        d.mkdir()
+        (d / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
+    path = [str(tmp_path)] + [p for p in [os.environ.get("PYTHONPATH")] if p]
+    return os.pathsep.join(path)
+
+
+def test_sinpe_backend_warns_at_its_first_use_once(tmp_path):
+    code = ("import warnings\nwarnings.simplefilter('always')\n"
+            "with warnings.catch_warnings(record=True) as rec:\n"
+            "    import sinpe\n"
+            "print('at import', len(rec))\n"
+            "with warnings.catch_warnings(record=True) as rec:\n"
+            "    warnings.simplefilter('always')\n"
+            "    sinpe.positional_encoding(4, 8)\n"
+            "    sinpe.positional_encoding(4, 8)\n"
+            "    info = sinpe.numerics()\n"
+            "print('at use', len(rec), rec[0].category.__name__, rec[0].filename)\n"
+            "print(rec[0].message)\n"
+            "print(info['backend'], info['default'], info['reproduces'])\n")
+    r = run_python(code, SINPE_BACKEND="tensorflow",
+                   PYTHONPATH=_fake_dists(tmp_path, {"tensorflow": "2.20.0"}))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "at import 0" and lines[1] == "at use 1 SinpeWarning <string>", r.stdout
+    assert "TensorFlow 2.20.0 is installed" in lines[2] and "tensorflow-2.21 profile" in lines[2]
+    assert lines[3].startswith("tensorflow-2.21 tensorflow ") and \
+        "TensorFlow 2.20.0 is installed, whose release has no measured profile" in lines[3]
+
+
+def test_the_command_line_says_it(tmp_path):
+    env = dict(os.environ, PYTHONPATH=_fake_dists(tmp_path, {"jaxlib": "0.9.2"}))
+    for args, extra in ((["--backend", "jax"], {}), ([], {"SINPE_BACKEND": "jax"})):
+        r = subprocess.run([sys.executable, "-m", "sinpe", "--max-len", "10", "--d-model", "8",
+                            "-o", "pe.npy", *args], capture_output=True, text=True, timeout=120,
+                           cwd=tmp_path, env=dict(env, **extra))
+        assert r.returncode == 0, r.stderr
+        assert r.stderr.count("sinpe: warning: backend 'jax': JAX 0.9.2 is installed, whose "
+                              "release has no measured profile; using the jax-0.10 profile") \
+            == 1 and "SinpeWarning" not in r.stderr, r.stderr
+        assert "backend 'jax-0.10'" in r.stdout and "JAX 0.9.2 is installed" in r.stdout, r.stdout
+        assert_bits_equal(np.load(tmp_path / "pe.npy"),
+                          sinpe.positional_encoding(10, 8, backend="jax-0.10"), "CLI jax")
+
+
+@pytest.mark.parametrize("version,profile,warns", [("2.16.0", "torch-aarch64-2.15", True),
+                                                   ("2.12.1", "torch-aarch64-2.13", True),
+                                                   ("2.14.0+cpu", "torch-aarch64-2.14", False)])
+def test_sleef_with_an_unmeasured_torch_imported_warns_too(fresh, monkeypatch, version, profile,
+                                                           warns):
+    """'sleef' is the profile of the torch in this process (64-bit Arm): an imported torch
+    of a release with no measured profile gets the nearest one's bits, with a warning."""
+    cpu = types.SimpleNamespace(get_cpu_capability=lambda: "DEFAULT")
+    fake = types.SimpleNamespace(__version__=version, get_num_threads=lambda: 3,
+                                 backends=types.SimpleNamespace(cpu=cpu))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            assert policy.resolve("sleef") == (profile, 3)
+        assert policy.resolve(profile)[0] == profile
+    ws = sinpe_warnings(rec)
+    assert len(ws) == int(warns), [str(w.message) for w in ws]
+    if warns:
+        assert f"backend 'sleef': torch {version} is imported, whose release has no measured " \
+               f"profile on 64-bit Arm; using the {profile} profile" in str(ws[0].message)
+    monkeypatch.delitem(sys.modules, "torch")  # not imported: the newest measured, silent
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        assert policy.resolve("sleef")[0] == records.NEWEST
+    assert sinpe_warnings(rec) == []
