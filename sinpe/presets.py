@@ -206,6 +206,111 @@ def tensor2tensor(length: int, channels: int, min_timescale: float = 1.0,
     return t[None] if out is None else t
 
 
+#: how each Keras backend forms keras-hub's positions ``ops.arange(seq) + start_index``: the
+#: arange is int32 and the sum wraps there (measured with keras 3.15.1 on torch 2.13,
+#: TensorFlow 2.21, JAX 0.10.2 and NumPy 2.4); the Python ints each takes: (lowest, past the
+#: highest, the exception beyond)
+_KERAS_PY_START = {"tensorflow": (-(1 << 63), 1 << 63, ValueError),
+                   "jax": (-(1 << 31), 1 << 31, OverflowError),
+                   "numpy": (-(1 << 31), 1 << 31, OverflowError),
+                   "torch": (-(1 << 63), 1 << 64, OverflowError)}
+
+
+def _wrapped32(first: int, n: int) -> Any:
+    """first, first + 1, ... (n of them) as int32 sums wrap: the int64 values, or an int
+    offset >= 0 when nothing wraps and nothing is negative (the table's own rows)."""
+    first = (first + (1 << 31)) % (1 << 32) - (1 << 31)  # the start as int32 takes it
+    if first >= 0 and first + n <= 1 << 31:
+        return first
+    return ((np.arange(n, dtype=np.int64) + (first + (1 << 31))) % (1 << 32)
+            - (1 << 31)).astype(np.int64)
+
+
+def _keras_start(start_index: Any, L: int, fw: str) -> Any:
+    """keras-hub's positions from start_index under the Keras backend fw: an int offset
+    (positions start .. start + L - 1, >= 0) or an array of positions."""
+    start = _int(start_index, "start_index", minimum=-(1 << 1000))
+    fw = fw if fw in _KERAS_PY_START else "torch"  # every other backend: keras' torch backend's
+    if isinstance(start_index, np.integer):  # an array scalar: the backend's type promotion
+        dt = np.dtype(type(start_index))
+        if fw == "tensorflow" and dt != np.int32:
+            raise TypeError(f"start_index of dtype {dt}: under TensorFlow keras-hub adds it "
+                            "to an int32 arange, which TensorFlow refuses (AddV2 of int32 "
+                            f"and {dt})")
+        if fw == "torch" and dt == np.uint64:
+            raise ValueError("start_index of dtype uint64: keras' torch backend refuses it "
+                             "(Unsupported dtype for PyTorch: uint64)")
+        sum_type = np.result_type(np.int32, dt) if fw == "numpy" else np.int32
+        if sum_type == np.float64:  # NumPy: int32 + uint64 is float64, then cast to float32
+            return np.arange(L, dtype=np.float64) + np.float64(start)
+        if sum_type == np.int64:  # NumPy: int32 + int64 or uint32 is int64, no wrap
+            return start if start >= 0 else np.arange(start, start + L, dtype=np.int64)
+        return _wrapped32(start, L)
+    lo, hi, exc = _KERAS_PY_START[fw]
+    if not lo <= start < hi:
+        raise exc(f"start_index={start} is out of the range keras' {fw} backend takes for "
+                  f"a Python int added to an int32 arange ([{lo}, {hi}))")
+    return _wrapped32(start, L)
+
+
+def _keras_positions(positions: Any, shape: Tuple[int, ...], fw: str) -> np.ndarray:
+    """Given positions (seq,) or (batch, seq), as the Keras backend fw takes them: 64-bit
+    integers become int32 (wrapped) under JAX and NumPy; uint64 is refused by torch."""
+    L = shape[-2]
+    pos = np.asarray(_dtypes.array_arg(positions, "positions"))
+    if pos.dtype.kind in "USbcMmV":
+        raise TypeError(f"positions must be integers or real numbers, got dtype {pos.dtype}")
+    if pos.ndim not in (1, 2) or pos.shape[-1] != L:
+        raise ValueError(f"positions must have shape (seq,) or (batch, seq) with seq = {L}, "
+                         f"got {pos.shape}")
+    try:
+        np.broadcast_shapes(pos.shape, shape[:-1])
+    except ValueError:
+        raise ValueError(f"positions of shape {pos.shape} do not broadcast to inputs' "
+                         f"{shape[:-1]}") from None
+    if pos.dtype.kind in "iu" and pos.dtype.itemsize == 8:
+        if fw in ("jax", "numpy"):  # converted to 32 bits (wrapped) before the cast
+            return pos.astype(pos.dtype.kind + "4")
+        if fw not in ("tensorflow", "jax", "numpy") and pos.dtype == np.uint64:
+            raise ValueError("positions of dtype uint64: keras' torch backend refuses them "
+                             "(Unsupported dtype for PyTorch: uint64)")
+    return pos
+
+
+def _keras_sum(pe: np.ndarray, fw: str, sines: Optional[np.ndarray]) -> np.ndarray:
+    """keras' ``sin(a) * sin_mask + cos(a) * cos_mask`` where it is not the chosen function
+    (float32 pe, in place): a sine of -0.0 plus cos(-0.0) * 0 is +0.0 (under JAX, which
+    flushes subnormals, so is a subnormal sine), and where a is infinite or NaN both terms
+    are NaN and the sum keeps the first, sin(a)'s.  TensorFlow's sin and cos give NaNs of
+    other signs there (Eigen: sin(-inf) +NaN, cos(-inf) -NaN, cos flips a NaN's sign; the
+    C library's at an op's last elements), so under TensorFlow each cosine column's NaN is
+    the sine's of that element, from sines (sin at every element, as TensorFlow's sin of
+    the whole angle tensor gives it); the other frameworks' sin and cos give the same NaN."""
+    u = pe.view(np.uint32)
+    s = u[..., 0::2]
+    zero = (s & 0x7F800000) == 0 if fw == "jax" else s == 0x80000000
+    s[zero] = 0
+    if sines is not None and pe.shape[-1] > 1:
+        cos, sin = u[..., 1::2], sines.view(np.uint32)[..., 1::2]
+        nan = (sin & 0x7FFFFFFF) > 0x7F800000
+        cos[nan] = sin[nan]
+    return pe
+
+
+def _keras_odd(pos: Any, freq: np.ndarray) -> bool:
+    """Whether a sine can be -0.0, subnormal or NaN (keras' sum can then differ from the
+    function): NaN or infinite float positions, or of magnitude below 1 but +0.0,
+    frequencies above 1 (products can overflow) or below 2^-100 (products can vanish)."""
+    f = np.asarray(freq, np.float32)
+    if f.size and (not (f <= 1).all() or not (f >= 2.0 ** -100).all()):
+        return True
+    if isinstance(pos, np.ndarray) and pos.dtype.kind == "f":
+        with np.errstate(over="ignore"):
+            p = pos.astype(np.float32)  # as keras casts them (the core rounds them the same)
+        return bool((~np.isfinite(p) | ((np.abs(p) < 1) & ((p != 0) | np.signbit(p)))).any())
+    return False
+
+
 def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
               positions: Any = None, *, dtype: Any = None, out: Any = None,
               backend: Optional[str] = None, threads: Optional[int] = None,
@@ -217,46 +322,42 @@ def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
     interleaved ``sin, cos`` of ``pos * f32(1/max_wavelength) ** (f32(2*(j//2)) / f32(d))``,
     broadcast to inputs' shape. inputs: an array (its shape; the result is float32, or
     dtype=) or a shape tuple (..., seq_length, hidden_size); positions: (seq,) or
-    (batch, seq). The sum ``sin*mask + cos*mask`` keras forms equals the chosen function
-    but for the sign of a zero sine at a position of -0.0."""
+    (batch, seq). As keras-hub forms them: positions ``arange(seq) + start_index`` in int32,
+    wrapping past 2^31 (the Python ints each Keras backend takes, NumPy's promotions of an
+    array scalar), given 64-bit integer positions wrapped to int32 under JAX and NumPy,
+    keras' sum ``sin*mask + cos*mask`` (a sine of -0.0 is +0.0; under TensorFlow a NaN
+    angle's cosine column holds the sine's NaN), hidden_size 0 (an empty last axis)."""
     given = inputs if isinstance(inputs, (tuple, list)) else _dtypes.shape_of(inputs, "inputs")
     shape = tuple(_int(v, "inputs' shape") for v in given)
     if len(shape) < 2:
         raise ValueError(f"inputs must have at least 2 dimensions (..., seq, hidden), got {shape}")
     L, d = shape[-2], shape[-1]
-    if d < 1:
-        raise ValueError(f"hidden_size must be >= 1, got {d}")
     wl = _positive(max_wavelength, "max_wavelength")
-    start = _int(start_index, "start_index", minimum=-(1 << 62))
     opts = _opts(dtype, out, backend, threads, torch_threads)
-    if positions is None:
-        pos = None
-    else:
-        pos = np.asarray(_dtypes.array_arg(positions, "positions"))
-        if pos.dtype.kind in "USbcMmV":
-            raise TypeError(f"positions must be integers or real numbers, got dtype {pos.dtype}")
-        if pos.ndim not in (1, 2) or pos.shape[-1] != L:
-            raise ValueError(f"positions must have shape (seq,) or (batch, seq) with seq = {L}, "
-                             f"got {pos.shape}")
-        try:
-            np.broadcast_shapes(pos.shape, shape[:-1])
-        except ValueError:
-            raise ValueError(f"positions of shape {pos.shape} do not broadcast to inputs' "
-                             f"{shape[:-1]}") from None
+    fw = _sinpe.BACKENDS[opts["core"][0]]  # as resolved: set_backend and SINPE_BACKEND too
+    pos = (_keras_start(start_index, L, fw) if positions is None
+           else _keras_positions(positions, shape, fw))
     dst = _result(shape, opts)
+    if d == 0:  # keras-hub: no frequency, no column, an empty last axis
+        return dst if out is None else out
     # under JAX, XLA divides the exponents by hidden_size as a multiply by f32(1 / d)
-    by = (dict(a=float(np.float32(1) / np.float32(d))) if _sinpe.BACKENDS[opts["core"][0]] == "jax"
-          else dict(b=float(d)))
+    by = dict(a=float(np.float32(1) / np.float32(d))) if fw == "jax" else dict(b=float(d))
     freq = _freqs("pow", d, opts, step=2, group=2, base=1 / wl, base_name="1 / max_wavelength",
                   **by)
     col = [4 * j + (SIN if j % 2 == 0 else COS) for j in range(d)]
-    one = dict(opts, out=None, dtype=dst.dtype)  # the library's own table, then broadcast
-    if pos is not None:
-        pe = _table(pos, freq, col, one)  # rounded to float32 by the core, as keras' cast
-    elif start >= 0:
-        pe = _table(L, freq, col, one, offset=start, own=True)
-    else:
-        pe = _table(np.arange(start, start + L, dtype=np.int64), freq, col, one)
+    odd = _keras_odd(pos, freq)
+    one = dict(opts, out=None, dtype=np.float32 if odd else dst.dtype)
+    if not isinstance(pos, int):
+        _admit(pos.shape, opts, "its positions", pos.dtype)
+
+    def table(cols: list) -> np.ndarray:  # positions rounded to float32 by the core, as keras
+        return (_table(L, freq, cols, one, offset=pos, own=True) if isinstance(pos, int)
+                else _table(pos, freq, cols, one))
+
+    pe = table(col)
+    if odd:  # keras' masked sum, then rounded to dtype as the table would be
+        sines = table([4 * j + SIN for j in range(d)]) if fw == "tensorflow" else None
+        pe = _round_to(_keras_sum(pe, fw, sines), dst.dtype)
     dst[...] = pe  # the same dtype: copies
     return dst if out is None else out
 

@@ -243,6 +243,114 @@ def rotary_case(shape, seed, kw):
     return x, kw
 
 
+def _odd_positions(n, seed, batch=None):
+    """Small integers with +-inf, NaN and -0.0 strewn among them (float32), (n,) or (batch, n)."""
+    rng = np.random.default_rng(seed)
+    special = [np.inf, -np.inf, np.nan, -0.0, -np.inf, np.inf]
+    rows = []
+    for _ in range(batch or 1):
+        p = rng.integers(-50, 50, n).astype(np.float64)
+        for k, i in enumerate(rng.choice(n, min(n, 3 * len(special)), replace=False)):
+            p[i] = special[k % len(special)]
+        rows.append(p.astype(np.float32))
+    return rows[0] if batch is None else np.stack(rows)
+
+
+#: keras-hub SinePositionEncoding at odd inputs (issue 35): (name, shape, layer keyword
+#: arguments, call keyword arguments).  Positions past 2^31 (keras-hub adds start_index to an
+#: int32 arange: it wraps, or the backend refuses the Python int or the array scalar's
+#: type; 64-bit integer positions, which JAX and NumPy take as 32-bit), +-inf and NaN angles
+#: (keras' sin*mask + cos*mask keeps the sine's NaN, whose sign TensorFlow's sin and cos
+#: do not share), -0.0 and subnormal positions, hidden size 0, and other sizes.
+KERAS_ODD = [
+    ("wrap", (1, 6, 8), {}, {"start_index": 2**31 - 3}),
+    ("wrap_batch", (2, 4, 5), {}, {"start_index": 2**31 - 1}),
+    ("wrap_negative", (1, 4, 6), {}, {"start_index": -2**31 - 2}),
+    ("wrap_far", (1, 3, 4), {}, {"start_index": 2**40 + 7}),
+    ("wrap_int64_max", (1, 3, 4), {}, {"start_index": 2**63 - 1}),
+    ("wrap_int64_min", (1, 3, 4), {}, {"start_index": -2**63}),
+    ("wrap_past_int64", (1, 3, 4), {}, {"start_index": 2**63}),
+    ("wrap_past_uint64", (1, 3, 4), {}, {"start_index": 2**64 + 3}),
+    ("wrap_long", (1, 3000, 16), {}, {"start_index": 2**31 - 1000}),
+    ("wrap_rank4", (2, 3, 5, 6), {}, {"start_index": 2**31 - 2}),
+    ("wrap_odd_hidden", (1, 7, 5), {"max_wavelength": 500}, {"start_index": 2**31 - 4}),
+    ("start_np_int32", (1, 6, 4), {}, {"start_index": np.int32(2**31 - 3)}),
+    ("start_np_int64", (1, 6, 4), {}, {"start_index": np.int64(2**31 - 3)}),
+    ("start_np_int64_far", (1, 3, 4), {}, {"start_index": np.int64(2**40 + 3)}),
+    ("start_np_uint32", (1, 3, 4), {}, {"start_index": np.uint32(2**32 - 2)}),
+    ("start_np_uint64", (1, 3, 4), {}, {"start_index": np.uint64(2**40)}),
+    ("start_np_int16", (1, 3, 4), {}, {"start_index": np.int16(-7)}),
+    ("positions_int64", (2, 3, 6), {},
+     {"positions": np.array([[2**31, 1, 2], [2**33 + 9, -2**31 - 1, 4]], np.int64)}),
+    ("positions_int64_ends", (1, 4, 6), {},
+     {"positions": np.array([2**31 + 1, -2**40 - 1, 2**63 - 1, -2**63], np.int64)}),
+    ("positions_uint64", (1, 3, 6), {},
+     {"positions": np.array([2**63 + 5, 2**32 + 7, 2**31], np.uint64)}),
+    ("positions_int32", (1, 3, 4), {},
+     {"positions": np.array([2**31 - 1, -2**31, 5], np.int32)}),
+    ("inf", (1, 4, 6), {}, {"positions": np.array([np.inf, -np.inf, 1, np.nan], np.float32)}),
+    ("inf_batch", (2, 19, 7), {}, {"positions": _odd_positions(19, 12, 2)}),
+    ("inf_wide", (1, 37, 1030), {}, {"positions": _odd_positions(37, 1)}),
+    ("inf_513", (2, 64, 513), {"max_wavelength": 1e6}, {"positions": _odd_positions(64, 17, 2)}),
+    ("inf_33", (4, 17, 33), {}, {"positions": _odd_positions(17, 6)}),
+    ("inf_hidden1", (1, 5, 1), {}, {"positions": np.array([-np.inf, np.inf, np.nan, -0.0, 2],
+                                                           np.float32)}),
+    ("inf_hidden2", (1, 33, 2), {}, {"positions": _odd_positions(33, 5)}),
+    ("inf_all", (1, 50, 100), {}, {"positions": np.full(50, -np.inf, np.float32)}),
+    ("overflow", (1, 8, 64), {"max_wavelength": 0.5},
+     {"positions": np.array([3e38, -3e38, 1e38, -1e38, 5, -5, 0, -0.0], np.float32)}),
+    ("overflow_start", (1, 4, 64), {"max_wavelength": 1e-30}, {"start_index": -2**31 + 5}),
+    ("nan_payloads", (1, 4, 6), {},
+     {"positions": np.array([0x7FC12345, 0xFFC00001, 0x7F800001, 0xFF812345],
+                            np.uint32).view(np.float32)}),
+    ("float64_positions", (1, 4, 6), {}, {"positions": np.array([1e300, -1e300, 1e-300, -1e-300])}),
+    ("negative_zero", (2, 6, 9), {},
+     {"positions": np.array([-0.0, 0.0, -0.0, 1, -1, -0.0], np.float32)}),
+    ("subnormal", (1, 6, 8), {},
+     {"positions": np.array([1e-40, -1e-40, 1e-45, -1e-45, 1e-38, -1e-38], np.float32)}),
+    ("float16_positions", (1, 3, 6), {}, {"positions": np.array([65504, -0.0, np.inf], np.float16)}),
+    ("hidden0", (2, 3, 0), {}, {}),
+    ("hidden0_rank4", (2, 3, 4, 0), {}, {}),
+    ("hidden0_positions", (2, 3, 0), {}, {"positions": np.array([1, 2, 3])}),
+    ("hidden0_wrap", (1, 5, 0), {}, {"start_index": 2**31 - 2}),
+    ("hidden0_seq0", (2, 0, 0), {}, {}),
+    ("hidden1", (1, 4, 1), {}, {}),
+    ("hidden3_negative_start", (1, 4, 3), {}, {"start_index": -5}),
+    ("seq0", (2, 0, 4), {}, {}),
+    ("rank4_positions", (2, 5, 3, 4), {}, {"positions": np.arange(15).reshape(5, 3)}),
+]
+
+_ODD_RUNS = {}
+
+
+def keras_hub_odd_cases(keras_backend):
+    """The layer at every KERAS_ODD case under a Keras backend, in one fresh process: per
+    case ["ok", shape, digest] or ["err", the exception's type name]."""
+    import json
+    import subprocess
+    import sys
+    if keras_backend not in _ODD_RUNS:
+        here = os.path.dirname(os.path.abspath(__file__))
+        code = ("import sys, json, numpy as np, keras_hub\n"
+                f"sys.path.insert(0, {here!r})\n"
+                "import framework_oracles as O\n"
+                "res = []\n"
+                "for name, shape, lkw, ckw in O.KERAS_ODD:\n"
+                "    try:\n"
+                "        y = keras_hub.layers.SinePositionEncoding(**lkw)("
+                "np.zeros(shape, np.float32), **ckw)\n"
+                "        y = np.asarray(y.cpu() if hasattr(y, 'cpu') else y, np.float32)\n"
+                "        res.append(['ok', list(y.shape), O.digest(y)])\n"
+                "    except Exception as e:\n"
+                "        res.append(['err', type(e).__name__])\n"
+                "print(json.dumps(res))\n")
+        env = dict(os.environ, KERAS_BACKEND=keras_backend)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             check=True, text=True).stdout
+        _ODD_RUNS[keras_backend] = json.loads(out.strip().splitlines()[-1])
+    return _ODD_RUNS[keras_backend]
+
+
 # ---- digests ------------------------------------------------------------------------------
 
 def digest(a):

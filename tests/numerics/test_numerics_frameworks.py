@@ -136,6 +136,89 @@ def test_keras_hub_under_jax_digest(case):
     assert O.digest(presets.keras_hub(tuple(shape), wl, start, backend="jax")) == want
 
 
+# ---- keras-hub's SinePositionEncoding at odd inputs (issue 35) ---------------------------------
+#
+# tests/data/keras_hub_odd.json: the layer at each case of O.KERAS_ODD under Keras' TensorFlow,
+# JAX and NumPy backends (O.keras_hub_odd_cases; keras 3.15.1, keras-hub 0.32.0, TensorFlow
+# 2.21, jaxlib 0.10.2, NumPy 2.4; AMD EPYC Zen 4, 2026-12): the digest of its output, or the
+# name of the exception it raised.  The framework's own exception types (TensorFlow's
+# InvalidArgumentError) are TypeError in sinpe; the others are the same.
+
+with open(os.path.join(os.path.dirname(DATA), "keras_hub_odd.json")) as fh:
+    ODD = json.load(fh)
+ODD_IDS = [c[0] for c in O.KERAS_ODD]
+SAME_EXCEPTION = {"InvalidArgumentError": "TypeError"}
+
+
+def _keras_odd_sinpe(i, backend):
+    name, shape, lkw, ckw = O.KERAS_ODD[i]
+    try:
+        y = presets.keras_hub(shape, **lkw, **ckw, backend=backend)
+    except (TypeError, ValueError, OverflowError) as e:
+        return ["err", type(e).__name__]
+    return ["ok", list(y.shape), O.digest(y)]
+
+
+def _keras_odd_check(want, got):
+    if want[0] == "err":
+        assert got == ["err", SAME_EXCEPTION.get(want[1], want[1])], got
+    else:
+        assert got == want
+
+
+def test_the_odd_record_is_of_these_cases():
+    assert ODD["cases"] == ODD_IDS and ODD["versions"]["keras-hub"] == "0.32.0"
+
+
+@pytest.mark.parametrize("fw", ["tensorflow", "jax"])
+@pytest.mark.parametrize("i", range(len(O.KERAS_ODD)), ids=ODD_IDS)
+def test_keras_hub_odd_inputs_under_tensorflow_and_jax(fw, i):
+    """Positions past 2^31 wrap as keras-hub's int32 sum wraps them (or are refused as the
+    backend refuses the start_index), +-inf and NaN angles keep the sine's NaN in both
+    columns (TensorFlow's cos gives other NaN signs: the cosine columns differed before),
+    -0.0 positions give +0.0 sines, hidden size 0 an empty last axis (was refused)."""
+    _keras_odd_check(ODD[fw][i], _keras_odd_sinpe(i, fw))
+
+
+def _numpy_layer(shape, max_wavelength=10000, start_index=0, positions=None):
+    """keras-hub's layer as Keras' NumPy backend runs it, restated with NumPy itself (its int32
+    arange plus start_index: NumPy's own promotion, wrap and OverflowError; 64-bit integer
+    positions converted to 32 bits as keras converts them), NumPy's float32 pow and the
+    'numpy' profile's sin and cos over the whole angle tensor, then keras' masked sum."""
+    L, d = shape[-2], shape[-1]
+    if positions is None:
+        pos = (np.arange(L, dtype=np.int32) + start_index).astype(np.float32)
+    else:
+        p = np.asarray(positions)
+        if p.dtype.kind in "iu" and p.dtype.itemsize == 8:
+            p = p.astype(p.dtype.kind + "4")
+        pos = p.astype(np.float32)
+    pos = pos[None] if pos.ndim == 1 else pos
+    ts = np.power(np.float32(1 / max_wavelength),
+                  (2 * (np.arange(d) // 2)).astype(np.float32) / np.float32(d))
+    ang = pos[..., None] * ts
+    sin, cos = (sinpe.elementwise(f, ang, backend="numpy") for f in ("sin", "cos"))
+    cos_mask = (np.arange(d) % 2).astype(np.float32)
+    return np.broadcast_to(sin * (np.float32(1) - cos_mask) + cos * cos_mask, shape)
+
+
+@pytest.mark.parametrize("i", range(len(O.KERAS_ODD)), ids=ODD_IDS)
+def test_keras_hub_odd_inputs_under_numpy(i):
+    """The same cases under Keras' NumPy backend: its pow is the installed NumPy's (machine
+    dependent), so against the layer restated with NumPy here; where NumPy itself refuses,
+    as recorded (the recorded digests are this project's machine's)."""
+    name, shape, lkw, ckw = O.KERAS_ODD[i]
+    try:
+        with np.errstate(all="ignore"):
+            want = _numpy_layer(shape, **lkw, **ckw)
+        want = ["ok", list(want.shape), O.digest(want)]
+    except OverflowError:
+        want = ["err", "OverflowError"]
+    assert (want[0] == "err") == (ODD["numpy"][i][0] == "err")
+    for backend in ("numpy", "numpy-2.4"):
+        _keras_odd_check(want, _keras_odd_sinpe(i, backend))
+
+
 @pytest.mark.parametrize("n", range(1, 16))
 def test_jax_exp_of_fewer_than_16_elements(n):
     """XLA's exp below 16 elements: 3, 5, 6 or 7 left over go to glibc's expf, 1, 2 or 4 (one

@@ -88,6 +88,25 @@ def test_keras_hub_under_tensorflow(shape, wl, start):
           presets.keras_hub(shape, wl, start, backend="tensorflow"), shape)
 
 
+@pytest.mark.parametrize("fw", ["tensorflow", "jax", "numpy"])
+def test_keras_hub_odd_inputs(fw):
+    """keras-hub's layer at O.KERAS_ODD (positions past 2^31, +-inf/NaN/-0.0/subnormal
+    positions, hidden size 0, ...) under the Keras backend: the same digests, or an
+    exception where the layer raises one (TensorFlow's InvalidArgumentError is TypeError)."""
+    bad = []
+    for (name, shape, lkw, ckw), want in zip(O.KERAS_ODD, O.keras_hub_odd_cases(fw)):
+        try:
+            y = presets.keras_hub(shape, **lkw, **ckw, backend=fw)
+            got = ["ok", list(y.shape), O.digest(y)]
+        except (TypeError, ValueError, OverflowError) as e:
+            got = ["err", type(e).__name__]
+        if want[0] == "err":
+            want = ["err", {"InvalidArgumentError": "TypeError"}.get(want[1], want[1])]
+        if got != want:
+            bad.append((name, want[:2], got[:2]))
+    assert not bad, bad
+
+
 @pytest.mark.parametrize("shape,wl,start", [((2, 50, 64), 10000, 0), ((1, 33, 30), 500, 3),
                                              ((1, 300, 258), 10000, 11), ((4, 1, 2), 77, 0),
                                              ((1, 128, 1030), 1e6, -5)])

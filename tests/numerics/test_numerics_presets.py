@@ -623,6 +623,26 @@ def package_cases():
 
 
 @oracle_packages
+def test_keras_hub_odd_inputs_on_keras_torch_backend():
+    """keras-hub's SinePositionEncoding on Keras' torch backend (a fresh process) at the odd
+    inputs of tests/framework_oracles.py's KERAS_ODD (issue 35): start_index past 2^31 wraps
+    as torch's int32 sum does (Python ints from -2^63 to 2^64, array scalars but uint64,
+    which keras refuses), -0.0 positions give +0.0 sines (keras' masked sum), +-inf and NaN
+    positions, hidden size 0 (an empty last axis: refused before), hidden 1 and 3, rank 4."""
+    import framework_oracles as FO
+    bad = []
+    for (name, shape, lkw, ckw), want in zip(FO.KERAS_ODD, FO.keras_hub_odd_cases("torch")):
+        try:
+            y = P.keras_hub(shape, **lkw, **ckw)
+            got = ["ok", list(y.shape), FO.digest(y)]
+        except (TypeError, ValueError, OverflowError) as e:
+            got = ["err", type(e).__name__]
+        if got != want:
+            bad.append((name, want[:2], got[:2]))
+    assert not bad, bad
+
+
+@oracle_packages
 def test_presets_equal_the_real_packages():
     """Every preset with torch imported (the 'auto' backend then gives this torch's bits)
     against the library's own function."""
