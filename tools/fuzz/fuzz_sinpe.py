@@ -580,12 +580,22 @@ def case_cache(g):
         sinpe.set_cache_size(saved)
 
 
+#: keras_hub's odd positions (issue 35): non-finite, -0.0, overflowing angles, 64-bit integers
+#: past int32 (JAX and NumPy take them as 32-bit), uint64 (keras' torch backend refuses them)
+KERAS_POSITIONS = [None, [np.inf, -np.inf, np.nan, -0.0], [3e38, -3e38, 0.0, -1e-40],
+                   [2**31 + 1, -2**40, 2**63 - 1, 5], np.array([2**63, 1, 2, 3], np.uint64),
+                   np.full(4, -np.inf, np.float32), np.array([[1, -0.0, 2, 3], [np.nan, 0, 1, 2]])]
+
 PRESETS = {
     "fairseq": lambda g, k: P.fairseq(g.pick(INTS), g.pick(INTS), g.pick([None, 1, -1, 100]), **k),
     "fairseq2": lambda g, k: P.fairseq2(g.pick(INTS), g.pick(INTS), **k),
     "tensor2tensor": lambda g, k: P.tensor2tensor(g.pick(INTS), g.pick(INTS), g.pick(REALS),
                                                   g.pick(REALS), g.pick(INTS), **k),
     "keras_hub": lambda g, k: P.keras_hub(g.shape(3), g.pick(REALS), g.pick(INTS), **k),
+    "keras_hub_odd": lambda g, k: P.keras_hub(  # under the Keras backends' rules too
+        (g.pick([1, 2]), 4, g.pick([0, 1, 2, 7, 64])), g.pick([10000.0, 0.5, 1e-30, 1e6]),
+        g.pick(INTS), positions=g.pick(KERAS_POSITIONS),
+        **dict(k, backend=g.pick(["tensorflow", "jax", "numpy", k["backend"]]))),
     "tf_tutorial": lambda g, k: P.tf_tutorial(g.pick(INTS), g.pick(INTS), legacy=g.flag(), **k),
     "xlm": lambda g, k: P.xlm(g.pick(INTS), g.pick(INTS), **k),
     "marian": lambda g, k: P.marian(g.pick(INTS), g.pick(INTS), **k),
