@@ -1,10 +1,15 @@
 """A model config as transformers' rotary init functions read it: :class:`Cfg` (a config
 object, its ``to_dict()`` dict or any other Mapping; the text part of a composite config; the
-per-layer view of a heterogeneous one; rope_parameters keyed by layer type)."""
+per-layer view of a heterogeneous one; rope_parameters keyed by layer type); what hf_rope
+reads of it as a plain dict (:func:`snapshot`) and as a canonical text
+(:func:`config_text`, :func:`config_from_text`: the form torch's operator takes)."""
 from __future__ import annotations
 
 import copy
+import json
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -354,3 +359,152 @@ def _same_types(a: Any, b: Any, depth: int) -> bool:
     if hasattr(a, "__dict__") and not isinstance(a, type):  # a sub-config
         return _same_types(vars(a), vars(b), depth + 1)
     return True
+
+
+# ---- a config's snapshot, and its text ------------------------------------------------------
+#
+# What hf_rope reads of a config, as a plain dict (snapshot), and that dict as a canonical text
+# (config_text) from which config_from_text gives it back: the form in which torch's operator
+# takes a config (a string: a compiled graph or an exported program holds the text, never an
+# object or its id).
+
+#: the attributes hf_rope reads of a config's view (Cfg's, and the axial layouts' sizes)
+VIEW_KEYS = ("model_type", "hidden_size", "num_attention_heads", "max_position_embeddings",
+             "head_dim", "original_max_position_embeddings", "rope_parameters", "rope_scaling",
+             "rope_theta", "partial_rotary_factor", "layer_types", "_rope_type_labels",
+             "embed_dim", "memory_attention_hidden_size", "memory_attention_downsample_rate",
+             "memory_attention_num_attention_heads")
+#: read only of a Mapping (the axial sizes' fallback for a to_dict() that keeps num_heads)
+MAPPING_KEYS = ("num_heads",)
+#: what decides the view (the text part, the per-layer view): read before the view exists
+STRUCTURE_KEYS = ("text_config", "per_layer_config")
+
+
+def _plain_copy(v: Any) -> Any:
+    """v with its containers copied (Mappings as dicts, lists, tuples; NumPy arrays copied),
+    its leaves as they are."""
+    if isinstance(v, Mapping):
+        return {k: _plain_copy(x) for k, x in v.items()}
+    if type(v) is list:
+        return [_plain_copy(x) for x in v]
+    if type(v) is tuple:
+        return tuple(_plain_copy(x) for x in v)
+    if isinstance(v, np.ndarray):
+        return v.copy()
+    return v
+
+
+def snapshot(config: Any, layer_type: Optional[str] = None) -> Dict[str, Any]:
+    """The attributes hf_rope reads of config for layer_type, as a plain dict: those of its
+    view (a composite config's text part, a heterogeneous config's per-layer view, a
+    to_dict() dict's per_layer_config merged), copied (Mappings as dicts); an attribute the
+    view lacks is absent, one that is None stays None.  ``hf_rope(snapshot(config, lt),
+    position_ids, layer_type=lt)`` gives the bits of ``hf_rope(config, position_ids,
+    layer_type=lt)``, and keeps giving them after config is edited in place."""
+    view = layer_config(_text_part(config), layer_type)
+    get, has = _getters(view)
+    keys = VIEW_KEYS + (MAPPING_KEYS if isinstance(view, Mapping) else ())
+    return {k: _plain_copy(get(k)) for k in keys if has(k)}
+
+
+_TAG = "$"  # the tags' prefix (a dict with a key that starts with it is written as pairs)
+
+
+def _bad(path: str, v: Any) -> TypeError:
+    t = type(v)
+    return TypeError(f"config{path}: a {t.__module__}.{t.__qualname__} cannot be written in "
+                     "the config's text (plain numbers, strings, None, NumPy numbers and "
+                     "arrays, lists, tuples and dicts of them only)")
+
+
+def _encode(v: Any, path: str) -> Any:
+    """v as JSON values, with tags for what JSON would lose (tuples, NumPy numbers and arrays,
+    floats that are not finite, dicts with keys other than strings)."""
+    t = type(v)
+    if v is None or t is bool or t is int or t is str:
+        return v
+    if t is float:
+        if math.isfinite(v):
+            return v
+        return {_TAG + "f": np.float64(v).tobytes().hex()}  # NaN's sign and payload kept
+    if t is list:
+        return [_encode(x, f"{path}[{i}]") for i, x in enumerate(v)]
+    if t is tuple:
+        return {_TAG + "t": [_encode(x, f"{path}[{i}]") for i, x in enumerate(v)]}
+    if t is dict:
+        if all(type(k) is str and not k.startswith(_TAG) for k in v):
+            return {k: _encode(x, f"{path}[{k!r}]") for k, x in v.items()}
+        pairs = [[_encode(k, f"{path} key {k!r}"), _encode(x, f"{path}[{k!r}]")]
+                 for k, x in v.items()]
+        pairs.sort(key=lambda kv: json.dumps(kv[0], sort_keys=True))
+        return {_TAG + "d": pairs}
+    if t.__module__ == "numpy" and isinstance(v, (np.generic, np.ndarray)) and \
+            v.dtype.kind in "biufc" and not v.dtype.hasobject:
+        if isinstance(v, np.ndarray):
+            return {_TAG + "a": [v.dtype.str, list(v.shape),
+                                 np.ascontiguousarray(v).tobytes().hex()]}
+        return {_TAG + "n": [v.dtype.str, v.tobytes().hex()]}
+    raise _bad(path, v)
+
+
+def _decode(v: Any) -> Any:
+    if type(v) is list:
+        return [_decode(x) for x in v]
+    if type(v) is not dict:
+        return v
+    if len(v) == 1:
+        (k, x), = v.items()
+        if k == _TAG + "f":
+            return float(np.frombuffer(bytes.fromhex(x), np.float64)[0])
+        if k == _TAG + "t":
+            return tuple(_decode(e) for e in x)
+        if k == _TAG + "d":
+            return {_decode(a): _decode(b) for a, b in x}
+        if k == _TAG + "n":
+            return np.frombuffer(bytes.fromhex(x[1]), np.dtype(x[0]))[0]
+        if k == _TAG + "a":
+            a = np.frombuffer(bytes.fromhex(x[2]), np.dtype(x[0])).reshape(x[1]).copy()
+            a.flags.writeable = False  # shared by every caller of the same text
+            return a
+    return {k: _decode(x) for k, x in v.items()}
+
+
+def config_text(config: Any, layer_type: Optional[str] = None) -> str:
+    """snapshot(config, layer_type) as a canonical text: JSON (keys sorted, no spaces) with
+    tags for what JSON loses (tuples, NumPy numbers and arrays, floats that are not finite,
+    dicts keyed by other than strings), so that ``config_from_text`` gives back the same
+    values of the same types (1, 1.0 and True; lists and tuples).  Equal snapshots give the
+    same text.  TypeError, naming the key, for a value that cannot be written."""
+    return json.dumps(_encode(snapshot(config, layer_type), ""), sort_keys=True,
+                      separators=(",", ":"), allow_nan=False)
+
+
+_FROM_TEXT: "OrderedDict[str, Dict[str, Any]]" = OrderedDict()
+_FROM_TEXT_MAX = 64
+_FROM_TEXT_LOCK = threading.Lock()
+
+
+def config_from_text(text: str) -> Dict[str, Any]:
+    """The snapshot a config_text gave, kept per text (the same dict for the same text, so
+    that hf_rope's reading of it is kept too; the last 64 texts).  The dict is shared: not
+    to be changed."""
+    with _FROM_TEXT_LOCK:
+        hit = _FROM_TEXT.get(text)  # (a str's hash is kept by the str)
+        if hit is not None:
+            _FROM_TEXT.move_to_end(text)
+            return hit
+    if type(text) is not str:
+        raise TypeError(f"config must be a config's text (config_text), got "
+                        f"{type(text).__name__}")
+    try:
+        d = _decode(json.loads(text))
+    except (ValueError, TypeError, KeyError, IndexError) as exc:
+        raise ValueError(f"config is not a config's text (config_text): {exc}") from None
+    if type(d) is not dict:
+        raise ValueError("config is not a config's text (config_text): not a dict")
+    with _FROM_TEXT_LOCK:
+        d = _FROM_TEXT.setdefault(text, d)  # (a racing thread's dict, if it came first)
+        _FROM_TEXT.move_to_end(text)
+        while len(_FROM_TEXT) > _FROM_TEXT_MAX:
+            _FROM_TEXT.popitem(last=False)
+    return d

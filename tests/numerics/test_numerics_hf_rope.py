@@ -552,3 +552,128 @@ def test_apply_rotary_pos_emb_olmo(family, dtype):
             assert got.dtype == want.dtype == qd
             assert torch.equal(got.view(torch.int16 if got.element_size() == 2 else torch.int32),
                                want.view(torch.int16 if want.element_size() == 2 else torch.int32))
+
+
+# ---- a module's state; the config's snapshot and text ----------------------------------------
+
+def _through(kind):
+    """hf_rope reading the config through its snapshot, its text, or its to_dict()'s."""
+    from sinpe._hf.config import config_from_text, config_text, snapshot
+
+    def fn(config, position_ids, **kw):
+        lt = kw.get("layer_type")
+        if kind == "snapshot":
+            config = snapshot(config, lt)
+        elif kind == "text":
+            config = config_from_text(config_text(config, lt))
+        else:
+            config = config_from_text(config_text(config.to_dict(), lt))
+        return hf_rope(config, position_ids, **kw)
+    return fn
+
+
+#: the sample, with vision towers (axial layouts), Gemma 4's heterogeneous per-layer config and
+#: more mrope forms
+SNAPSHOT_FAMILIES = ["gemma4", "qwen2_5_vl", "qwen3_vl", "glm4v", "pixtral", "sam3",
+                     "minimax_m3_vl", "gemma3"]
+
+
+@pytest.mark.parametrize("kind", ["snapshot", "text", "dict text"])
+def test_snapshot_and_text_read_as_the_config(kind):
+    """hf_rope of snapshot(config, layer_type), of config_from_text(config_text(...)) and of
+    the text of config.to_dict() gives what hf_rope of the config gives (the same bits, or
+    the same refusal), over the coverage sample's families and a few more (vision axial
+    layouts, Gemma 4's heterogeneous per-layer views, mrope), every rope type column."""
+    from conftest import hf_coverage_harness
+    H = hf_coverage_harness()
+    fams = [f for f, _ in H.SAMPLE] + [f for f in SNAPSHOT_FAMILIES
+                                       if f not in {g for g, _ in H.SAMPLE}]
+    want = {(r["family"], r["class"]): r for r in H.walk(fams, hf_rope, H.COLUMNS, ["bfloat16"])}
+    got = {(r["family"], r["class"]): r for r in H.walk(fams, _through(kind), H.COLUMNS,
+                                                        ["bfloat16"])}
+    assert set(got) == set(want)
+    bit = 0
+    for key, row in want.items():
+        for rt, case in row["cases"].items():
+            assert got[key]["cases"][rt]["status"] == case["status"], (key, rt)
+            bit += case["status"] == H.BIT
+    assert bit > 150  # most cases are bit for bit (the rest: refused alike)
+
+
+def test_config_text_keeps_types_and_values():
+    import math
+    from sinpe._hf import config as C
+    nan = float.fromhex("-0x1.8p+1023") * 0 + float("nan")
+    d = {"rope_parameters": {"t": (1, 1.0, True, None, "s"), "l": [1, 2.5, False],
+                             "f": [float("inf"), -float("inf"), -0.0, 1e-320],
+                             "np": [np.float32(1.5), np.int64(-3), np.bool_(True),
+                                    np.float16(0.1), np.uint8(7)],
+                             "a": np.arange(6, dtype=np.float32).reshape(2, 3),
+                             "keys": {0: "int key", "$tag": "dollar key", (1, 2): [3]},
+                             "nan": nan},
+         "model_type": "llama", "hidden_size": 64}
+    snap = C.snapshot(d)
+    text = C.config_text(d)
+    assert text == C.config_text(C.config_from_text(text))  # canonical
+    back = C.config_from_text(text)
+    assert back is C.config_from_text(text)  # one dict per text: its reading is kept
+
+    def same(a, b):
+        if type(a) is not type(b):
+            return False
+        if isinstance(a, dict):
+            return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+        if isinstance(a, (list, tuple)):
+            return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        if isinstance(a, np.ndarray):
+            return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+        if isinstance(a, (float, np.generic)):
+            return np.asarray(a).tobytes() == np.asarray(b).tobytes()
+        return a == b
+    assert same(back, snap)
+    assert math.copysign(1, back["rope_parameters"]["f"][2]) == -1
+    assert json_loadable(text)
+    # the same values in another key order: the same text
+    shuffled = {"hidden_size": 64, "model_type": "llama",
+                "rope_parameters": dict(reversed(list(d["rope_parameters"].items())))}
+    assert C.config_text(shuffled) == text
+    # ints, floats and bools are told apart
+    texts = {C.config_text({"hidden_size": v}) for v in (1, 1.0, True, np.int64(1),
+                                                         np.float64(1))}
+    assert len(texts) == 5
+    for bad, where in (({"rope_parameters": {"x": [1, object()]}}, r"\['x'\]\[1\]"),
+                       ({"head_dim": torch.tensor(64)}, r"\['head_dim'\]"),
+                       ({"rope_theta": type("F", (float,), {})(1.0)}, r"\['rope_theta'\]")):
+        with pytest.raises(TypeError, match=where):
+            C.config_text(bad)
+    for bad in ("not json", "[1, 2]"):
+        with pytest.raises(ValueError, match="config is not a config's text"):
+            C.config_from_text(bad)
+    with pytest.raises(TypeError, match="config must be a config's text"):
+        C.config_from_text(b"{}")
+    for i in range(C._FROM_TEXT_MAX + 10):  # bounded
+        C.config_from_text(C.config_text({"hidden_size": i}))
+    assert len(C._FROM_TEXT) == C._FROM_TEXT_MAX
+
+
+def json_loadable(text):
+    import json
+    json.loads(text, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+    return True
+
+
+def test_snapshot_keeps_what_is_absent_absent_and_is_a_copy():
+    from transformers import Gemma3TextConfig, Qwen2VLConfig
+    from sinpe._hf.config import snapshot
+    d = {"hidden_size": 64, "num_attention_heads": 4, "rope_theta": None, "id2label": {},
+         "rope_parameters": {"rope_type": "default"}}
+    s = snapshot(d)
+    assert s == {"hidden_size": 64, "num_attention_heads": 4, "rope_theta": None,
+                 "rope_parameters": {"rope_type": "default"}}  # no head_dim key, None kept
+    d["rope_parameters"]["rope_type"] = "linear"
+    assert s["rope_parameters"]["rope_type"] == "default"
+    q = snapshot(Qwen2VLConfig())  # the text part's view
+    assert q["model_type"] == "qwen2_vl_text" and "text_config" not in q
+    g = Gemma3TextConfig()
+    assert set(snapshot(g, "full_attention")["rope_parameters"]) == \
+        {"full_attention", "sliding_attention"}
