@@ -106,11 +106,16 @@ def positions(position_ids: Any) -> np.ndarray:
     return a
 
 
-def given_inv(inv_freq: Any, n: int) -> Tuple[np.ndarray, Any]:
+def given_inv(inv_freq: Any, n: Optional[int]) -> Tuple[np.ndarray, Any]:
+    """A given inv_freq buffer as float32 (``.float()``), of n frequencies (any number when n
+    is None), and its own dtype."""
     a = array(inv_freq, "inv_freq")
     if a.dtype.kind != "f" and a.dtype.name != "bfloat16":
         raise TypeError(f"inv_freq must hold floats, got dtype {a.dtype}")
-    if a.ndim != 1 or len(a) != n:
+    if n is None and a.ndim != 1:
+        raise ValueError(f"inv_freq must be one-dimensional (a module's buffer), got shape "
+                         f"{a.shape}")
+    if a.ndim != 1 or (n is not None and len(a) != n):
         raise ValueError(f"inv_freq must have shape ({n},) for this config, got {a.shape}")
     return np.ascontiguousarray(a.astype(F32)), a.dtype  # .to(dtype=torch.float)
 
@@ -172,14 +177,18 @@ def _columns(layout: str, n: int, axes: int) -> Tuple[np.ndarray, np.ndarray]:
 
 
 def axial_rope(c: Any, position_ids: Any, inv_freq: Any, opts: Dict[str, Any], dtype: Any,
-               layer_type: Optional[str]) -> Tuple[np.ndarray, np.ndarray]:
+               layer_type: Optional[str],
+               scaling: Optional[float] = None) -> Tuple[np.ndarray, np.ndarray]:
     """The (cos, sin) of a vision tower's axial rotary (c: sinpe._hf's view of the config):
     ``freqs = position_ids[..., None].float() * inv_freq`` (float32), ``freqs.cos()``,
     ``freqs.sin()`` (attention scaling 1.0), recomposed by the family's layout (see
     :data:`AXIAL`); float32, or cast to x's dtype where the module casts.  inv_freq: the
     module's buffer, or None: ``1.0 / base ** (arange(0, s, 2).float() / s)`` with s =
     head_dim // 2 (``2 * ((head_dim // 3) // 2)`` for MiniMax-M3-VL; head_dim, then
-    reordered ``cat(inv[0::2], inv[1::2])``, for Pixtral)."""
+    reordered ``cat(inv[0::2], inv[1::2])``, for Pixtral).  scaling (a module's state: its
+    attention_scaling, with its inv_freq buffer, whose length is then the width's, whatever
+    the config says): ``freqs.cos() * scaling`` in float32, as the modules that multiply by
+    it compute it (the others' is 1.0)."""
     model_type = c.model_type
     spec = AXIAL.get(model_type)
     if spec is None:
@@ -191,25 +200,34 @@ def axial_rope(c: Any, position_ids: Any, inv_freq: Any, opts: Dict[str, Any], d
     if layer_type is not None:
         raise ValueError("layer_type given, but a vision axial rotary's forward takes none")
     layout, src, cast = spec
-    dim = _axial_dim(c.raw, src)
-    sd = dim if layout == "pixtral" else 2 * ((dim // 3) // 2) if layout == "flat" else dim // 2
-    n = (sd + 1) // 2
-    base = _theta(c)
+    inv: Any = None
+    if scaling is not None:  # a module's state: its buffer's frequencies, whatever their count
+        inv = given_inv(inv_freq, None)[0]
+        n = len(inv)
+    else:
+        dim = _axial_dim(c.raw, src)
+        sd = dim if layout == "pixtral" else 2 * ((dim // 3) // 2) if layout == "flat" \
+            else dim // 2
+        n = (sd + 1) // 2
+        base = _theta(c)
     if isinstance(position_ids, (bool, int, np.integer, np.bool_)):
         raise TypeError("position_ids must be an array of (h, w) coordinates for a vision "
                         f"axial rotary, got {position_ids!r}")
     pos = positions(position_ids)
     _check_shape(pos, layout, model_type)
     if layout == "pixtral" and n < 2:
-        raise ValueError(f"head_dim {dim} gives {n} frequencies: Pixtral's rotary chunks them "
-                         "in two (it fails below 2)")
-    if inv_freq is not None:
+        raise ValueError(f"{n} frequencies: Pixtral's rotary chunks them in two (it fails "
+                         "below 2)")
+    if inv is not None:
+        pass
+    elif inv_freq is not None:
         inv = given_inv(inv_freq, n)[0]
     else:
         inv = _inv_freq(base, sd, opts, n)
         if layout == "pixtral":
             inv = np.concatenate([inv[0::2], inv[1::2]])
-    return _tables(pos, np.ascontiguousarray(inv, F32), layout, opts, dtype if cast else None)
+    return _tables(pos, np.ascontiguousarray(inv, F32), layout, opts, dtype if cast else None,
+                   None if scaling is None or scaling == 1.0 else scaling)
 
 
 def _check_shape(pos: np.ndarray, layout: str, model_type: str) -> None:
@@ -224,7 +242,7 @@ def _check_shape(pos: np.ndarray, layout: str, model_type: str) -> None:
 
 
 def _tables(pos: np.ndarray, inv: np.ndarray, layout: str, opts: Dict[str, Any],
-            dtype: Any) -> Tuple[np.ndarray, np.ndarray]:
+            dtype: Any, out_scale: Optional[float] = None) -> Tuple[np.ndarray, np.ndarray]:
     """freqs.cos() and freqs.sin() of the (..., axes, n) freqs in one table job (rounded to
     dtype there: the layouts only move values), recomposed by the layout."""
     n = len(inv)
@@ -233,7 +251,7 @@ def _tables(pos: np.ndarray, inv: np.ndarray, layout: str, opts: Dict[str, Any],
     k = 4 * np.arange(n, dtype=np.int64)
     col: Any = np.concatenate([k + COS, k + SIN])
     t = _table(pos, inv, col, dict(opts, dtype=dtype),
-               names=("out", "position_ids", "head_dim"))
+               names=("out", "position_ids", "head_dim"), out_scale=out_scale)
     t = t.reshape(pos.shape + (2 * n,))
     # column c from axis a[c], frequency f[c]; cos first, then sin
     return (np.ascontiguousarray(t[..., a, f].reshape(shape)),

@@ -9,6 +9,7 @@ dtype, only where transformers scales the tables first (yarn, longrope) and cast
 from __future__ import annotations
 
 import math
+import numbers
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -73,19 +74,22 @@ def _seq_len(pos: Optional[np.ndarray], shape: Tuple[int, ...]) -> Any:
 
 # ---- the first call's inv_freq -----------------------------------------------------------------
 
-def _rope_type(c: Cfg) -> str:
+def _rope_type(c: Cfg, state: bool = False) -> str:
     """The config's rope_type ("axial" for a vision tower), or the refusal of a form hf_rope
-    does not reproduce."""
+    does not reproduce.  state: the tables of a module's state (its init function already
+    ran, so its rope_type is not read, only the form: "axial" or "state")."""
     mt, rope_type = c.model_type, c.p["rope_type"]
     if mt in OTHER:
         raise NotImplementedError(f"model_type {mt!r}: its rotary module is not the "
                                   "cos/sin-of-cat(freqs) form hf_rope reproduces")
     if rope_type == "axial" or mt in AXIAL:
         return "axial"
-    if mt in NTK_ALPHA and (rope_type == "ntk_alpha" or rope_type == "dynamic"
-                            and c.p.get("alpha")):
+    if state:
+        rope_type = "state"
+    elif mt in NTK_ALPHA and (rope_type == "ntk_alpha" or rope_type == "dynamic"
+                              and c.p.get("alpha")):
         return "ntk_alpha"  # the module's own renaming: a fixed alpha, no regrowth
-    if not isinstance(rope_type, str) or rope_type not in ROPE_INIT_FUNCTIONS:
+    elif not isinstance(rope_type, str) or rope_type not in ROPE_INIT_FUNCTIONS:
         raise ValueError(f"rope_type {rope_type!r} is not one of {ROPE_TYPES}")
     if mt not in MROPE and c.p.get("mrope_section") is not None:
         raise NotImplementedError(f"model_type {mt!r} with mrope_section: its multimodal "
@@ -135,10 +139,10 @@ def _first_inv(c: Cfg, rope_type: str, opts: Dict[str, Any], seq: Any,
 
 def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any = None,
             backend: Optional[str] = None, threads: Optional[int] = None,
-            torch_threads: Optional[int] = None,
-            layer_type: Optional[str] = None) -> Tuple[np.ndarray, np.ndarray]:
+            torch_threads: Optional[int] = None, layer_type: Optional[str] = None,
+            attention_scaling: Any = None) -> Tuple[np.ndarray, np.ndarray]:
     """hf_rope(config, position_ids, *, inv_freq=None, dtype=None, backend=None, threads=None,
-    torch_threads=None, layer_type=None) -> (cos, sin)
+    torch_threads=None, layer_type=None, attention_scaling=None) -> (cos, sin)
 
     The ``(cos, sin)`` that transformers' (5.24.0) ``*RotaryEmbedding(config)`` returns from
     its FIRST ``forward(x, position_ids)`` call, bit for bit, as NumPy arrays of shape
@@ -152,6 +156,20 @@ def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any 
     dtype, e.g. bfloat16 after ``model.to(torch.bfloat16)``: the forward upcasts it with
     ``.float()``).  layer_type: for configs whose rope_parameters are keyed by layer type
     (Gemma 3: 'full_attention', 'sliding_attention'), the forward's layer_type.
+
+    With inv_freq AND attention_scaling (the module's ``inv_freq`` buffer and
+    ``attention_scaling``, or ``{layer_type}_inv_freq`` and ``{layer_type}_attention_scaling``
+    per layer type) the tables are those of the module's current state, what its forward
+    computes now: no init function runs and nothing regrows (transformers'
+    ``dynamic_rope_update`` has already updated the buffer), ``cos = emb.cos() *
+    attention_scaling`` (a float32 product with the number rounded to float32, as torch
+    multiplies a float32 tensor by a Python float) with emb from ``inv_freq.float()`` in the
+    family's layout, cast as the family casts; the width is inv_freq's (2 * len(inv_freq),
+    or len(inv_freq) for half-width tables), not the config's head_dim.  The config is read
+    only for the form (model_type, mrope_section, the per-layer-type nesting): values the
+    module fixed at init (rope_theta, factor, attention_factor, head_dim, the partial
+    factor) edited in the config since do not change the tables, as they do not change the
+    module's.  attention_scaling: a real number (transformers keeps a Python float).
 
     The forward (all families but the listed variants): ``freqs = position_ids[..., None]
     .float() * inv_freq.float()`` (one float32 product), ``emb = cat(freqs, freqs)``,
@@ -205,6 +223,9 @@ def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any 
     """
     opts = _opts(dtype, backend, threads, torch_threads)
     c = read_config(config, layer_type)
+    if attention_scaling is not None:
+        return _module_state(c, position_ids, inv_freq, attention_scaling, opts, dtype,
+                             layer_type)
     rope_type = _rope_type(c)
     if rope_type == "axial":  # a vision tower's 2D rope
         return axial_rope(c, position_ids, inv_freq, opts, dtype, layer_type)
@@ -221,6 +242,38 @@ def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any 
         inv.flags.writeable = emb.flags.writeable = False  # shared by later calls
         if key is not None:
             _memo.put(key, (inv, emb, scaling))
+    out_dtype = None if c.model_type in NO_CAST else dtype
+    mrope = MROPE.get(c.model_type)
+    if mrope is not None:
+        return _mrope(pos, shape, inv, scaling, mrope, c, opts, out_dtype)
+    return _cos_sin(pos, shape, emb, scaling, opts, out_dtype)
+
+
+def _scaling(v: Any) -> float:
+    """attention_scaling as a Python float (a real number; not a bool)."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+        raise TypeError(f"attention_scaling must be a real number (the module's "
+                        f"attention_scaling), got {type(v).__name__}")
+    try:
+        return float(v)
+    except OverflowError:
+        raise OverflowError(f"attention_scaling {v!r} does not fit in a float") from None
+
+
+def _module_state(c: Cfg, position_ids: Any, inv_freq: Any, attention_scaling: Any,
+                  opts: Dict[str, Any], dtype: Any,
+                  layer_type: Optional[str]) -> Tuple[np.ndarray, np.ndarray]:
+    """The tables of a module's state: its inv_freq buffer and attention_scaling, in the
+    family's layout (no init function, no regrowth)."""
+    scaling = _scaling(attention_scaling)
+    if inv_freq is None:
+        raise ValueError("attention_scaling given without inv_freq: the tables of a module's "
+                         "state need both (its inv_freq buffer and its attention_scaling)")
+    if _rope_type(c, state=True) == "axial":
+        return axial_rope(c, position_ids, inv_freq, opts, dtype, layer_type, scaling=scaling)
+    pos, shape = _positions(position_ids)
+    inv = _inv_given(inv_freq, None)[0]
+    emb = np.ascontiguousarray(_emb(c.model_type, inv), F32)
     out_dtype = None if c.model_type in NO_CAST else dtype
     mrope = MROPE.get(c.model_type)
     if mrope is not None:

@@ -556,6 +556,128 @@ def test_apply_rotary_pos_emb_olmo(family, dtype):
 
 # ---- a module's state; the config's snapshot and text ----------------------------------------
 
+def _module_runs(H, fams, family, cls_name, rope_type, dtypes=DTYPES):
+    """Rotary modules of a sampled family built and called as the coverage harness builds and
+    calls them (its configs, positions and dtypes): (config, position_ids, layer_type, dtype,
+    the module after its call, its (cos, sin) as arrays), or [] when the config refuses the
+    rope type."""
+    import copy
+    cls = next(c for _, c in H.rotary_classes(family, fams[family])
+               if c.__name__ == cls_name)
+    cfg_cls = H.config_class(cls)
+    for small in (True, False, None):
+        try:
+            config = H.build_config(cfg_cls, rope_type, small, family, cls)
+            cls(copy.deepcopy(config))
+        except Exception:
+            continue
+        kind = H.variant(cls, config)
+        layer_types = H._nested_keys(config) or [None]
+        forms = [H.positions(kind, H._source(cls), o) for o in H.OFFSET_SETS]
+        for i in range(len(forms[0])):
+            try:
+                runs = []
+                for cands in forms:
+                    for lt in layer_types:
+                        for dt in dtypes:
+                            m = cls(copy.deepcopy(config))
+                            out, why = H.pair(H.call_module(m, cands[i], dt, lt))
+                            runs.append((config, cands[i], lt, dt, m, out))
+                return runs
+            except Exception:
+                continue
+    return []
+
+
+def _edit_in_place(config):
+    """What a rotary module fixed at init, changed in the config after it was built."""
+    def bump(p):
+        if isinstance(p, dict):
+            if isinstance(p.get("rope_theta"), (int, float)):
+                p["rope_theta"] = p["rope_theta"] * 3.0 + 1
+            for k in ("factor", "attention_factor"):
+                p[k] = (p.get(k) or 1.0) * 1.7 + 0.5
+            p["partial_rotary_factor"] = 0.25
+    rp = config.rope_parameters
+    bump(rp)
+    for v in list(rp.values()):
+        bump(v)
+    for k, v in (("partial_rotary_factor", 0.25), ("head_dim", 8)):
+        setattr(config, k, v)
+
+
+def test_module_state_tables_equal_the_module_after_config_edits():
+    """hf_rope(config, position_ids, inv_freq=module's buffer, attention_scaling=module's)
+    gives the module's own (cos, sin) bit for bit, for each sampled family and rope type
+    (dynamic regrown and longrope switched by the module's first call, Gemma 3's per-layer-type
+    buffers and scalings, Qwen2-VL's mrope), and still does after rope_theta, factor,
+    attention_factor, partial_rotary_factor and head_dim are edited in the config (which the
+    module read at init only): the tables of the module's state, not of the config's."""
+    import copy
+    from conftest import hf_coverage_harness
+    H = hf_coverage_harness()
+    H.quiet()
+    fams = H.families()
+    checked = set()
+    for family, cls_name in H.SAMPLE:
+        for rope_type in H.COLUMNS:
+            edited = None
+            for config, pos, lt, dt, m, want in _module_runs(H, fams, family, cls_name,
+                                                             rope_type, DTYPES):
+                inv = getattr(m, f"{lt}_inv_freq" if lt else "inv_freq")
+                scaling = getattr(m, f"{lt}_attention_scaling" if lt else "attention_scaling")
+                kw = {"dtype": dt, "layer_type": lt, "inv_freq": inv,
+                      "attention_scaling": scaling}
+                if edited is None:
+                    edited = copy.deepcopy(config)
+                    _edit_in_place(edited)
+                for what, cfg in (("config", config), ("edited config", edited)):
+                    c, s = hf_rope(cfg, pos, **kw)
+                    tag = f"{family} {rope_type} {lt} {dt} {tuple(pos.shape)} {what}"
+                    assert_same(c, want[0], f"cos {tag}")
+                    assert_same(s, want[1], f"sin {tag}")
+                checked.add((family, rope_type, scaling != 1.0))
+    # the walk reached every sampled family, and scalings other than 1.0 (yarn, longrope)
+    assert {f for f, _, _ in checked} == {f for f, _ in H.SAMPLE}
+    assert ("llama", "yarn", True) in checked and ("llama", "longrope", True) in checked
+
+
+def test_module_state_of_a_yarn_config_edited_after_the_model_was_built():
+    """The issue's case: a yarn model whose config's attention_factor and factor change after
+    it was built keeps its tables (transformers computed inv_freq and attention_scaling at
+    init); the config's own tables (no module state) follow the edit."""
+    cfg = llama_config("yarn")
+    m = module(*LLAMA)(cfg)
+    pos = positions(64, 3000)
+    want = m(torch.zeros(1, dtype=torch.bfloat16), torch.as_tensor(pos))
+    before = hf_rope(cfg, pos, dtype="bfloat16")
+    cfg.rope_parameters["attention_factor"] = 2.5
+    cfg.rope_parameters["factor"] = 3.0
+    got = hf_rope(cfg, pos, dtype="bfloat16", inv_freq=m.inv_freq,
+                  attention_scaling=m.attention_scaling)
+    assert_same(got[0], to_np(want[0]), "cos")
+    assert_same(got[1], to_np(want[1]), "sin")
+    after = hf_rope(cfg, pos, dtype="bfloat16")
+    assert np.count_nonzero(bits(after[0]) != bits(before[0])) > 0
+
+
+def test_module_state_bad_input():
+    cfg = llama_config("default")
+    m = module(*LLAMA)(cfg)
+    with pytest.raises(ValueError, match="attention_scaling given without inv_freq"):
+        hf_rope(cfg, 4, attention_scaling=1.0)
+    for bad in ("1.0", True, torch.tensor(1.0), None.__class__):
+        with pytest.raises(TypeError, match="attention_scaling must be a real number"):
+            hf_rope(cfg, 4, inv_freq=m.inv_freq, attention_scaling=bad)
+    with pytest.raises(ValueError, match="inv_freq must be one-dimensional"):
+        hf_rope(cfg, 4, inv_freq=m.inv_freq[None], attention_scaling=1.0)
+    with pytest.raises(TypeError, match="inv_freq must hold floats"):
+        hf_rope(cfg, 4, inv_freq=torch.arange(32), attention_scaling=1.0)
+    from transformers import Llama4TextConfig  # a refused form stays refused
+    with pytest.raises(NotImplementedError, match="llama4_text"):
+        hf_rope(Llama4TextConfig(), 4, inv_freq=m.inv_freq, attention_scaling=1.0)
+
+
 def _through(kind):
     """hf_rope reading the config through its snapshot, its text, or its to_dict()'s."""
     from sinpe._hf.config import config_from_text, config_text, snapshot
