@@ -3,13 +3,14 @@ else done by one core job each (sinpe._sinpe: table, add, map; sinpe._jobs makes
 shared with the presets and the rope)."""
 from __future__ import annotations
 
+import sys
 from typing import Any, Literal, Optional, SupportsFloat, SupportsIndex
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _cache, _dtypes, _held, _sinpe
-from ._backends.policy import opts as _opts
+from ._backends.policy import get_default as _default_backend, opts as _opts, torch_kernels
 from ._jobs import HUGE, LEAD, _PE_NAMES, _dtype_args
 from ._types import Backend, DType, X
 
@@ -103,6 +104,9 @@ def add_pe(x: X, /, base: SupportsFloat = 10000.0, *, offset: SupportsIndex = 0,
         None: 5000, or offset+seq_len if larger); only the 'sleef' profiles' bits can
         depend on it.  backend, torch_threads, threads: as for positional_encoding.
     """
+    if type(x) is not np.ndarray and _traced(x):  # torch.compile or torch.export traces x
+        if _add_pe_traced(x, base, offset, positions, max_len, backend, torch_threads, threads):
+            return x
     plain = positions is None and max_len is None and threads is None and torch_threads is None
     if plain:
         key = _held.add(x, base, offset, backend)  # rows held for x's own library's add
@@ -118,6 +122,111 @@ def add_pe(x: X, /, base: SupportsFloat = 10000.0, *, offset: SupportsIndex = 0,
     if plain:
         _held.keep(core, x, key, offset)
     return x
+
+
+# ---- add_pe as torch's operator --------------------------------------------------------------
+#
+# torch.compile (Dynamo) cannot trace the core (a C function it skips), so while torch traces a
+# call on a torch tensor (torch.compile, torch.export; or on fake tensors, which hold no data)
+# add_pe is the operator torch.ops.sinpe.add_pe: one node of the graph, whose kernel
+# is add_pe itself.  It is registered here, the first time it is needed (torch is imported
+# then: a torch tensor exists), so that sinpe.add_pe compiles without sinpe.torch;
+# sinpe.torch's add_pe is the same operator.
+
+_MODULES = sys.modules
+_ADD_PE: Any = None
+
+
+def _add_pe_kernel(x: Any, base: float, offset: int, positions: Any, max_len: Optional[int],
+                   backend: Any) -> None:
+    """torch.ops.sinpe.add_pe's kernel: add_pe (backend None: the kernels of the torch in this
+    process, sinpe.torch.add_pe's default; sinpe.add_pe's own calls name their backend)."""
+    name: Any = torch_kernels() if backend is None else backend
+    add_pe(x, base, offset=offset, positions=positions, max_len=max_len, backend=name)
+
+
+def _add_pe_fake(x: Any, base: float, offset: int, positions: Any, max_len: Optional[int],
+                 backend: Optional[str]) -> None:
+    return None  # x is written in place: no output, nothing to say about shapes
+
+
+def add_pe_operator() -> Any:
+    """torch.ops.sinpe.add_pe, registered once per process (an operator of that name that
+    already exists is reused: sinpe imported again); None when the imported torch has no
+    custom operators (before 2.4).  Needs torch imported."""
+    global _ADD_PE
+    if _ADD_PE is None:
+        torch = _MODULES["torch"]
+        lib = torch.library
+        if not (hasattr(lib, "custom_op") and hasattr(lib, "register_autograd")):
+            return None
+        try:
+            _ADD_PE = torch.ops.sinpe.add_pe.default
+        except (AttributeError, RuntimeError):
+            op = lib.custom_op("sinpe::add_pe", _add_pe_kernel, mutates_args=("x",),
+                               schema="(Tensor(a!) x, float base, int offset, Tensor? positions, "
+                                      "int? max_len, str? backend) -> ()")
+            op.register_fake(_add_pe_fake)
+            _ADD_PE = op
+    return _ADD_PE
+
+
+def _add_pe_registered() -> bool:
+    """Whether torch.ops.sinpe.add_pe exists (registered now if needed)."""
+    return add_pe_operator() is not None
+
+
+# what torch._dynamo.assume_constant_result sets (torch._dynamo is not imported for it): Dynamo
+# calls this function for real when it meets it and keeps its result as a constant, so that an
+# add_pe traced before anything registered the operator registers it then
+_add_pe_registered._dynamo_marked_constant = True  # type: ignore[attr-defined]
+
+
+#: (torch.Tensor, torch.compiler.is_compiling, FakeTensor) once torch is imported: a tensor's
+#: check then costs about 0.13 us (through sys.modules and torch's attributes, 0.2)
+_TORCH: Any = None
+
+
+def _torch_names(torch: Any) -> Any:
+    global _TORCH
+    _TORCH = (torch.Tensor, torch.compiler.is_compiling,
+              torch._subclasses.fake_tensor.FakeTensor)
+    return _TORCH
+
+
+def _traced(x: Any) -> bool:
+    """x is a torch tensor that torch.compile or torch.export traces, or a fake tensor
+    (no data: the operator's fake kernel is what it gets).  (A meta tensor is refused by the
+    eager way, as before: sinpe.torch.add_pe returns it.)"""
+    names = _TORCH
+    if names is None:
+        torch = _MODULES.get("torch")
+        if torch is None:
+            return False
+        names = _torch_names(torch)
+    if type(x) is names[0]:
+        return bool(names[1]())
+    return isinstance(x, names[0]) and (bool(names[1]()) or isinstance(x, names[2]))
+
+
+def _add_pe_traced(x: Any, base: Any, offset: Any, positions: Any, max_len: Any, backend: Any,
+                   torch_threads: Any, threads: Any) -> bool:
+    """add_pe as the operator, with the backend add_pe would use now (the default as set,
+    'auto' or a pinned name: torch.compile guards it, and compiles again after set_backend);
+    False (nothing done) for arguments the operator does not take (threads, torch_threads,
+    positions that are not a tensor, base, offset or max_len not plain numbers): then the
+    eager way runs (a graph break under torch.compile)."""
+    torch = _MODULES["torch"]
+    if not (torch_threads is None and threads is None
+            and (positions is None or isinstance(positions, torch.Tensor))
+            and type(base) in (int, float) and type(offset) is int
+            and (max_len is None or type(max_len) is int)
+            and (backend is None or isinstance(backend, str))
+            and _add_pe_registered()):
+        return False
+    name = _default_backend() if backend is None else backend
+    torch.ops.sinpe.add_pe(x, float(base), offset, positions, max_len, name)
+    return True
 
 
 def elementwise(func: Literal["exp", "sin", "cos"], x: npt.NDArray[np.float32], /, *,

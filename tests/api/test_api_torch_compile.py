@@ -53,7 +53,7 @@ def test_operators_registered():
 def test_opcheck():
     """torch.library.opcheck: schema, fake kernel, autograd registration, AOT dispatch with
     dynamic shapes, for a rotation (with grads), add_pe (mutating) and hf_rope."""
-    from sinpe import _torch_ops
+    from sinpe._hf.config import config_text
     q, k, cos, sin = _inputs(torch.float32)
     ops = torch.ops.sinpe
     torch.library.opcheck(ops.apply_rotary_pos_emb_olmo.default,
@@ -61,9 +61,12 @@ def test_opcheck():
     torch.library.opcheck(ops.add_pe.default, (torch.randn(3, 8), 10000.0, 2, None, None, None))
     cfg = {"hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 128,
            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}
-    _torch_ops._CONFIGS[id(cfg)] = cfg
+    text = config_text(cfg)
     torch.library.opcheck(ops.hf_rope.default,
-                          (torch.arange(5)[None], None, id(cfg), torch.float32, None, None))
+                          (torch.arange(5)[None], None, text, torch.float32, None, None, None))
+    inv = 1.0 / 10000.0 ** (torch.arange(0, 16, 2).float() / 16)
+    torch.library.opcheck(ops.hf_rope.default, (torch.arange(12).view(2, 6), inv, text,
+                                                torch.bfloat16, None, None, 1.25))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -247,12 +250,218 @@ def test_preset_tensors_out(dtype):
         st.preset("nope", 1)
 
 
-def test_hf_rope_operator_refuses_an_unknown_config_id():
-    """A direct call of the operator with an id that names no live object is refused, never
-    read from that address (it crashed the process)."""
-    obj = object()
-    dead = id(obj)
-    del obj
-    for key in (12345, dead, 0, -1):
-        with pytest.raises(ValueError, match="config id"):
-            torch.ops.sinpe.hf_rope(torch.arange(4)[None], None, key, None, None, None)
+def test_hf_rope_operator_takes_the_configs_text():
+    """The operator's config is the config's text (no object id: nothing to look up, nothing
+    kept alive); what is not such a text is refused, naming config."""
+    from sinpe._hf.config import config_text
+    cfg = {"hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 128,
+           "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}
+    pos = torch.arange(6)[None]
+    got = torch.ops.sinpe.hf_rope(pos, None, config_text(cfg), None, None, None, None)
+    want = st.hf_rope(cfg, pos)
+    assert _eq(got[0], want[0]) and _eq(got[1], want[1])
+    for bad in ("{not json", "[1, 2]"):
+        with pytest.raises(ValueError, match="config is not a config's text"):
+            torch.ops.sinpe.hf_rope(pos, None, bad, None, None, None, None)
+    with pytest.raises(RuntimeError):  # the schema: a string, not an id
+        torch.ops.sinpe.hf_rope(pos, None, id(cfg), None, None, None, None)
+    assert not hasattr(sys.modules["sinpe._torch_ops"], "_CONFIGS")
+
+
+# ---- hf_rope and add_pe under torch.compile and torch.export, without object ids -----------------
+
+def _counted(backend="aot_eager"):
+    from torch._dynamo.testing import CompileCounterWithBackend
+    return CompileCounterWithBackend(backend)
+
+
+def test_hf_rope_compiles_a_config_built_per_call_and_sees_edits():
+    """fullgraph=True with a config dict built inside the compiled function (its id is a fake
+    under tracing); an object config and a dict config edited in place between compiled
+    calls give the eager result each time (the values hf_rope reads are guarded: an edit
+    compiles again); a module's state (inv_freq, attention_scaling) through the operator."""
+    from transformers import LlamaConfig
+    pos = torch.arange(10)[None].repeat(2, 1) + 5
+
+    def per_call(pos):
+        cfg = {"hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 128,
+               "rope_parameters": {"rope_type": "yarn", "rope_theta": 500.0, "factor": 4.0,
+                                   "original_max_position_embeddings": 64}}
+        return st.hf_rope(cfg, pos, dtype=torch.bfloat16)
+
+    torch._dynamo.reset()
+    want, got = per_call(pos), torch.compile(per_call, fullgraph=True, backend="aot_eager")(pos)
+    assert _eq(got[0], want[0]) and _eq(got[1], want[1])
+
+    def f(pos, cfg, inv=None, scaling=None):
+        return st.hf_rope(cfg, pos, inv_freq=inv, attention_scaling=scaling)
+
+    cnt = _counted()
+    cf = torch.compile(f, fullgraph=True, backend=cnt)
+    obj = LlamaConfig(hidden_size=64, num_attention_heads=4, max_position_embeddings=128)
+    as_dict = obj.to_dict()
+    edits = [lambda c: None, lambda c: c["rope_parameters"].update(rope_theta=77.0),
+             lambda c: c.__setitem__("head_dim", 8)]
+    for cfg, get in ((obj, lambda c: vars(c)), (as_dict, lambda c: c)):
+        for edit in edits:
+            edit(get(cfg))
+            want, got = f(pos, cfg), cf(pos, cfg)
+            assert _eq(got[0], want[0]) and _eq(got[1], want[1]), (type(cfg), edit)
+    assert cnt.frame_count >= 2 * len(edits)  # each edit compiled again (no stale text)
+    inv = 1.0 / 10000.0 ** (torch.arange(0, 16, 2).float() / 16)
+    want, got = f(pos, as_dict, inv, 1.25), cf(pos, as_dict, inv, 1.25)
+    assert _eq(got[0], want[0]) and _eq(got[1], want[1])
+
+
+_QWEN = {"model_type": "qwen2_vl_text", "hidden_size": 64, "num_attention_heads": 4,
+         "max_position_embeddings": 128,
+         "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
+                             "mrope_section": [2, 3, 3]}}
+_VISION = {"model_type": "qwen2_5_vl_vision", "hidden_size": 64, "num_attention_heads": 4,
+           "rope_parameters": {"rope_type": "axial", "rope_theta": 10000.0}}
+_GEMMA4_VISION = {"model_type": "gemma4_vision", "hidden_size": 64, "num_attention_heads": 4,
+                  "rope_parameters": {"rope_type": "axial", "rope_theta": 100.0}}
+_LLAMA = {"hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 128,
+          "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}
+
+
+def _hw(S):
+    return torch.stack([torch.arange(S) // 3, torch.arange(S) % 3], -1)
+
+
+DYNAMIC = {
+    "mrope (3, B, S)": (_QWEN, lambda S: torch.stack(
+        [torch.arange(S)[None].repeat(2, 1) + 5 * i for i in range(3)])),
+    "mrope (B, S)": (_QWEN, lambda S: torch.arange(S)[None].repeat(2, 1)),
+    "axial (N, 2)": (_VISION, _hw),
+    "axial (B, N, 2)": (_GEMMA4_VISION, lambda S: _hw(S)[None].repeat(2, 1, 1) + 1),
+    "standard (B, S)": (_LLAMA, lambda S: torch.arange(S)[None].repeat(3, 1) * 7),
+}
+
+
+@pytest.mark.parametrize("case", list(DYNAMIC))
+def test_hf_rope_dynamic_shapes(case):
+    """torch.compile(dynamic=True): every size of position_ids symbolic (mrope's 3 rows too,
+    which the fake kernel fixes at 3); the compiled tables are the eager ones, bit for bit,
+    and a second and third sequence length run the same graph (no recompile)."""
+    cfg, make = DYNAMIC[case]
+
+    def f(pos):
+        return st.hf_rope(cfg, pos, dtype=torch.bfloat16)
+
+    torch._dynamo.reset()
+    cnt = _counted()
+    cf = torch.compile(f, fullgraph=True, dynamic=True, backend=cnt)
+    compiled = []
+    for S in (7, 11, 13):
+        pos = make(S)
+        want, got = f(pos), cf(pos)
+        assert _eq(got[0], want[0]) and _eq(got[1], want[1]), (case, S)
+        compiled.append(cnt.frame_count)
+    # (the first call may trace twice: Dynamo restarts once it finds a config's float
+    # specialised, which the text needs as a constant)
+    assert compiled[0] >= 1 and compiled[1:] == compiled[:1] * 2, (case, compiled)
+
+
+class _Rotary(torch.nn.Module):
+    """A config dict, a module state (buffer and scaling), and a rotation: what a patched
+    model's graph holds."""
+
+    def __init__(self):
+        super().__init__()
+        inv = 1.0 / 10000.0 ** (torch.arange(0, 16, 2).float() / 16)
+        self.register_buffer("inv_freq", inv, persistent=False)
+
+    def forward(self, q, k, pos):
+        cfg = {"hidden_size": 64, "num_attention_heads": 4, "max_position_embeddings": 128,
+               "rope_parameters": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                                   "original_max_position_embeddings": 64}}
+        cos, sin = st.hf_rope(cfg, pos, inv_freq=self.inv_freq, attention_scaling=1.25,
+                              dtype=q.dtype)
+        c2, _ = st.hf_rope(cfg, pos, dtype=q.dtype)
+        q2, k2 = st.apply_rotary_pos_emb(q, k, cos, sin)
+        return q2 + c2.unsqueeze(1), k2
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_exported_program_loads_and_runs_in_a_fresh_process(strict, tmp_path):
+    """torch.export (non-strict, torch's default, whose tracing runs the module's Python on
+    fake tensors, and strict), torch.export.save, then torch.export.load in a fresh
+    process that imports sinpe.torch (which registers the operators): the same bits as
+    eager here.  The graph holds the config's text, not an id."""
+    m = _Rotary()
+    g = torch.Generator().manual_seed(0)
+    q, k = torch.randn(2, 4, 5, 16, generator=g), torch.randn(2, 2, 5, 16, generator=g)
+    pos = torch.arange(5)[None].repeat(2, 1) + 3
+    want = m(q, k, pos)
+    ep = torch.export.export(m, (q, k, pos), strict=strict)
+    hf = [n for n in ep.graph.nodes if n.target is torch.ops.sinpe.hf_rope.default]
+    assert len(hf) == 2 and all(isinstance(n.args[2], str) for n in hf)
+    got = ep.module()(q, k, pos)
+    assert all(_eq(a, b) for a, b in zip(got, want))
+    torch.export.save(ep, str(tmp_path / "ep.pt2"))
+    torch.save((q, k, pos, want), str(tmp_path / "io.pt"))
+    from conftest import run_python
+    r = run_python(f"""
+import torch
+import sinpe.torch
+q, k, pos, want = torch.load({str(tmp_path / 'io.pt')!r})
+got = torch.export.load({str(tmp_path / 'ep.pt2')!r}).module()(q, k, pos)
+same = [a.dtype == b.dtype and a.shape == b.shape
+        and torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
+        for a, b in zip(got, want)]
+print(same)
+""", timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "[True, True]", r.stderr[-3000:]
+
+
+def test_meta_tensors_get_meta_results():
+    """hf_rope on meta position_ids (or with a meta inv_freq) gives meta tables of the
+    module's shape and dtype, and add_pe returns a meta x as it is: the fake kernels' logic,
+    nothing handed to the core (a meta tensor has no data)."""
+    cfg = dict(_LLAMA, rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0,
+                                        "factor": 4.0, "original_max_position_embeddings": 64})
+    c, s = st.hf_rope(cfg, torch.zeros(2, 5, dtype=torch.long, device="meta"),
+                      dtype=torch.bfloat16)
+    assert c.is_meta and s.is_meta and c.shape == (2, 5, 16) and c.dtype == torch.bfloat16
+    inv = torch.empty(6, device="meta")
+    c, s = st.hf_rope(cfg, torch.arange(5)[None], inv_freq=inv, attention_scaling=1.5)
+    assert c.is_meta and c.shape == (1, 5, 12) and c.dtype == torch.float32
+    c, s = st.hf_rope(_QWEN, torch.zeros(3, 2, 7, dtype=torch.long, device="meta"))
+    assert c.is_meta and c.shape == (2, 7, 16)
+    x = torch.empty(2, 3, 8, device="meta")
+    assert st.add_pe(x) is x and x.is_meta
+
+
+_ADD_PE_COMPILED = r"""
+import sys, torch
+import sinpe
+{imports}
+def f(x):
+    return sinpe.add_pe(x.clone()) * 2
+cf = torch.compile(f, fullgraph=True)
+x = torch.randn(2, 64, 32, generator=torch.Generator().manual_seed(0)) * 0.01
+def bits(t):
+    return t.view(torch.int32)
+got = cf(x)  # the first call of sinpe.add_pe on a tensor, inside the trace
+assert ("sinpe.torch" in sys.modules) == {with_torch}, "sinpe.torch imported"
+torch_bits = torch.equal(bits(got), bits(f(x)))
+sinpe.set_backend("builtin")
+got_b = cf(x)  # the default changed: compiled again, with the built-in backend
+print(torch_bits, torch.equal(bits(got_b), bits(f(x))), torch.equal(bits(got_b), bits(got)))
+"""
+
+
+@pytest.mark.parametrize("with_torch", [False, True])
+def test_sinpe_add_pe_on_a_tensor_compiles(with_torch):
+    """sinpe.add_pe (the NumPy-level function) on a torch tensor inside
+    torch.compile(fullgraph=True) (inductor), in a fresh process where sinpe.torch was never
+    imported (the operator is registered during the trace) and in one where it was: the
+    compiled result is the eager one, bit for bit, with the default backend and after
+    sinpe.set_backend('builtin') (whose bits differ here)."""
+    from conftest import run_python
+    code = _ADD_PE_COMPILED.format(imports="import sinpe.torch" if with_torch else "",
+                                   with_torch=with_torch)
+    r = run_python(code, timeout=300)
+    assert r.returncode == 0 and r.stdout.split()[-3:] == ["True", "True", "False"], \
+        (r.stdout, r.stderr[-3000:])
