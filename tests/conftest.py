@@ -38,7 +38,8 @@ TORCH_MODULES = ["api/test_api_torch_module.py", "numerics/test_numerics_torch.p
                  "numerics/test_numerics_hf_coverage.py", "robustness/test_robust_hf_rope.py",
                  "numerics/test_numerics_hf_more.py", "numerics/test_numerics_hf_patch.py",
                  "api/test_api_torch_seq_first.py",
-                 "api/test_api_torch_compile.py", "api/test_api_tensors.py"]
+                 "api/test_api_torch_compile.py", "api/test_api_tensors.py",
+                 "robustness/test_robust_fuzz_torch.py"]
 
 if TORCH_FREE:
     torch = None
