@@ -7,9 +7,10 @@
 # Needs Debian's clang-14 and libclang-rt-14-dev (installed with apt-get when missing and
 # this runs as root), and from PyPI torch 2.13.0, transformers 5.24.0 and atheris 3.0.0.
 # The tree built is the working tree (tracked and untracked files, .gitignore's excluded).
-# New inputs go to a copy of tools/fuzz/corpus_torch; a finding (an invariant violated, a
-# crash, a sanitizer report) stops the run with exit 1, its input in crash-* and the case
-# as JSON on stderr ("case: {...}").  With SINPE_FUZZ_FINDINGS=FILE a finding is appended to
+# New inputs go to a copy of tools/fuzz/corpus_torch in a temporary work dir; a finding (an
+# invariant violated, a crash, a sanitizer report) stops the run with a nonzero exit (77 for
+# a Python exception), its input in the work dir's crash-* and the case as JSON on the log
+# ("case: {...}"; the corpus's finding_*.json cases stop it until they are fixed).  With SINPE_FUZZ_FINDINGS=FILE a finding is appended to
 # FILE (one JSON line: the case and what differs) and the run goes on (a campaign that
 # collects every class at once).  The last lines printed are libFuzzer's figures
 # (executions, coverage, peak memory).
