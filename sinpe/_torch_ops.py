@@ -1,12 +1,12 @@
 """sinpe's torch entry points as torch custom operators, and tensors out.
 
-- :func:`publish` (called once by :mod:`sinpe.torch` at import) registers each of
-  sinpe.torch's rotation forms as an operator ``torch.ops.sinpe.<form>`` with a fake (meta)
-  kernel and an autograd formula, and returns the public functions that call it, so that
-  ``torch.compile(..., fullgraph=True)`` traces them as one node each, with no graph break,
-  and the compiled call gives the eager call's bits (the kernel *is* the eager form).  The
-  operator is called while torch.compile traces and when autograd records (the forms); a
-  plain eager call runs the eager form directly (same bits, no dispatcher cost).
+- :func:`register_form` (called by :mod:`sinpe._torch_forms` at import) registers each
+  rotation form as an operator ``torch.ops.sinpe.<form>`` with a fake (meta) kernel and an
+  autograd formula (``torch.ops.sinpe.rotation_vjp``: autograd through transformers' graph),
+  so that ``torch.compile(..., fullgraph=True)`` traces each call as one node, with no
+  graph break, and the compiled call gives the eager call's bits, gradients included.  The
+  operator is called while torch.compile or torch.export traces (:func:`tracing`); an eager
+  call runs the form directly (same bits, no dispatcher cost).
 - :func:`add_pe` (``torch.ops.sinpe.add_pe``, mutating x) and :func:`hf_rope`
   (``torch.ops.sinpe.hf_rope``) likewise.
 - :func:`to_torch` and :func:`preset`: NumPy results (ml_dtypes bfloat16 included) as torch
@@ -14,11 +14,12 @@
 
 Registration happens when sinpe.torch is imported (never during a trace) and is idempotent:
 an operator that already exists (sinpe.torch imported again in the same process) is reused,
-its kernels finding the current eager functions through this module's tables at call time.
+its kernels finding the current functions through this module's tables at call time.
 A torch without ``torch.library.custom_op`` (before 2.4) gets the plain functions
 (``OPERATORS`` is then False): eager results are the same, torch.compile breaks the graph
 there.  See docs/torch_compile.md.
 """
+import contextlib
 import sys
 from collections.abc import Mapping
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -30,30 +31,17 @@ from ._api import _add_pe_kernel, add_pe_operator
 from ._backends.policy import torch_kernels
 from ._hf.config import MAPPING_KEYS, VIEW_KEYS, config_from_text, config_text
 
-__all__ = ["OPERATORS", "publish", "add_pe", "hf_rope", "to_torch", "preset"]
+__all__ = ["OPERATORS", "register_form", "tracing", "add_pe", "hf_rope", "to_torch", "preset"]
 
 #: whether this torch has ``torch.library.custom_op`` (else every entry point is a plain function)
 OPERATORS = hasattr(torch.library, "custom_op") and hasattr(torch.library, "register_autograd")
 
 _NS = "sinpe"
-#: the eager functions the operators' kernels call, by operator name (refreshed by publish)
-_EAGER: Dict[str, Callable[..., Any]] = {}
 
-_PAIR = ("q", "k", "cos", "sin", "unsqueeze_dim")
-_PAIR_POS = ("q", "k", "cos", "sin", "position_ids", "unsqueeze_dim")
-_SINGLE = ("x", "cos", "sin", "unsqueeze_dim")
 _SCHEMAS = {
     "pair": "(Tensor q, Tensor k, Tensor cos, Tensor sin, int unsqueeze_dim) -> (Tensor, Tensor)",
     "single": "(Tensor x, Tensor cos, Tensor sin, int unsqueeze_dim) -> Tensor",
 }
-
-
-def _eager(name: str) -> Callable[..., Any]:
-    """The current eager function of an operator (through the module object in sys.modules,
-    so an operator registered by an earlier import of this module finds today's function)."""
-    mod = sys.modules.get(__name__)
-    table = getattr(mod, "_EAGER", _EAGER)
-    return table[name]
 
 
 def _exists(name: str) -> bool:
@@ -88,6 +76,42 @@ def _use_op(*ts: Any, grads: bool = False) -> bool:
         and _plain(*ts)
 
 
+# ---- the rotation forms --------------------------------------------------------------------------
+
+def tracing(ts: Sequence[Any]) -> bool:
+    """Whether torch.compile or torch.export is tracing a call of these tensors: the public
+    functions then call their operators (one node each in the graph)."""
+    return torch.compiler.is_compiling() and all(isinstance(t, torch.Tensor) for t in ts)
+
+
+#: the forms' kernels and graphs, by operator name (refreshed by register_form: an operator
+#: registered by an earlier import of this module finds today's functions)
+_FORMS: Dict[str, Tuple[Callable[..., Any], Callable[..., Any], str]] = {}
+
+
+def _form(name: str) -> Tuple[Callable[..., Any], Callable[..., Any], str]:
+    mod = sys.modules.get(__name__)
+    table = getattr(mod, "_FORMS", _FORMS)
+    return table[name]
+
+
+def register_form(name: str, kind: str, kernel: Callable[..., Any],
+                  graph: Callable[..., Any]) -> Any:
+    """torch.ops.sinpe.<name> for a rotation form (kind 'pair': (q, k, cos, sin,
+    unsqueeze_dim) -> (q_embed, k_embed); 'single': (x, cos, sin, unsqueeze_dim) -> x_embed):
+    kernel(*tensors, unsqueeze_dim=) is the form's eager way with grad mode off; graph is
+    transformers' graph, whose torch ops give the fake kernel's shapes and the backward
+    (torch.ops.sinpe.rotation_vjp: autograd through the graph, so each gradient is the one
+    transformers' own graph gives).  None where this torch has no custom operators."""
+    _FORMS[name] = (kernel, graph, kind)
+    if not OPERATORS:
+        return None
+    if _exists(name):
+        return getattr(getattr(torch.ops, _NS), name).default
+    _vjp_op()
+    return _register(name, kind)
+
+
 def _like(tmpl: torch.Tensor, shape: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
     """An output's layout, the same in the real and the fake kernel: q's own (as empty_like
     keeps it) when the shape is q's, else contiguous."""
@@ -110,76 +134,40 @@ def _on_meta(ts: Sequence[torch.Tensor]) -> List[torch.Tensor]:
     return [torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta") for t in ts]
 
 
-# ---- the rotation forms --------------------------------------------------------------------------
-
-def _kind(fn: Callable[..., Any]) -> Optional[str]:
-    import inspect
-    try:
-        names = tuple(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
-        return None
-    if names in (_PAIR, _PAIR_POS):
-        return "pair"
-    if names == _SINGLE:
-        return "single"
-    return None
-
-
-def _run(name: str, ts: Sequence[torch.Tensor], unsqueeze_dim: int) -> Any:
-    """The eager form, with the public names it calls (a form built on another) eager too."""
-    global _nested
-    _nested += 1
-    try:
-        return _eager(name)(*ts, unsqueeze_dim=unsqueeze_dim)
-    finally:
-        _nested -= 1
-
-
-#: > 0 while an operator's kernel (or fake kernel, or backward) runs its eager form: the public
-#: functions then call their eager forms directly (no operator inside an operator)
-_nested = 0
-
-
 def _register(name: str, kind: str) -> Any:
-    """torch.ops.sinpe.<name>: kernel = the eager form, fake = the eager form's torch ops on
-    meta tensors (its shapes and dtypes, whatever the form), backward = the vector-Jacobian
-    product of the eager form's torch formula (transformers' own ops, so eager autograd's
-    bits; for a rotation, the inverse rotation)."""
-    if _exists(name):
-        return getattr(getattr(torch.ops, _NS), name).default
     qual = f"{_NS}::{name}"
     n_in = 4 if kind == "pair" else 3
 
-    def outputs(out: Any, ts: Sequence[torch.Tensor]) -> Any:
+    def run(ts: Sequence[torch.Tensor], ud: int) -> Any:
+        with torch.no_grad():
+            out = _form(name)[0](*ts, unsqueeze_dim=ud)
         if kind == "pair":
             return _fresh(out[0], ts[0], ts), _fresh(out[1], ts[1], ts)
         return _fresh(out, ts[0], ts)
 
-    def fake_outputs(out: Any, ts: Sequence[torch.Tensor]) -> Any:
+    def shapes(ts: Sequence[torch.Tensor], ud: int) -> Any:
+        out = _form(name)[1](*_on_meta(ts), unsqueeze_dim=ud)
         if kind == "pair":
-            return _like(ts[0], out[0].shape, out[0].dtype), _like(ts[1], out[1].shape,
-                                                                   out[1].dtype)
+            return (_like(ts[0], out[0].shape, out[0].dtype),
+                    _like(ts[1], out[1].shape, out[1].dtype))
         return _like(ts[0], out.shape, out.dtype)
 
     if kind == "pair":
         def kernel(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
                    unsqueeze_dim: int) -> Any:
-            with torch.no_grad():
-                return outputs(_run(name, (q, k, cos, sin), unsqueeze_dim), (q, k, cos, sin))
+            return run((q, k, cos, sin), unsqueeze_dim)
 
         def fake(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
                  unsqueeze_dim: int) -> Any:
-            return fake_outputs(_run(name, _on_meta((q, k, cos, sin)), unsqueeze_dim),
-                                (q, k, cos, sin))
+            return shapes((q, k, cos, sin), unsqueeze_dim)
     else:
         def kernel(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,  # type: ignore[misc]
                    unsqueeze_dim: int) -> Any:
-            with torch.no_grad():
-                return outputs(_run(name, (x, cos, sin), unsqueeze_dim), (x, cos, sin))
+            return run((x, cos, sin), unsqueeze_dim)
 
         def fake(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,  # type: ignore[misc]
                  unsqueeze_dim: int) -> Any:
-            return fake_outputs(_run(name, _on_meta((x, cos, sin)), unsqueeze_dim), (x, cos, sin))
+            return shapes((x, cos, sin), unsqueeze_dim)
 
     op = torch.library.custom_op(qual, kernel, mutates_args=(), schema=_SCHEMAS[kind])
     op.register_fake(fake)
@@ -187,84 +175,86 @@ def _register(name: str, kind: str) -> Any:
     def setup_context(ctx: Any, inputs: Tuple[Any, ...], output: Any) -> None:
         ctx.save_for_backward(*inputs[:n_in])
         ctx.unsqueeze_dim = inputs[n_in]
+        ctx.set_materialize_grads(False)  # an output no gradient reaches: None, as autograd
 
-    def backward(ctx: Any, *grads: torch.Tensor) -> Any:
+    def backward(ctx: Any, *grads: Optional[torch.Tensor]) -> Any:
         ts = ctx.saved_tensors
-        ud = ctx.unsqueeze_dim
-
-        def f(*xs: torch.Tensor) -> Any:
-            # inside torch.func.vjp the tensors are wrapped: the eager form runs torch's ops
-            return _run(name, xs, ud)
-        _, vjp = torch.func.vjp(f, *ts)
-        got = vjp(tuple(grads) if kind == "pair" else grads[0])
-        return tuple(g if need else None for g, need in
-                     zip(got, ctx.needs_input_grad[:n_in])) + (None,)
+        # which inputs a gradient reaches: q through q_embed, k through k_embed, the tables
+        # through either (x and the tables for the single form)
+        reach = [grads[0] is not None, grads[1] is not None] if kind == "pair" else \
+            [grads[0] is not None]
+        reach += [any(reach)] * 2
+        need = [bool(n) and r for n, r in zip(ctx.needs_input_grad[:n_in], reach)]
+        got = iter(_vjp_op()(name, list(ts), list(grads), need, ctx.unsqueeze_dim)
+                   if any(need) else ())
+        return tuple(next(got) if n else None for n in need) + (None,)
 
     op.register_autograd(backward, setup_context=setup_context)
     return op
 
 
-def _pair_public(name: str, eager: Callable[..., Any], op: Any, with_pos: bool) -> Any:
-    if with_pos:
-        def public(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
-                   position_ids: Any = None, unsqueeze_dim: int = 1) -> Any:
-            if not _nested and type(unsqueeze_dim) is int and \
-                    _use_op(q, k, cos, sin, grads=True):
-                qe, ke = op(q, k, cos, sin, unsqueeze_dim)
-                return qe, ke
-            return eager(q, k, cos, sin, position_ids, unsqueeze_dim)
-    else:
-        def public(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,  # type: ignore[misc]
-                   sin: torch.Tensor, unsqueeze_dim: int = 1) -> Any:
-            if not _nested and type(unsqueeze_dim) is int and \
-                    _use_op(q, k, cos, sin, grads=True):
-                qe, ke = op(q, k, cos, sin, unsqueeze_dim)
-                return qe, ke
-            return eager(q, k, cos, sin, unsqueeze_dim)
-    return public
+_VJP: Any = None
 
 
-def _single_public(name: str, eager: Callable[..., Any], op: Any) -> Any:
-    def public(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
-               unsqueeze_dim: int = 1) -> Any:
-        if not _nested and type(unsqueeze_dim) is int and \
-                _use_op(x, cos, sin, grads=True):
-            return op(x, cos, sin, unsqueeze_dim)
-        return eager(x, cos, sin, unsqueeze_dim)
-    return public
+def _vjp_kernel(form: str, inputs: List[torch.Tensor], grads: List[Optional[torch.Tensor]],
+                need: List[bool], unsqueeze_dim: int) -> List[torch.Tensor]:
+    """The gradients of the inputs in need, by autograd through the form's graph (torch's
+    own ops on the saved inputs: transformers' graph, its casts and the order of its sums)."""
+    graph = _form(form)[1]
+    with _autograd_on():
+        xs = [t.detach().requires_grad_(n) for t, n in zip(inputs, need)]
+        out = graph(*xs, unsqueeze_dim=unsqueeze_dim)
+        outs = out if isinstance(out, tuple) else (out,)
+        pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
+        wrt = [x for x, n in zip(xs, need) if n]
+        got = torch.autograd.grad([o for o, _ in pairs], wrt, [g for _, g in pairs],
+                                  allow_unused=True) if pairs else [None] * len(wrt)
+    return [_fresh(g, x, inputs) if g is not None else torch.zeros_like(x)
+            for g, x in zip(got, wrt)]
 
 
-def publish(forms: Dict[str, Callable[..., Any]]) -> Dict[str, Callable[..., Any]]:
-    """The public function of each eager form (name -> function): one that calls the form's
-    operator, for the forms whose signature is transformers' ``(q, k, cos, sin[, position_ids],
-    unsqueeze_dim=1)`` or ``(x, cos, sin, unsqueeze_dim=1)``; the eager function itself for
-    any other signature, or when this torch has no custom operators.  Also registers
-    add_pe's and hf_rope's operators."""
-    if OPERATORS:  # add_pe's and hf_rope's operators too: at import, never inside a trace
-        _add_pe_op()
-        _hf_op()
-    out: Dict[str, Callable[..., Any]] = {}
-    for name, fn in forms.items():
-        fn = getattr(fn, "_sinpe_eager", fn)  # published already: its eager function
-        kind = _kind(fn)
-        if not OPERATORS or kind is None:
-            out[name] = fn
-            continue
-        _EAGER[name] = fn
-        op = _register(name, kind)
-        public = _single_public(name, fn, op) if kind == "single" else \
-            _pair_public(name, fn, op, "position_ids" in _kind_names(fn))
-        for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
-            setattr(public, attr, getattr(fn, attr))
-        public._sinpe_eager = fn  # type: ignore[attr-defined]
-        public._sinpe_op = op  # type: ignore[attr-defined]
-        out[name] = public
-    return out
+def _autograd_on() -> Any:
+    """Grad mode on, and autograd's dispatch keys no longer excluded: a custom operator's
+    kernel runs below autograd (the dispatcher excludes its keys there), so the graph's ops
+    would record nothing; the keys this kernel's caller had excluded are restored on exit."""
+    stack = contextlib.ExitStack()
+    force = getattr(torch._C, "_ForceDispatchKeyGuard", None)
+    if force is not None:
+        inc = torch._C._dispatch_tls_local_include_set()
+        exc = torch._C._dispatch_tls_local_exclude_set()
+        for key in _AUTOGRAD_KEYS:
+            exc = exc.remove(key)
+        stack.enter_context(force(inc, exc))
+    stack.enter_context(torch.enable_grad())
+    return stack
 
 
-def _kind_names(fn: Callable[..., Any]) -> Tuple[str, ...]:
-    import inspect
-    return tuple(inspect.signature(fn).parameters)
+_AUTOGRAD_KEYS = [getattr(torch._C.DispatchKey, k) for k in (
+    "AutogradFunctionality", "AutogradOther", "AutogradCPU", "AutogradCUDA", "AutogradMeta",
+    "AutogradXPU", "AutogradMPS", "AutogradPrivateUse1", "ADInplaceOrView")
+    if hasattr(torch._C.DispatchKey, k)]
+
+
+def _vjp_fake(form: str, inputs: List[torch.Tensor], grads: List[Optional[torch.Tensor]],
+              need: List[bool], unsqueeze_dim: int) -> List[torch.Tensor]:
+    return [torch.empty_like(x) for x, n in zip(inputs, need) if n]
+
+
+def _vjp_op() -> Any:
+    """torch.ops.sinpe.rotation_vjp: the forms' backward, one opaque node (so that a compiled
+    backward runs autograd's own ops, not a fused restatement of them)."""
+    global _VJP
+    if _VJP is None:
+        if _exists("rotation_vjp"):
+            _VJP = torch.ops.sinpe.rotation_vjp.default
+        else:
+            op = torch.library.custom_op(
+                f"{_NS}::rotation_vjp", _vjp_kernel, mutates_args=(),
+                schema="(str form, Tensor[] inputs, Tensor?[] grads, bool[] need, "
+                       "int unsqueeze_dim) -> Tensor[]")
+            op.register_fake(_vjp_fake)
+            _VJP = op
+    return _VJP
 
 
 # ---- add_pe on tensors ---------------------------------------------------------------------------

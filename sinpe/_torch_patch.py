@@ -1,66 +1,77 @@
-"""One line swaps a transformers model's rotary position embedding to sinpe:
-:func:`patch`, :func:`unpatch`, :func:`patched` (re-exported by :mod:`sinpe.torch`), the
-torch-tensor :func:`hf_rope`, and the rotation forms that the existing ones in
-:mod:`sinpe.torch` did not cover (half-width tables, rotate in float32 and cast back).
+"""One line swaps a transformers model's rotary position embedding to sinpe: :func:`patch`,
+:func:`unpatch`, :func:`patched` (re-exported by :mod:`sinpe.torch`).
 
 How a model is patched (docs/hf_patch.md):
 
 - **Rotary modules.** Every submodule whose class is named ``*RotaryEmbedding`` and whose
   forward is ``(x, position_ids[, layer_type])`` gets, on the instance, a forward that returns
-  :func:`sinpe.presets.hf_rope`'s tables for the module's own config, read from the module's
-  own ``inv_freq`` buffer (``f"{layer_type}_inv_freq"`` per layer type), as it is at call
-  time (after ``model.to(dtype)``, after a dynamic rope regrew it).  A forward that
-  transformers wraps in ``dynamic_rope_update`` stays wrapped by the same function, so the
-  dynamic and longrope state (``inv_freq``, ``max_seq_len_cached``, ``attention_scaling``)
-  evolves exactly as transformers keeps it.
-- **Rotations.** The modeling module's rotation functions (``apply_rotary_pos_emb`` and
-  kin) are recognised by their code: the syntax tree of the function and of the helpers it
-  calls (``rotate_half``), compared with the reference functions of transformers' own
-  modules (Llama, GPT-NeoX, GLM, Cohere, OLMo, DeepSeek-V3, GPT-OSS, ModernBERT, ERNIE 4.5,
-  Gemma 3n...).  Each recognised function maps to the sinpe.torch form that computes the same
-  bits; the methods of the model's modules that call it get, on the instance, a copy of
-  their function whose globals name the sinpe form instead.  Unrecognised rotations are left
-  as the model computes them (listed by :func:`patched` as ``kept``).
+  :func:`sinpe.presets.hf_rope`'s tables of the module's own state: its ``inv_freq`` buffer
+  (``f"{layer_type}_inv_freq"`` per layer type) and its ``attention_scaling``, as they are at
+  call time (after ``model.to(dtype)``, after a dynamic rope regrew them), in the layout of
+  the config the module was built with.  A forward that transformers wraps in
+  ``dynamic_rope_update`` stays wrapped by the same function, so the dynamic and longrope
+  state evolves exactly as transformers keeps it.  GPT-J/CodeGen's sincos buffer, PhiMoE's
+  per-call mscale, complex ``torch.polar`` tables (DeepSeek-V2, Llama 4), DINOv3's patch
+  centres and EfficientLoFTR's grid get forwards of their own.
+- **Rotations.** The modeling module's rotation functions (``apply_rotary_pos_emb`` and kin)
+  are recognised by their code (the syntax tree of the function and of the helpers it calls,
+  compared with transformers' own reference functions).  The methods of the model's modules
+  that call one get, on the instance, a copy whose code names a private alias instead
+  (``_sinpe_route__apply_rotary_pos_emb`` in the modeling module, a :class:`route` to the
+  sinpe form); every other name the method reads resolves through the live module, as the
+  class's own method resolves it.  Unrecognised rotations are left as the model computes
+  them (listed by :func:`patched` as ``kept``).
 
-- **Rotary modules of other forms.** GPT-J/CodeGen's precomputed ``embed_positions`` sincos
-  table (the default rope's sin and cos, recomputed whole and compared at patch time) and
-  PhiMoE's forward (inv_freq recomputed from the config, a per-call mscale) get forwards of
-  their own; so do complex ``torch.polar`` tables (DeepSeek-V2, Llama 4), whose cos and sin
-  torch takes from the C library's cosf/sinf: glibc's, reproduced on x86-64 Linux with AVX2
-  and FMA (elsewhere refused unless ``backend=`` names whose cos/sin to use).
+**Proof on the instance.** Before anything changes, each rotary module's own forward and
+sinpe's are called on the module (its state saved and restored, torch's random state
+untouched) at a few positions in float32 and bfloat16, and each routed rotation and its form
+on a few random vectors: a module whose outputs differ in any bit keeps its own forward
+(:func:`patched` says why), a rotation that differs is not routed.  A module on the meta
+device is proven on a CPU twin built from its config.  A family whose rotary
+:func:`sinpe.presets.hf_rope` does not reproduce raises NotImplementedError naming the family
+and why, and the model is left as it was.
 
-Nothing is changed until every rotary module has been checked: a family whose rotary
-:func:`sinpe.presets.hf_rope` does not reproduce raises NotImplementedError naming the
-family and why, and the model is left as it was.
+**State is plain data.** What patch sets on an instance is a :class:`Patched` attribute (what
+it replaces and how, as names and numbers) that builds its function again when copied,
+pickled or loaded (``copy.deepcopy``, ``pickle``, ``torch.save``/``torch.load``), so a copy is
+patched as its original was and :func:`unpatch` restores every module of a model, in any
+order, whoever patched it.  ``save_pretrained`` saves weights and config only: a model loaded
+with ``from_pretrained`` is unpatched (``patched()`` empty).
 """
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
+import dis
 import inspect
 import math
 import sys
 import textwrap
 import types
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 import numpy as np
 import torch
 
+from . import _torch_forms
+from ._torch_ops import hf_rope
+from ._torch_forms import route
 
-__all__ = ["patch", "unpatch", "patched", "hf_rope", "FORMS"]
-
-#: the sinpe.torch rotation forms by name, filled by sinpe.torch when it imports this module
-#: (this module sits below sinpe.torch and imports nothing of it).
-FORMS: Dict[str, Callable[..., Any]] = {}
+__all__ = ["patch", "unpatch", "patched", "Patched"]
 
 _Pair = Tuple[torch.Tensor, torch.Tensor]
-_ATTR = "_sinpe_patch"
+#: a model's record of its patch call (plain data): the backend and the rotations kept
+_ROOT = "_sinpe_patch"
+#: a rotary module whose own forward was kept (plain data: its record)
+_KEPT = "_sinpe_kept"
+#: the modeling module's alias of a routed name (a route to a sinpe form, or a helper's copy)
+_ALIAS = "_sinpe_route__"
 
 
-# ---- hf_rope as torch tensors: sinpe/_torch_ops.py (an operator under torch.compile) --------
-
-from ._torch_ops import hf_rope  # noqa: E402
+def _model_arg(model: Any) -> None:
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
 
 
 # ---- recognising the modeling module's rotation functions --------------------------------------
@@ -81,10 +92,6 @@ _REFERENCES: List[Tuple[str, str, str]] = [
     ("ernie4_5", "apply_rotary_pos_emb", "apply_rotary_pos_emb_glm_float32"),
     ("gemma3n", "apply_rotary_pos_emb", "apply_rotary_pos_emb_single"),
 ]
-
-
-def _forms() -> Dict[str, Callable[..., Any]]:
-    return {name: FORMS[name] for name in {f for _, _, f in _REFERENCES}}
 
 
 def _body_dump(fn: Callable[..., Any]) -> Optional[str]:
@@ -162,72 +169,43 @@ def _is_rotation_name(name: str) -> bool:
     return "rot" in n and ("apply" in n or "emb" in n) or n.startswith("apply_rope")
 
 
-# ---- globals routing ----------------------------------------------------------------------------
+# ---- the rotations a modeling module routes ------------------------------------------------------
 
-class _Router:
-    """Per modeling module (its globals dict): the rotation functions it names and their sinpe
-    forms, and copies of its module-level helpers that call them."""
-
-    def __init__(self, g: Dict[str, Any]):
-        forms = _forms()
-        self.routes: Dict[str, str] = {}
-        self.kept: Dict[str, str] = {}
-        for name, obj in list(g.items()):
-            if not _is_rotation_name(name) or not callable(obj):
-                continue
-            f = inspect.unwrap(obj)
-            if not isinstance(f, types.FunctionType) or not f.__module__.startswith(
-                    "transformers."):
-                continue
-            form = _classify(obj)
-            if form is None:
-                self.kept[name] = "unrecognised"
-            else:
-                self.routes[name] = form
-        self.overrides: Dict[str, Any] = {n: forms[f] for n, f in self.routes.items()}
-        self.globals: Optional[Dict[str, Any]] = None
-        self.g = g
-        if self.overrides:
-            ng = dict(g)
-            ng.update(self.overrides)
-            # no __name__: torch.compile reads a function's globals through sys.modules[__name__]
-            # (the unpatched module) when the globals name a module; unnamed, it reads ng itself
-            ng.pop("__name__", None)
-            # module-level helpers calling a routed function get copies reading ng
-            changed = True
-            done: Set[str] = set()
-            while changed:
-                changed = False
-                for name, obj in list(g.items()):
-                    if name in done or name in self.overrides:
-                        continue
-                    if isinstance(obj, types.FunctionType) and obj.__globals__ is g and \
-                            _calls(obj, ng, g):
-                        ng[name] = _rebuild(obj, ng, g)
-                        done.add(name)
-                        changed = True
-            self.globals = ng
-
-
-def _calls(fn: Any, ng: Dict[str, Any], g: Dict[str, Any]) -> bool:
-    """Whether fn (through its decorators' chain) names a global that ng replaces."""
+def _calls_routed(fn: Any, routed: Set[str]) -> bool:
+    """Whether fn (through its decorators' chain) names a routed global."""
     while fn is not None:
-        if isinstance(fn, types.FunctionType):
-            if fn.__globals__ is g and any(ng.get(n, g.get(n)) is not g.get(n)
-                                           for n in _names(fn.__code__) if n in ng):
-                return True
+        if isinstance(fn, types.FunctionType) and routed.intersection(_names(fn.__code__)):
+            return True
         fn = getattr(fn, "__wrapped__", None)
     return False
 
 
-def _rebuild(fn: types.FunctionType, ng: Dict[str, Any], g: Dict[str, Any]) -> Any:
-    """A copy of fn (and of the functions its decorators wrap) whose globals are ng where
-    they were g."""
+def _global_only(code: types.CodeType, names: Set[str]) -> bool:
+    """Whether every instruction of code (and of the code nested in it) that refers to one of
+    names by its co_names entry is a LOAD_GLOBAL (so the entry can be renamed)."""
+    for ins in dis.get_instructions(code):
+        if ins.argval in names and ins.opname != "LOAD_GLOBAL" and isinstance(ins.argval, str) \
+                and ins.opcode in dis.hasname:
+            return False
+    return all(_global_only(c, names) for c in code.co_consts if isinstance(c, types.CodeType))
+
+
+def _renamed(code: types.CodeType, names: Set[str]) -> types.CodeType:
+    consts = tuple(_renamed(c, names) if isinstance(c, types.CodeType) else c
+                   for c in code.co_consts)
+    return code.replace(co_names=tuple(_ALIAS + n if n in names else n for n in code.co_names),
+                        co_consts=consts)
+
+
+def _recode(fn: types.FunctionType, names: Set[str]) -> types.FunctionType:
+    """A copy of fn (and of the functions its decorators wrap, their closures rebuilt around
+    the copy) whose code loads the alias of each of names: every other global resolves
+    through fn's own (live) module globals."""
     inner = getattr(fn, "__wrapped__", None)
     closure = fn.__closure__
     new_inner = None
     if isinstance(inner, types.FunctionType) and closure:
-        new_inner = _rebuild(inner, ng, g)
+        new_inner = _recode(inner, names)
         cells = []
         for c in closure:
             try:
@@ -237,31 +215,505 @@ def _rebuild(fn: types.FunctionType, ng: Dict[str, Any], g: Dict[str, Any]) -> A
                 continue
             cells.append(types.CellType(new_inner) if val is inner else c)
         closure = tuple(cells)
-    new = types.FunctionType(fn.__code__, ng if fn.__globals__ is g else fn.__globals__,
-                             fn.__name__, fn.__defaults__, closure)
+    code = _renamed(fn.__code__, names) if names.intersection(_names(fn.__code__)) \
+        else fn.__code__
+    new = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, closure)
     new.__kwdefaults__ = fn.__kwdefaults__
     new.__dict__.update(fn.__dict__)
     new.__qualname__ = fn.__qualname__
-    new.__module__ = fn.__module__  # ng has no __name__ to take it from
+    new.__module__ = fn.__module__
     if new_inner is not None:
         setattr(new, "__wrapped__", new_inner)
     return new
 
 
-# ---- rotary modules ------------------------------------------------------------------------------
+def _recodable(fn: Any, names: Set[str]) -> bool:
+    while fn is not None:
+        if isinstance(fn, types.FunctionType) and not _global_only(fn.__code__, names):
+            return False
+        fn = getattr(fn, "__wrapped__", None)
+    return True
+
+
+class _Router:
+    """Per modeling module (its globals dict): the rotation functions it names with their
+    sinpe forms, the module-level helpers that call them, and what is kept."""
+
+    def __init__(self, g: Dict[str, Any]):
+        self.g = g
+        self.routes: Dict[str, str] = {}
+        self.kept: Dict[str, str] = {}
+        for name, obj in list(g.items()):
+            if name.startswith(_ALIAS) or not _is_rotation_name(name) or not callable(obj):
+                continue
+            f = inspect.unwrap(obj)
+            if not isinstance(f, types.FunctionType) or not f.__module__.startswith(
+                    "transformers."):
+                continue
+            form = _classify(obj)
+            if form is None:
+                self.kept[name] = "unrecognised"
+            elif not _same_rotation(obj, form):
+                self.kept[name] = "its results differ from the sinpe form's"
+            else:
+                self.routes[name] = form
+        # module-level helpers that call a routed function (transitively) get aliases too
+        self.helpers: List[str] = []
+        routed = set(self.routes)
+        changed = True
+        while changed:
+            changed = False
+            for name, obj in list(g.items()):
+                if name in routed or name.startswith(_ALIAS) \
+                        or not isinstance(obj, types.FunctionType) or obj.__globals__ is not g:
+                    continue
+                if _calls_routed(obj, routed) and _recodable(obj, routed):
+                    routed.add(name)
+                    self.helpers.append(name)
+                    changed = True
+        self.names = routed
+        self.seen = self._reads()
+
+    def _reads(self) -> Dict[str, int]:
+        """What the routing was decided from: the module's rotation-named callables and the
+        module-level functions, by identity."""
+        return {n: id(o) for n, o in self.g.items() if not n.startswith(_ALIAS)
+                and (isinstance(o, types.FunctionType) or (callable(o) and _is_rotation_name(n)))}
+
+    def fresh(self) -> bool:
+        return self._reads() == self.seen
+
+    def install(self) -> None:
+        """The aliases in the modeling module: each routed name's route (to the function the
+        module holds now), each helper's copy (its code naming the aliases)."""
+        for name, form in self.routes.items():
+            self.g[_ALIAS + name] = route(form, self.g[name])
+        for name in self.helpers:
+            self.g[_ALIAS + name] = _recode(self.g[name], self.names)
+
+
+def _same_rotation(fn: Callable[..., Any], form: str) -> bool:
+    """The model's function and the form on a few random vectors (float32, bfloat16; halves
+    and GPT-NeoX's partial widths), bit for bit: a function whose code matched a reference
+    but computes otherwise (its helpers replaced at run time) is not routed."""
+    f = _torch_forms.FORMS[form]
+    gen = torch.Generator().manual_seed(7)
+    single = f.params[0] == "x"
+    compared = 0
+    for dtype in (torch.float32, torch.bfloat16):
+        for d, r in ((8, 8), (8, 4)):
+            if form == "apply_rotary_pos_emb_half":
+                r //= 2
+            q = torch.randn(1, 2, 3, d, generator=gen).to(dtype)
+            k = torch.randn(1, 1, 3, d, generator=gen).to(dtype)
+            ang = torch.randn(1, 3, r, generator=gen)
+            cdt = torch.float32 if form == "apply_rotary_pos_emb_olmo" else dtype
+            cos, sin = ang.cos().to(cdt), ang.sin().to(cdt)
+            args = (q, cos, sin) if single else (q, k, cos, sin)
+            with torch.no_grad():
+                try:
+                    want = fn(*args)
+                except Exception:  # widths the function itself refuses (no partial rotary)
+                    continue
+                try:
+                    got = _torch_forms.call(f, args, {})
+                except Exception:
+                    return False
+            if not _same(want, got):
+                return False
+            compared += 1
+    return compared > 0
+
+
+# ---- comparing outputs ---------------------------------------------------------------------------
+
+def _flat(out: Any) -> List[torch.Tensor]:
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in _flat(o)]
+    raise TypeError(f"not tensors: {type(out).__name__}")
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    t = t.detach()
+    if t.is_complex():
+        t = torch.view_as_real(t)
+    t = t.contiguous()
+    return t.view({1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[
+        t.element_size()])
+
+
+def _ndiff(want: Any, got: Any) -> Tuple[int, int]:
+    """(values that differ in any bit, values) of two outputs; (-1, n) when their shapes,
+    dtypes or structure differ."""
+    try:
+        a, b = _flat(want), _flat(got)
+    except TypeError:
+        return -1, 0
+    n = sum(t.numel() for t in a)
+    if len(a) != len(b) or any(x.shape != y.shape or x.dtype != y.dtype for x, y in zip(a, b)):
+        return -1, n
+    return sum(int((_bits(x).cpu() != _bits(y).cpu()).sum()) for x, y in zip(a, b)), n
+
+
+def _same(want: Any, got: Any) -> bool:
+    return _ndiff(want, got)[0] == 0
+
+
+# ---- patched attributes: plain data, rebuilt on copy and load ------------------------------------
+
+class Patched:
+    """What sinpe.torch.patch set on a module instance in place of one of its methods: the
+    module, the attribute, a spec of plain data (what replaces it and how) and the instance
+    attribute it shadowed (None: the class's own method).  Called as the method it replaces;
+    ``copy.deepcopy``, ``pickle`` and ``torch.save`` keep the spec and build the function again
+    for the copy's module."""
+    __slots__ = ("module", "attr", "spec", "previous", "fn", "__weakref__")
+
+    def __init__(self, module: Any, attr: str, spec: Dict[str, Any],
+                 previous: Any = None) -> None:
+        self.module, self.attr, self.spec, self.previous = module, attr, spec, previous
+        self.fn = _build(module, attr, spec)
+
+    def __call__(self, *args: Any, **kw: Any) -> Any:
+        return self.fn(*args, **kw)
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        return inspect.signature(self.original())
+
+    @property
+    def __wrapped__(self) -> Any:
+        return self.original()
+
+    def original(self) -> Callable[..., Any]:
+        """The method this attribute stands in for, bound to its module."""
+        if self.previous is not None:
+            return self.previous  # type: ignore[no-any-return]
+        return getattr(type(self.module), self.attr).__get__(self.module)  # type: ignore[no-any-return]
+
+    def __reduce__(self) -> Any:
+        return (_unpickled, (self.attr, self.spec),
+                {"module": self.module, "previous": self.previous})
+
+    def __repr__(self) -> str:
+        return f"<sinpe patched {type(self.module).__name__}.{self.attr}: {self.spec['form']}>"
+
+
+def _unpickled(attr: str, spec: Dict[str, Any]) -> "_Unbuilt":
+    return _Unbuilt(attr, spec)
+
+
+class _Unbuilt(Patched):
+    """A Patched being unpickled or copied: its module arrives with its state."""
+    __slots__ = ()
+
+    def __init__(self, attr: str, spec: Dict[str, Any]) -> None:  # noqa: super not called
+        self.attr, self.spec, self.fn = attr, spec, None
+
+    def __setstate__(self, state: Any) -> None:
+        if isinstance(state, tuple):  # (None, slots) from __slots__ classes
+            state = state[1]
+        self.module, self.previous = state["module"], state["previous"]
+        self.__class__ = Patched
+        self.fn = _build(self.module, self.attr, self.spec)
+
+    def __call__(self, *args: Any, **kw: Any) -> Any:
+        raise RuntimeError("a sinpe patched attribute was called before its module was restored")
+
+
+def _build(module: Any, attr: str, spec: Dict[str, Any]) -> Callable[..., Any]:
+    kind = spec["kind"]
+    if kind == "method":
+        return _method(module, attr, spec)
+    fwd = _ROTARY_FORWARDS[kind](module, spec)
+    if spec.get("dynamic"):
+        from transformers.modeling_rope_utils import dynamic_rope_update
+        fwd = dynamic_rope_update(fwd)  # type: ignore[no-untyped-call]
+    return types.MethodType(fwd, module)
+
+
+def _method(module: Any, attr: str, spec: Dict[str, Any]) -> Callable[..., Any]:
+    """A copy of the class's method whose code names the routes' aliases, bound to module (the
+    aliases installed in its modeling module again: a process that unpickled the model)."""
+    fn = _class_function(type(module), attr)
+    g = inspect.unwrap(fn).__globals__
+    router = _router(g)
+    names = set(spec["names"])
+    if not names <= router.names:
+        raise RuntimeError(f"{type(module).__name__}.{attr}: its module no longer routes "
+                           f"{sorted(names - router.names)}")
+    router.install()
+    return types.MethodType(_recode(fn, names), module)
+
+
+def _class_function(cls: type, attr: str) -> types.FunctionType:
+    for c in cls.__mro__:
+        fn = vars(c).get(attr)
+        if fn is not None:
+            if not isinstance(fn, types.FunctionType):
+                break
+            return fn
+    raise AttributeError(f"{cls.__name__}.{attr} is not a function of the class")
+
+
+_ROUTERS: Dict[int, _Router] = {}
+
+
+def _router(g: Dict[str, Any]) -> _Router:
+    """The router of a modeling module's globals, made again when the functions it read were
+    replaced since (a rotation or a helper the user swapped)."""
+    r = _ROUTERS.get(id(g))
+    if r is None or r.g is not g or not r.fresh():
+        r = _ROUTERS[id(g)] = _Router(g)
+    return r
+
+
+# ---- the rotary forwards -------------------------------------------------------------------------
+
+def _meta(*ts: Any) -> bool:
+    return any(isinstance(t, torch.Tensor) and t.is_meta for t in ts)
+
+
+def _own(self: Any, attr: str = "forward") -> Callable[..., Any]:
+    """The module's own method (the instance attribute patch shadowed, or the class's)."""
+    p = self.__dict__.get(attr)
+    if isinstance(p, Patched):
+        return p.original()
+    return getattr(type(self), attr).__get__(self)  # type: ignore[no-any-return]
+
+
+def _scaling(self: Any, layer_type: Optional[str]) -> float:
+    """attention_scaling as the module's forward reads it: the layer type's own where the
+    module keeps one, else the module's, else 1 (a module that does not scale)."""
+    v = getattr(self, f"{layer_type}_attention_scaling", None) if layer_type is not None \
+        else None
+    if v is None:
+        v = getattr(self, "attention_scaling", 1.0)
+    return float(v)
+
+
+def _hf_forward(module: Any, spec: Dict[str, Any]) -> Callable[..., Any]:
+    configs, backend = spec["configs"], spec["backend"]
+
+    def forward(self: Any, x: torch.Tensor, position_ids: torch.Tensor,
+                layer_type: Optional[str] = None) -> _Pair:
+        name = f"{layer_type}_inv_freq" if layer_type is not None else "inv_freq"
+        inv = getattr(self, name)
+        if _meta(x, position_ids, inv):  # no values: the module's own forward's meta tensors
+            args = (x, position_ids) if layer_type is None else (x, position_ids, layer_type)
+            return _unwrapped_own(self)(*args)  # type: ignore[no-any-return]
+        cfg = configs.get(layer_type)
+        if cfg is None:  # a layer type the module did not have at patch time: its own forward
+            return _own(self)(x, position_ids, layer_type)  # type: ignore[no-any-return]
+        return hf_rope(cfg, position_ids, inv_freq=inv, dtype=x.dtype, layer_type=layer_type,
+                       backend=backend, attention_scaling=_scaling(self, layer_type))
+
+    if spec["layer_type"]:
+        return forward
+
+    def forward_pos(self: Any, x: torch.Tensor, position_ids: torch.Tensor) -> _Pair:
+        return forward(self, x, position_ids)
+    return forward_pos
+
+
+def _unwrapped_own(self: Any) -> Callable[..., Any]:
+    """The module's own forward without transformers' dynamic_rope_update (the patched forward
+    already ran it)."""
+    own = _own(self)
+    f = getattr(own, "__func__", None)
+    if f is not None and getattr(f, "__wrapped__", None) is not None \
+            and _dynamic_wrapped(type(self)):
+        return types.MethodType(f.__wrapped__, self)
+    return own
+
+
+def _plain_view(dim: int) -> Dict[str, Any]:
+    """A config hf_rope reads as the plain default rope of a rotary width dim (the modules
+    below compute their inv_freq themselves or as this default does)."""
+    return {"model_type": "sinpe_plain", "hidden_size": dim, "num_attention_heads": 1,
+            "head_dim": dim, "max_position_embeddings": 2 ** 62,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}
+
+
+def _sincos_tables(module: Any, position_ids: torch.Tensor, dtype: Any,
+                   backend: Optional[str]) -> _Pair:
+    """(sin, cos), each (..., pos_embd_dim // 2): GPT-J/CodeGen's
+    ``embed_positions[position_ids]`` split in halves.  Their table is the default rope's
+    sin and cos of ``position * inv_freq`` (theta 10000) in float32, which is hf_rope's
+    first half of columns; in the buffer's dtype, rounded once as ``model.to`` rounds it."""
+    d = module.pos_embd_dim
+    cos, sin = hf_rope(_plain_view(d), position_ids, dtype=dtype, backend=backend)
+    return sin[..., : d // 2], cos[..., : d // 2]
+
+
+def _sincos_forward(module: Any, spec: Dict[str, Any]) -> Callable[..., Any]:
+    cast, backend, view = spec["cast"], spec["backend"], spec["config"]
+
+    def sincos(self: Any, x: torch.Tensor, position_ids: torch.Tensor) -> _Pair:
+        buf = self.embed_positions
+        if _meta(x, position_ids, buf):
+            return _own(self)(x, position_ids)  # type: ignore[no-any-return]
+        d = self.pos_embd_dim
+        cos, sin = hf_rope(view, position_ids, dtype=buf.dtype, backend=backend)
+        sin, cos = sin[..., : d // 2], cos[..., : d // 2]
+        if buf.device != sin.device:
+            sin, cos = sin.to(buf.device), cos.to(buf.device)
+        return (sin.to(x.dtype), cos.to(x.dtype)) if cast else (sin, cos)
+    return sincos
+
+
+def _polar_forward(module: Any, spec: Dict[str, Any]) -> Callable[..., Any]:
+    backend, view = spec["backend"], spec["config"]
+
+    def polar(self: Any, x: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
+        # DeepSeek-V2, Llama 4: torch.polar(1, position * inv_freq) (cos and sin from the C
+        # library, times 1: exact), times attention_scaling as the module multiplies
+        if _meta(x, position_ids, self.inv_freq):
+            return _unwrapped_own(self)(x, position_ids)  # type: ignore[no-any-return]
+        inv = self.inv_freq.to(device=x.device, dtype=torch.float)
+        n = int(inv.shape[-1])
+        cfg = view if 2 * n == view["head_dim"] else _plain_view(2 * n)
+        cos, sin = hf_rope(cfg, position_ids, inv_freq=inv, dtype=torch.float32,
+                           backend=backend)
+        freqs_cis = torch.complex(cos[..., :n], sin[..., :n]).to(x.device)
+        return freqs_cis * self.attention_scaling
+    return polar
+
+
+def _mscale_forward(module: Any, spec: Dict[str, Any]) -> Callable[..., Any]:
+    backend = spec["backend"]
+
+    def mscale(self: Any, x: torch.Tensor, position_ids: torch.Tensor) -> _Pair:
+        # PhiMoE: inv_freq recomputed from the config by the module's own init function on
+        # every call, scaled by long_mscale or short_mscale as the call's length decides
+        # (transformers' rule, read from the module's config as its forward reads it); the
+        # tables are sinpe's float32 cos/sin of position * inv_freq, scaled and cast as the
+        # module does.
+        if _meta(x, position_ids):
+            return _unwrapped_own(self)(x, position_ids)  # type: ignore[no-any-return]
+        rp = self.config.rope_parameters
+        scale = None
+        seq_len = torch.max(position_ids) + 1
+        if rp["rope_type"] != "default" and seq_len:
+            scale = rp["long_mscale"] if seq_len > rp["original_max_position_embeddings"] \
+                else rp["short_mscale"]
+        inv, attention_scaling = self.rope_init_fn(self.config)
+        scale = attention_scaling if scale is None else scale
+        cos, sin = hf_rope(_plain_view(2 * int(inv.shape[-1])), position_ids, inv_freq=inv,
+                           dtype=torch.float32, backend=backend)
+        return (cos * scale).to(x.dtype), (sin * scale).to(x.dtype)
+    return mscale
+
+
+def _patch_centres(nh: int, nw: int) -> np.ndarray:
+    """DINOv3's patch centres, (nh * nw, 2) (y, x) in [-1, 1], by the same float32 steps as
+    its get_patches_center_coordinates (arange(0.5, n) / n, then 2 c - 1: each exact or
+    correctly rounded, so NumPy's float32 gives torch's bits), times 2 pi rounded to float32
+    (torch's float32 product by a Python float scalar)."""
+    ch = np.arange(0.5, nh, dtype=np.float32) / np.float32(nh)
+    cw = np.arange(0.5, nw, dtype=np.float32) / np.float32(nw)
+    c = np.stack(np.meshgrid(ch, cw, indexing="ij"), -1).reshape(-1, 2)
+    c = np.float32(2.0) * c - np.float32(1.0)
+    return c * np.float32(2 * math.pi)
+
+
+def _patches_forward(module: Any, spec: Dict[str, Any]) -> Callable[..., Any]:
+    """DINOv3's rotary (EoMT-DINOv3): angles ``2 pi c * inv_freq`` of the patch centres c,
+    flattened (y then x) and tiled twice, cos and sin, cast to the pixels' dtype: the
+    vision axial hwhw layout of those float32 positions (sinpe._hf.axial), bit for bit.  In
+    training mode the module jitters the centres with torch's generator: its own forward."""
+    backend = spec["backend"]
+
+    def forward(self: Any, pixel_values: torch.Tensor) -> _Pair:
+        ph = self.config.patch_size
+        ph, pw = (ph[0], ph[1]) if isinstance(ph, (tuple, list)) else (ph, ph)
+        h, w = pixel_values.shape[-2:]
+        if self.training or not _plain_grid(self.inv_freq, pixel_values, 4) or h < ph \
+                or w < pw:
+            return _own(self)(pixel_values)  # type: ignore[no-any-return]
+        return _axial_pair(_patch_centres(h // ph, w // pw), self.inv_freq, "hwhw", backend,
+                           pixel_values, None)
+    return forward
+
+
+def _plain_grid(inv_freq: Any, x: Any, ndim: int) -> bool:
+    """The case the grid forms reproduce: a float32 CPU (or other real device's) inv_freq
+    (after ``model.to(bfloat16)`` or float64 the module computes its angles in that type:
+    its own forward then) and an x of ndim axes with memory (a meta x: the module's forward,
+    which returns meta tensors)."""
+    return (inv_freq.dtype == torch.float32 and not inv_freq.is_meta and not x.is_meta
+            and x.dim() == ndim)
+
+
+def _grid_forward(module: Any, spec: Dict[str, Any]) -> Callable[..., Any]:
+    """EfficientLoFTR's rotary: the aggregated feature map's grid of 1-based (row, column)
+    positions (``ones.cumsum``: exact), angles ``row * inv_freq`` and ``column * inv_freq``
+    interleaved per frequency, sin and cos each repeated twice, as (1, h, w, 2 * angles) in
+    x's dtype: the vision axial hw_repeat layout (sinpe._hf.axial), bit for bit."""
+    backend = spec["backend"]
+
+    def forward(self: Any, x: torch.Tensor) -> _Pair:
+        cfg = self.config
+        fh, fw = x.shape[-2:]
+        eh = (fh - cfg.q_aggregation_kernel_size) // cfg.q_aggregation_stride + 1
+        ew = (fw - cfg.q_aggregation_kernel_size) // cfg.q_aggregation_stride + 1
+        # the module's angle tensor has hidden_size // 2 columns, its inv_freq a quarter of
+        # hidden_size (other lengths broadcast or raise there), and a grid of at least one
+        if not _plain_grid(self.inv_freq, x, 4) or eh < 1 or ew < 1 \
+                or 4 * self.inv_freq.numel() != cfg.hidden_size:
+            return _own(self)(x)  # type: ignore[no-any-return]
+        g = np.stack(np.meshgrid(np.arange(1, eh + 1, dtype=np.float32),
+                                 np.arange(1, ew + 1, dtype=np.float32), indexing="ij"), -1)
+        return _axial_pair(g.reshape(-1, 2), self.inv_freq, "hw_repeat", backend, x,
+                           (1, eh, ew))
+    return forward
+
+
+def _axial_pair(positions: np.ndarray, inv_freq: torch.Tensor, layout: str,
+                backend: Optional[str], like: torch.Tensor,
+                lead: Optional[Tuple[int, ...]]) -> _Pair:
+    """The grid forms' (cos, sin): the vision axial layout's float32 tables of (N, 2)
+    positions and the module's (float32) inv_freq, shaped lead + (columns,) when given, on
+    like's device in like's dtype (the modules' closing ``.to``)."""
+    from ._hf import axial
+    from ._jobs import _opts
+    inv = inv_freq.detach().to("cpu", torch.float32).numpy()
+    c, s = axial._tables(positions, inv, layout, _opts(None, None, backend, None, None), None)
+    if lead is not None:
+        c, s = c.reshape(lead + c.shape[-1:]), s.reshape(lead + s.shape[-1:])
+    return (torch.from_numpy(c).to(device=like.device, dtype=like.dtype),
+            torch.from_numpy(s).to(device=like.device, dtype=like.dtype))
+
+
+_ROTARY_FORWARDS: Dict[str, Callable[[Any, Dict[str, Any]], Callable[..., Any]]] = {
+    "hf_rope": _hf_forward, "sincos": _sincos_forward, "polar": _polar_forward,
+    "mscale": _mscale_forward, "patches": _patches_forward, "grid": _grid_forward}
+
+_WHAT = {"hf_rope": "hf_rope", "sincos": "hf_rope (sincos table)",
+         "mscale": "hf_rope (per-call mscale)", "polar": "hf_rope (complex polar table)",
+         "patches": "hf_rope (patch centres)", "grid": "hf_rope (feature-map grid)"}
+
+
+# ---- which rotary module is which ----------------------------------------------------------------
 
 def _family(model: Any) -> str:
     cfg = getattr(model, "config", None)
     return str(getattr(cfg, "model_type", None) or type(model).__name__)
 
 
+def _params(cls: type) -> List[str]:
+    try:
+        return list(inspect.signature(inspect.unwrap(getattr(cls, "forward"))).parameters)
+    except (TypeError, ValueError, AttributeError):
+        return []
+
+
 def _rotary_signature(cls: type) -> Optional[bool]:
     """True: forward(x, position_ids, layer_type); False: forward(x, position_ids); None:
     something else."""
-    try:
-        params = list(inspect.signature(inspect.unwrap(getattr(cls, "forward"))).parameters)
-    except (TypeError, ValueError):
-        return None
+    params = _params(cls)
     if params[:3] != ["self", "x", "position_ids"]:
         return None
     rest = params[3:]
@@ -276,83 +728,6 @@ def _dynamic_wrapped(cls: type) -> bool:
     f = getattr(cls, "forward", None)
     return isinstance(f, types.FunctionType) and f.__code__ is probe.__code__
 
-
-def _layer_types(module: Any) -> List[Optional[str]]:
-    rt = getattr(module, "rope_type", None)
-    if isinstance(rt, dict):
-        return list(rt)
-    lts = getattr(getattr(module, "config", None), "layer_types", None)
-    if lts and all(hasattr(module, f"{t}_inv_freq") for t in set(lts)):
-        return sorted(set(lts))
-    return [None]
-
-
-def _view_config(module: Any) -> Any:
-    """The config hf_rope reads for module: its own, except that a dynamic rope's regrowth is
-    left to transformers' own wrapper (hf_rope then reads the module's current inv_freq)."""
-    cfg = module.config
-    rp = getattr(cfg, "rope_parameters", None)
-    types_ = [rp.get("rope_type")] if isinstance(rp, dict) and "rope_type" in rp else \
-        [v.get("rope_type") for v in rp.values() if isinstance(v, dict)] \
-        if isinstance(rp, dict) else []
-    if not any(isinstance(t, str) and "dynamic" in t for t in types_):
-        return cfg
-    view = copy.deepcopy(cfg)
-    view.max_position_embeddings = 2 ** 62  # never regrow: the buffer is transformers' state
-    return view
-
-
-def _make_forward(module: Any, backend: Optional[str], with_layer_type: bool,
-                  dynamic: bool) -> Callable[..., Any]:
-    view = _view_config(module)
-
-    def tables(self: Any, x: torch.Tensor, position_ids: torch.Tensor,
-               layer_type: Optional[str] = None) -> "_Pair":
-        name = f"{layer_type}_inv_freq" if layer_type is not None else "inv_freq"
-        inv = getattr(self, name)
-        return hf_rope(view, position_ids, inv_freq=inv, dtype=x.dtype,
-                       layer_type=layer_type, backend=backend)
-
-    if dynamic:
-        from transformers.modeling_rope_utils import dynamic_rope_update
-        fwd = dynamic_rope_update(tables)  # type: ignore[no-untyped-call]
-    else:
-        fwd = tables
-    def forward_lt(self: Any, x: torch.Tensor, position_ids: torch.Tensor,
-                   layer_type: Optional[str] = None) -> "_Pair":
-        out: "_Pair" = fwd(self, x, position_ids, layer_type)
-        return out
-
-    def forward(self: Any, x: torch.Tensor, position_ids: torch.Tensor) -> "_Pair":
-        out: "_Pair" = fwd(self, x, position_ids)
-        return out
-    return types.MethodType(forward_lt if with_layer_type else forward, module)
-
-
-def _check_rotary(module: Any, family: str, backend: Optional[str]) -> None:
-    """hf_rope on the module's config for two positions: refused families raise here, before
-    anything changes.  The result is compared with the module's own forward."""
-    pos = torch.arange(2)[None]
-    x = torch.zeros(1, dtype=torch.float32)
-    for lt in _layer_types(module):
-        name = f"{lt}_inv_freq" if lt is not None else "inv_freq"
-        inv = getattr(module, name, None)
-        if not isinstance(inv, torch.Tensor):
-            raise NotImplementedError(f"{family}: {type(module).__name__} has no {name} buffer "
-                                      "(not the inv_freq form sinpe.torch.patch reproduces)")
-        try:
-            try:
-                hf_rope(_view_config(module), pos, inv_freq=inv, dtype=x.dtype,
-                        layer_type=lt, backend=backend)
-            except ValueError:  # a vision tower's axial rope: (batch, N, 2) positions
-                hf_rope(_view_config(module), torch.arange(4).view(1, 2, 2), inv_freq=inv,
-                        dtype=x.dtype, layer_type=lt, backend=backend)
-        except NotImplementedError as e:
-            raise NotImplementedError(f"{family}: {type(module).__name__} cannot be "
-                                      f"reproduced: {e}") from None
-
-
-# ---- rotary modules of other forms ---------------------------------------------------------------
 
 def _forward_source(cls: type) -> str:
     try:
@@ -385,194 +760,14 @@ def _other_kind(module: Any) -> Optional[str]:
     return None
 
 
-def _params(cls: type) -> List[str]:
-    try:
-        return list(inspect.signature(inspect.unwrap(getattr(cls, "forward"))).parameters)
-    except (TypeError, ValueError):
-        return []
-
-
-def _plain_view(dim: int) -> Dict[str, Any]:
-    """A config hf_rope reads as the plain default rope of a rotary width dim (the modules
-    above compute their inv_freq themselves or as this default does)."""
-    return {"model_type": "sinpe_plain", "hidden_size": dim, "num_attention_heads": 1,
-            "head_dim": dim, "max_position_embeddings": 2 ** 62,
-            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}
-
-
-def _sincos_tables(module: Any, position_ids: torch.Tensor, dtype: Any,
-                   backend: Optional[str]) -> "_Pair":
-    """(sin, cos), each (..., pos_embd_dim // 2): GPT-J/CodeGen's
-    ``embed_positions[position_ids]`` split in halves.  Their table is the default rope's
-    sin and cos of ``position * inv_freq`` (theta 10000) in float32, which is hf_rope's
-    first half of columns; in the buffer's dtype, rounded once as ``model.to`` rounds it."""
-    d = module.pos_embd_dim
-    cos, sin = hf_rope(_plain_view(d), position_ids, dtype=dtype, backend=backend)
-    return sin[..., : d // 2], cos[..., : d // 2]
-
-
-def _check_sincos(module: Any, family: str, backend: Optional[str]) -> None:
-    """The whole buffer, recomputed, bit for bit (backend None only: 'builtin' differs by
-    design); a buffer that is not the table refuses the family."""
-    buf = module.embed_positions
-    if backend is not None:
-        return
-    if buf.dim() != 2 or buf.shape[-1] != module.pos_embd_dim:
-        raise NotImplementedError(f"{family}: {type(module).__name__}.embed_positions has "
-                                  f"shape {tuple(buf.shape)}, not (positions, "
-                                  f"{module.pos_embd_dim})")
-    sin, cos = _sincos_tables(module, torch.arange(buf.shape[0])[None], buf.dtype, backend)
-    got = torch.cat((sin, cos), dim=-1)[0].to(buf.device)
-    n = int((_bits(got) != _bits(buf)).sum())
-    if n:
-        raise NotImplementedError(f"{family}: {type(module).__name__}.embed_positions is not "
-                                  f"the sin/cos table sinpe computes ({n} of {buf.numel()} "
-                                  "values differ)")
-
-
-def _bits(t: torch.Tensor) -> torch.Tensor:
-    t = t.detach().contiguous()
-    return t.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
-
-
-def _make_other_forward(module: Any, backend: Optional[str], kind: str,
-                        dynamic: bool) -> Callable[..., Any]:
-    if kind == "sincos":
-        cast = "x.dtype" in _forward_source(type(module))  # GPT-J casts, CodeGen does not
-
-        def sincos(self: Any, x: torch.Tensor, position_ids: torch.Tensor) -> "_Pair":
-            sin, cos = _sincos_tables(self, position_ids, self.embed_positions.dtype, backend)
-            if self.embed_positions.device != sin.device:
-                sin, cos = sin.to(self.embed_positions.device), cos.to(
-                    self.embed_positions.device)
-            return (sin.to(x.dtype), cos.to(x.dtype)) if cast else (sin, cos)
-        return types.MethodType(sincos, module)
-
-    if kind == "polar":
-        sincos_backend = _GLIBC_SINCOS if backend is None else backend
-
-        def polar(self: Any, x: torch.Tensor, position_ids: torch.Tensor) -> torch.Tensor:
-            # DeepSeek-V2, Llama 4: torch.polar(1, position * inv_freq) (cos and sin from the
-            # C library, times 1: exact), times attention_scaling as the module multiplies
-            inv = self.inv_freq.to(device=x.device, dtype=torch.float)
-            n = int(inv.shape[-1])
-            cos, sin = hf_rope(_plain_view(2 * n), position_ids, inv_freq=inv,
-                               dtype=torch.float32, backend=sincos_backend)
-            freqs_cis = torch.complex(cos[..., :n], sin[..., :n]).to(x.device)
-            return freqs_cis * self.attention_scaling
-        fwd0: Callable[..., Any] = polar
-        if dynamic:
-            from transformers.modeling_rope_utils import dynamic_rope_update
-            fwd0 = dynamic_rope_update(polar)  # type: ignore[no-untyped-call]
-        return types.MethodType(fwd0, module)
-
-    if kind == "patches":
-        return types.MethodType(_patches_forward(type(module).forward, backend), module)
-    if kind == "grid":
-        return types.MethodType(_grid_forward(type(module).forward, backend), module)
-
-    def mscale(self: Any, x: torch.Tensor, position_ids: torch.Tensor) -> "_Pair":
-        # PhiMoE: inv_freq recomputed from the config by the module's own init function on
-        # every call, scaled by long_mscale or short_mscale as the call's length decides
-        # (transformers' rule, read from the module's config); the tables are sinpe's
-        # float32 cos/sin of position * inv_freq, scaled and cast as the module does.
-        rp = self.config.rope_parameters
-        scale = None
-        seq_len = torch.max(position_ids) + 1
-        if rp["rope_type"] != "default" and seq_len:
-            scale = rp["long_mscale"] if seq_len > rp["original_max_position_embeddings"] \
-                else rp["short_mscale"]
-        inv, attention_scaling = self.rope_init_fn(self.config)
-        scale = attention_scaling if scale is None else scale
-        cos, sin = hf_rope(_plain_view(2 * int(inv.shape[-1])), position_ids, inv_freq=inv,
-                           dtype=torch.float32, backend=backend)
-        return (cos * scale).to(x.dtype), (sin * scale).to(x.dtype)
-
-    fwd: Callable[..., Any] = mscale
-    if dynamic:
-        from transformers.modeling_rope_utils import dynamic_rope_update
-        fwd = dynamic_rope_update(mscale)  # type: ignore[no-untyped-call]
-    return types.MethodType(fwd, module)
-
-
-def _patch_centres(nh: int, nw: int) -> np.ndarray:
-    """DINOv3's patch centres, (nh * nw, 2) (y, x) in [-1, 1], by the same float32 steps as
-    its get_patches_center_coordinates (arange(0.5, n) / n, then 2 c - 1: each exact or
-    correctly rounded, so NumPy's float32 gives torch's bits), times 2 pi rounded to float32
-    (torch's float32 product by a Python float scalar)."""
-    ch = np.arange(0.5, nh, dtype=np.float32) / np.float32(nh)
-    cw = np.arange(0.5, nw, dtype=np.float32) / np.float32(nw)
-    c = np.stack(np.meshgrid(ch, cw, indexing="ij"), -1).reshape(-1, 2)
-    c = np.float32(2.0) * c - np.float32(1.0)
-    return c * np.float32(2 * math.pi)
-
-
-def _patches_forward(original: Callable[..., Any], backend: Optional[str]) -> Callable[..., Any]:
-    """DINOv3's rotary (EoMT-DINOv3): angles ``2 pi c * inv_freq`` of the patch centres c,
-    flattened (y then x) and tiled twice, cos and sin, cast to the pixels' dtype: the
-    vision axial hwhw layout of those float32 positions (sinpe._hf.axial), bit for bit.  In
-    training mode the module jitters the centres with torch's generator: its own forward."""
-
-    def forward(self: Any, pixel_values: torch.Tensor) -> "_Pair":
-        ph = self.config.patch_size
-        ph, pw = (ph[0], ph[1]) if isinstance(ph, (tuple, list)) else (ph, ph)
-        h, w = pixel_values.shape[-2:]
-        if self.training or not _plain_grid(self.inv_freq, pixel_values, 4) or h < ph \
-                or w < pw:
-            out: "_Pair" = original(self, pixel_values)
-            return out
-        return _axial_pair(_patch_centres(h // ph, w // pw), self.inv_freq, "hwhw", backend,
-                           pixel_values, None)
-    return forward
-
-
-def _plain_grid(inv_freq: Any, x: Any, ndim: int) -> bool:
-    """The case the grid forms reproduce: a float32 CPU (or other real device's) inv_freq
-    (after ``model.to(bfloat16)`` or float64 the module computes its angles in that type:
-    its own forward then) and an x of ndim axes with memory (a meta x: the module's forward,
-    which returns meta tensors)."""
-    return (inv_freq.dtype == torch.float32 and not inv_freq.is_meta and not x.is_meta
-            and x.dim() == ndim)
-
-
-def _grid_forward(original: Callable[..., Any], backend: Optional[str]) -> Callable[..., Any]:
-    """EfficientLoFTR's rotary: the aggregated feature map's grid of 1-based (row, column)
-    positions (``ones.cumsum``: exact), angles ``row * inv_freq`` and ``column * inv_freq``
-    interleaved per frequency, sin and cos each repeated twice, as (1, h, w, 2 * angles) in
-    x's dtype: the vision axial hw_repeat layout (sinpe._hf.axial), bit for bit."""
-
-    def forward(self: Any, x: torch.Tensor) -> "_Pair":
-        cfg = self.config
-        fh, fw = x.shape[-2:]
-        eh = (fh - cfg.q_aggregation_kernel_size) // cfg.q_aggregation_stride + 1
-        ew = (fw - cfg.q_aggregation_kernel_size) // cfg.q_aggregation_stride + 1
-        # the module's angle tensor has hidden_size // 2 columns, its inv_freq a quarter of
-        # hidden_size (other lengths broadcast or raise there), and a grid of at least one
-        if not _plain_grid(self.inv_freq, x, 4) or eh < 1 or ew < 1 \
-                or 4 * self.inv_freq.numel() != cfg.hidden_size:
-            out: "_Pair" = original(self, x)
-            return out
-        g = np.stack(np.meshgrid(np.arange(1, eh + 1, dtype=np.float32),
-                                 np.arange(1, ew + 1, dtype=np.float32), indexing="ij"), -1)
-        return _axial_pair(g.reshape(-1, 2), self.inv_freq, "hw_repeat", backend, x,
-                           (1, eh, ew))
-    return forward
-
-
-def _axial_pair(positions: np.ndarray, inv_freq: torch.Tensor, layout: str,
-                backend: Optional[str], like: torch.Tensor,
-                lead: Optional[Tuple[int, ...]]) -> "_Pair":
-    """The grid forms' (cos, sin): the vision axial layout's float32 tables of (N, 2)
-    positions and the module's (float32) inv_freq, shaped lead + (columns,) when given, on
-    like's device in like's dtype (the modules' closing ``.to``)."""
-    from ._hf import axial
-    from ._jobs import _opts
-    inv = inv_freq.detach().to("cpu", torch.float32).numpy()
-    c, s = axial._tables(positions, inv, layout, _opts(None, None, backend, None, None), None)
-    if lead is not None:
-        c, s = c.reshape(lead + c.shape[-1:]), s.reshape(lead + s.shape[-1:])
-    return (torch.from_numpy(c).to(device=like.device, dtype=like.dtype),
-            torch.from_numpy(s).to(device=like.device, dtype=like.dtype))
+def _layer_types(module: Any) -> List[Optional[str]]:
+    rt = getattr(module, "rope_type", None)
+    if isinstance(rt, dict):
+        return list(rt)
+    lts = getattr(getattr(module, "config", None), "layer_types", None)
+    if lts and all(hasattr(module, f"{t}_inv_freq") for t in set(lts)):
+        return sorted(set(lts))
+    return [None]
 
 
 _POLAR = ("its rotary returns complex torch.polar tables, whose cos and sin torch takes from "
@@ -595,125 +790,298 @@ def _glibc_like_torch() -> bool:
         and "avx2" in policy.kernels()
 
 
+def _config_of(module: Any, family: str) -> Any:
+    cfg = getattr(module, "config", None)
+    if cfg is None:
+        raise NotImplementedError(
+            f"{family}: {type(module).__name__} has no config (a rotary module of remote code "
+            "or of another library): not a transformers rotary module sinpe.torch.patch "
+            "reproduces")
+    return cfg
+
+
+def _snapshot(module: Any, cfg: Any, layer_type: Optional[str]) -> Dict[str, Any]:
+    """The config as hf_rope reads it for module (plain data), with the values the module
+    fixed at init where it keeps them (mrope_section)."""
+    from ._hf.config import snapshot
+    snap = snapshot(cfg, layer_type)
+    sec = getattr(module, "mrope_section", None)
+    if isinstance(sec, (list, tuple)) and all(type(v) is int for v in sec):
+        rp = snap.get("rope_parameters")
+        key = "rope_parameters" if isinstance(rp, dict) else "rope_scaling"
+        rp = dict(snap.get(key) or {})
+        rp["mrope_section"] = list(sec)
+        snap[key] = rp
+    return snap
+
+
+def _spec(module: Any, family: str, backend: Optional[str]) -> Dict[str, Any]:
+    """What replaces the rotary module's forward (plain data); NotImplementedError for a
+    rotary sinpe does not reproduce."""
+    kind = _other_kind(module) or "hf_rope"
+    cls = type(module)
+    spec: Dict[str, Any] = {"kind": kind, "backend": backend, "dynamic": _dynamic_wrapped(cls),
+                            "layer_type": False}
+    if kind == "polar":
+        if backend is None and not _glibc_like_torch():
+            raise NotImplementedError(f"{family}: {cls.__name__} cannot be reproduced here: "
+                                      f"{_POLAR}")
+        spec["backend"] = _GLIBC_SINCOS if backend is None else backend
+        spec["config"] = _plain_view(2 * int(module.inv_freq.shape[-1]))
+    elif kind == "sincos":
+        spec["cast"] = "x.dtype" in _forward_source(cls)  # GPT-J casts, CodeGen does not
+        spec["config"] = _plain_view(module.pos_embd_dim)
+    elif kind == "hf_rope":
+        sig = _rotary_signature(cls)
+        if sig is None:
+            return {"kind": None, "why": "forward is not (x, position_ids)"}
+        spec["layer_type"] = sig
+        cfg = _config_of(module, family)
+        types_ = _layer_types(module) if sig else [None]
+        spec["configs"] = {lt: _snapshot(module, cfg, lt) for lt in types_}
+        spec["layer_types"] = types_
+    elif kind in ("mscale", "patches", "grid"):
+        _config_of(module, family)
+    spec["form"] = _WHAT[kind] + (" (dynamic_rope_update)" if spec["dynamic"] else "")
+    return spec
+
+
+# ---- the proof on the instance -------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _restored(module: Any) -> Iterator[None]:
+    """The module's attributes, buffers (their values too) and mode as they were, and torch's
+    random state untouched, whatever runs inside."""
+    attrs = dict(module.__dict__)
+    bufs = dict(module._buffers)
+    values = {k: v.detach().clone() for k, v in bufs.items()
+              if isinstance(v, torch.Tensor) and not v.is_meta}
+    training = module.training
+    try:
+        with torch.random.fork_rng(devices=[]):
+            module.training = False
+            yield
+    finally:
+        module.__dict__.clear()
+        module.__dict__.update(attrs)
+        module._buffers.clear()
+        module._buffers.update(bufs)
+        with torch.no_grad():
+            for k, v in values.items():
+                b = bufs[k]
+                if not torch.equal(_bits(b), _bits(v)):
+                    b.copy_(v)
+        module.training = training
+
+
+def _probe_positions(module: Any) -> List[torch.Tensor]:
+    """Positions the proof calls both forwards with: a run from 0 and scattered positions, all
+    below the lengths where a dynamic or longrope module changes its state."""
+    cap = 4096
+    for name in ("original_max_seq_len", "max_seq_len_cached"):
+        v = getattr(module, name, None)
+        if isinstance(v, int) and v > 1:
+            cap = min(cap, v - 1)
+    cfg = getattr(module, "config", None)
+    rp = getattr(cfg, "rope_parameters", None)
+    if isinstance(rp, dict):
+        for p in [rp] + [v for v in rp.values() if isinstance(v, dict)]:
+            omp = p.get("original_max_position_embeddings")
+            if isinstance(omp, int) and omp > 1:
+                cap = min(cap, omp - 1)
+    scattered = sorted({min(p, cap) for p in (0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 377,
+                                              1000, 1597, 2584, 4095)})
+    run = torch.arange(min(16, cap + 1))
+    sc = torch.tensor(scattered)
+    return [run[None], sc[None],
+            torch.stack([sc, (sc // 2), (sc * 3) % (cap + 1)])[:, None],  # mrope's 3 rows
+            torch.stack([sc, sc.flip(0)], -1)[None], torch.stack([run, run.flip(0)], -1)]
+
+
+def _rotary_inputs(module: Any, kind: str) -> List[Tuple[Any, ...]]:
+    """The proof's calls of a rotary module: (x, position_ids[, layer_type]) in float32 and
+    bfloat16; a grid module's image; PhiMoE's a long call too."""
+    if kind == "patches":
+        ph = module.config.patch_size
+        ph, pw = (ph[0], ph[1]) if isinstance(ph, (tuple, list)) else (ph, ph)
+        return [(torch.zeros(1, 3, 2 * ph, 3 * pw, dtype=dt),)
+                for dt in (torch.float32, torch.bfloat16)]
+    if kind == "grid":
+        c = module.config
+        n = c.q_aggregation_kernel_size + 2 * c.q_aggregation_stride
+        return [(torch.zeros(1, 4, n, n + c.q_aggregation_stride, dtype=dt),)
+                for dt in (torch.float32, torch.bfloat16)]
+    out: List[Tuple[Any, ...]] = []
+    positions = _probe_positions(module)
+    if kind == "mscale":
+        omp = module.config.rope_parameters.get("original_max_position_embeddings")
+        if isinstance(omp, int):
+            positions.append(torch.tensor([[0, 1, omp - 1, omp, omp + 7]]))
+    lts = _layer_types(module) if _rotary_signature(type(module)) else [None]
+    for dt in (torch.float32, torch.bfloat16):
+        x = torch.zeros(1, dtype=dt)
+        for pos in positions:
+            for lt in lts:
+                out.append((x, pos) if lt is None else (x, pos, lt))
+    return out
+
+
+def _prove(module: Any, new: Callable[..., Any], own: Callable[..., Any],
+           calls: List[Tuple[Any, ...]]) -> Optional[str]:
+    """None when the module's own forward and the new one give the same bits on every call
+    (the module's state restored after each); else why not."""
+    compared = 0
+    for args in calls:
+        with _restored(module):
+            try:
+                with torch.no_grad():
+                    want = own(*args)
+            except Exception:
+                continue  # inputs the module itself refuses: nothing to compare
+        with _restored(module):
+            try:
+                with torch.no_grad():
+                    got = new(*args)
+            except NotImplementedError:
+                raise
+            except Exception as e:
+                return f"sinpe's forward raised {type(e).__name__}: {e}"
+        n, total = _ndiff(want, got)
+        compared += 1
+        if n:
+            what = "a different shape or dtype" if n < 0 else f"{n} of {total} values differ"
+            pos = args[1] if len(args) > 1 and isinstance(args[1], torch.Tensor) else None
+            at = f" at positions {pos.flatten().tolist()[:6]}..." if pos is not None else ""
+            return (f"its own forward and sinpe's differ ({what}{at}, "
+                    f"{args[0].dtype})")
+    return None if compared else "its own forward took none of the probe inputs"
+
+
+def _twin(module: Any) -> Any:
+    """A CPU copy of a module on the meta device to prove the patch on: built again from its
+    config by its own class (its buffers as its init makes them); None when that fails."""
+    try:
+        with torch.device("cpu"):
+            twin = type(module)(module.config)
+    except Exception:
+        return None
+    if set(twin._buffers) != set(module._buffers):
+        return None
+    return twin
+
+
+def _on_meta(module: Any) -> bool:
+    return any(b.is_meta for b in module.buffers(recurse=False))
+
+
+def _check_sincos(module: Any, family: str) -> None:
+    """The whole buffer, recomputed, bit for bit; a buffer that is not the table refuses the
+    family."""
+    buf = module.embed_positions
+    if buf.is_meta:
+        return
+    if buf.dim() != 2 or buf.shape[-1] != module.pos_embd_dim:
+        raise NotImplementedError(f"{family}: {type(module).__name__}.embed_positions has "
+                                  f"shape {tuple(buf.shape)}, not (positions, "
+                                  f"{module.pos_embd_dim})")
+    sin, cos = _sincos_tables(module, torch.arange(buf.shape[0])[None], buf.dtype, None)
+    got = torch.cat((sin, cos), dim=-1)[0].to(buf.device)
+    n = int((_bits(got) != _bits(buf)).sum())
+    if n:
+        raise NotImplementedError(f"{family}: {type(module).__name__}.embed_positions is not "
+                                  f"the sin/cos table sinpe computes ({n} of {buf.numel()} "
+                                  "values differ)")
+
+
+def _check_rotary(module: Any, spec: Dict[str, Any], family: str) -> None:
+    """hf_rope on the module's config: a family hf_rope refuses raises NotImplementedError
+    here, before anything changes."""
+    for lt in spec.get("layer_types", [None]):
+        name = f"{lt}_inv_freq" if lt is not None else "inv_freq"
+        inv = getattr(module, name, None)
+        if not isinstance(inv, torch.Tensor):
+            raise NotImplementedError(f"{family}: {type(module).__name__} has no {name} buffer "
+                                      "(not the inv_freq form sinpe.torch.patch reproduces)")
+        inv = inv if not inv.is_meta else torch.ones(inv.shape, dtype=inv.dtype)
+        try:
+            try:
+                hf_rope(spec["configs"][lt], torch.arange(2)[None], inv_freq=inv,
+                        dtype=torch.float32, layer_type=lt, backend=spec["backend"],
+                        attention_scaling=1.0)
+            except ValueError:  # a vision tower's axial rope: (batch, N, 2) positions
+                hf_rope(spec["configs"][lt], torch.arange(4).view(1, 2, 2), inv_freq=inv,
+                        dtype=torch.float32, layer_type=lt, backend=spec["backend"],
+                        attention_scaling=1.0)
+        except NotImplementedError as e:
+            raise NotImplementedError(f"{family}: {type(module).__name__} cannot be "
+                                      f"reproduced: {e}") from None
+
+
+def _proof(module: Any, spec: Dict[str, Any], family: str) -> Optional[str]:
+    """Whether sinpe's forward gives the module's own bits (None) or why not.  The proof runs
+    with torch's kernels whatever backend the patch asked for (another backend's tables
+    differ by design); on a CPU twin for a module on the meta device."""
+    target = module
+    if _on_meta(module):
+        target = _twin(module)
+        if target is None:
+            return "it is on the meta device and no CPU twin could be built from its config"
+    proof_spec = dict(spec)
+    if spec["kind"] != "polar":
+        proof_spec["backend"] = None
+    elif not _glibc_like_torch():
+        return None  # backend= given where glibc's cosf/sinf are not the C library's: unproven
+    else:
+        proof_spec["backend"] = _GLIBC_SINCOS
+    if spec["kind"] == "sincos":
+        _check_sincos(target, family)
+    new = _build(target, "forward", proof_spec)
+    return _prove(target, new, _own(target), _rotary_inputs(target, spec["kind"]))
+
+
 # ---- the public face ------------------------------------------------------------------------------
 
-def _route(model: Any, plan: List[Tuple[Any, str, Any, Dict[str, Any]]],
-           records: List[Dict[str, Any]], routers: Dict[int, "_Router"]) -> None:
-    """The methods of model's modules that name a recognised rotation: a copy of each whose
-    globals name the sinpe form, added to plan (nothing is changed here)."""
+def _rotaries(model: Any) -> Iterator[Tuple[str, Any]]:
+    for name, m in model.named_modules():
+        if type(m).__name__.endswith("RotaryEmbedding"):
+            yield name, m
+
+
+def _routes(model: Any, family: str) -> Tuple[List[Tuple[Any, str, Dict[str, Any]]], List[str]]:
+    """The methods of model's modules that name a routed rotation: (module, attribute, spec)
+    for each, and the rotations kept (nothing is changed here)."""
+    plan: List[Tuple[Any, str, Dict[str, Any]]] = []
+    routers: List[_Router] = []
+    seen: Set[Tuple[type, str]] = set()
     for mod_name, m in model.named_modules():
         if type(m).__name__.endswith("RotaryEmbedding"):
             continue
+        done: Set[str] = set()
         for cls in type(m).__mro__:
             if cls is torch.nn.Module or not cls.__module__.startswith("transformers."):
                 break
             for attr, fn in vars(cls).items():
-                if attr.startswith("__") or not isinstance(fn, types.FunctionType) \
-                        or any(p[1] == attr for p in plan if p[0] is m):
+                if attr.startswith("__") or attr in done or not isinstance(fn, types.FunctionType):
                     continue
-                g = inspect.unwrap(fn).__globals__
-                r = routers.get(id(g))
-                if r is None:
-                    r = routers[id(g)] = _Router(g)
-                if r.globals is None or not _calls(fn, r.globals, g):
+                done.add(attr)
+                r = _router(inspect.unwrap(fn).__globals__)
+                if r not in routers:
+                    routers.append(r)
+                if not r.names or not _calls_routed(fn, r.names):
                     continue
-                new = _rebuild(fn, r.globals, g)
-                plan.append((m, attr, types.MethodType(new, m), {}))
-                used = sorted(n for n in _names_chain(fn) if n in r.globals
-                              and r.globals[n] is not g.get(n))
-                records.append({"module": mod_name, "class": type(m).__name__,
-                                "kind": "rotation", "method": attr,
-                                "form": ", ".join(f"{n} -> {r.routes.get(n, 'helper')}"
-                                                  for n in used)})
+                if not _recodable(fn, r.names):
+                    r.kept[f"{cls.__name__}.{attr}"] = "its code names a rotation otherwise"
+                    continue
+                used = sorted(n for n in set(_chain_names(fn)) if n in r.names)
+                form = ", ".join(f"{n} -> {r.routes.get(n, 'helper')}" for n in used)
+                plan.append((m, attr, {"kind": "method", "names": used, "form": form,
+                                       "class": type(m).__name__, "rotation": True}))
+                seen.add((type(m), attr))
+    kept = sorted({f"{n} ({why})" for r in routers for n, why in r.kept.items()})
+    return plan, kept
 
 
-def patch(model: Any, *, backend: Optional[str] = None) -> Any:
-    """patch(model, *, backend=None) -> model
-
-    Swap a transformers model's rotary position embedding to sinpe, on the instances: every
-    ``*RotaryEmbedding`` module's forward returns sinpe's tables (from the module's own
-    ``inv_freq`` buffers, per layer type; dynamic and longrope state kept by transformers'
-    own wrapper), and every rotation function the model's modules call is routed to the
-    sinpe.torch form that computes the same bits, recognised from the model's own code.
-    backend None: the kernels of the torch in this process, so logits are bit for bit the
-    model's (float32, bfloat16, cast before or after patching, generate()); ``'builtin'``:
-    correctly rounded tables (logits then differ in their last bits).
-
-    Raises NotImplementedError naming the family and why when a rotary module is not one
-    sinpe reproduces; the model is then left as it was.  Patching twice re-patches (with the
-    new backend).  :func:`unpatch` restores; :func:`patched` lists what was replaced."""
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if backend is not None and not isinstance(backend, str):
-        raise TypeError(f"backend must be None or a str, got {type(backend).__name__}")
-    if getattr(model, _ATTR, None):
-        unpatch(model)
-    family = _family(model)
-    plan: List[Tuple[Any, str, Any, Dict[str, Any]]] = []
-    # 1. rotary modules: check every one before changing anything
-    rotaries: List[Tuple[str, Any, Any]] = []
-    for mod_name, m in model.named_modules():
-        if not type(m).__name__.endswith("RotaryEmbedding"):
-            continue
-        kind = _other_kind(m)
-        if kind == "polar" and backend is None and not _glibc_like_torch():
-            raise NotImplementedError(f"{family}: {type(m).__name__} cannot be reproduced "
-                                      f"here: {_POLAR}")
-        if kind is not None:
-            if kind == "sincos":
-                _check_sincos(m, family, backend)
-            rotaries.append((mod_name, m, kind))
-            continue
-        sig = _rotary_signature(type(m))
-        if sig is None:
-            rotaries.append((mod_name, m, None))
-            continue
-        _check_rotary(m, family, backend)
-        rotaries.append((mod_name, m, sig))
-    if not any(sig is not None for _, _, sig in rotaries):
-        if not rotaries:
-            raise NotImplementedError(f"{family}: the model has no *RotaryEmbedding module")
-        raise NotImplementedError(
-            f"{family}: no rotary module is a forward(x, position_ids) one (found "
-            f"{sorted({type(m).__name__ for _, m, _ in rotaries})})")
-    # 2. rotations: the modules whose methods name a routed function
-    routers: Dict[int, _Router] = {}
-    records: List[Dict[str, Any]] = []
-    for mod_name, m, sig in rotaries:
-        if sig is None:
-            records.append({"module": mod_name, "class": type(m).__name__, "kind": "rotary",
-                            "form": "kept (forward is not (x, position_ids))"})
-            continue
-        dyn = _dynamic_wrapped(type(m))
-        if isinstance(sig, str):
-            fwd = _make_other_forward(m, backend, sig, dyn)
-            what = {"sincos": "hf_rope (sincos table)",
-                    "mscale": "hf_rope (per-call mscale)",
-                    "polar": "hf_rope (complex polar table)",
-                    "patches": "hf_rope (patch centres)",
-                    "grid": "hf_rope (feature-map grid)"}[sig]
-        else:
-            fwd = _make_forward(m, backend, sig, dyn)
-            what = "hf_rope"
-        plan.append((m, "forward", fwd, {}))
-        records.append({"module": mod_name, "class": type(m).__name__, "kind": "rotary",
-                        "form": what + (" (dynamic_rope_update)" if dyn else "")})
-    _route(model, plan, records, routers)
-    kept = sorted({f"{n} ({why})" for r in routers.values() for n, why in r.kept.items()})
-    # 3. apply (nothing above changed the model)
-    saved = []
-    for m, attr, new, _ in plan:
-        saved.append((m, attr, m.__dict__.get(attr, _MISSING)))
-        m.__dict__[attr] = new
-    object.__setattr__(model, _ATTR, {"saved": saved, "records": records, "kept": kept,
-                                      "backend": backend})
-    return model
-
-
-_MISSING = object()
-
-
-def _names_chain(fn: Any) -> List[str]:
+def _chain_names(fn: Any) -> List[str]:
     out: List[str] = []
     while fn is not None:
         if isinstance(fn, types.FunctionType):
@@ -722,29 +1090,116 @@ def _names_chain(fn: Any) -> List[str]:
     return out
 
 
+def patch(model: Any, *, backend: Optional[str] = None) -> Any:
+    """patch(model, *, backend=None) -> model
+
+    Swap a transformers model's rotary position embedding to sinpe, on the instances: every
+    ``*RotaryEmbedding`` module's forward returns sinpe's tables of the module's own state
+    (its ``inv_freq`` buffers and ``attention_scaling``, per layer type; dynamic and longrope
+    state kept by transformers' own wrapper), and every rotation function the model's modules
+    call is routed to the sinpe.torch form that computes the same bits, recognised from the
+    model's own code (gradients are those of the model's own graph).  backend None: the
+    kernels of the torch in this process, so outputs are bit for bit the model's (float32,
+    bfloat16, cast before or after patching, generate(), backward); ``'builtin'``: correctly
+    rounded tables (outputs then differ in their last bits).
+
+    Each rotary module is proven on the instance first (its own forward and sinpe's on a few
+    positions, bit for bit): one that differs keeps its own forward (``patched()`` says why).
+    Raises NotImplementedError naming the family and why when a rotary module is not one
+    sinpe reproduces; the model is then left as it was.  Patching twice re-patches (with the
+    new backend).  :func:`unpatch` restores; :func:`patched` lists what was replaced.
+    Copies, pickles and ``torch.save`` of a patched model are patched."""
+    _model_arg(model)
+    if backend is not None and not isinstance(backend, str):
+        raise TypeError(f"backend must be None or a str, got {type(backend).__name__}")
+    family = _family(model)
+    # 1. rotary modules: check and prove every one before changing anything
+    plan: List[Tuple[Any, str, Dict[str, Any]]] = []
+    keep: List[Tuple[Any, Dict[str, Any]]] = []
+    found = False
+    for mod_name, m in _rotaries(model):
+        found = True
+        spec = _spec(m, family, backend)
+        if spec["kind"] is None:
+            keep.append((m, {"class": type(m).__name__, "kind": "rotary",
+                             "form": f"kept ({spec['why']})"}))
+            continue
+        if spec["kind"] == "hf_rope":
+            _check_rotary(m, spec, family)
+        why = _proof(m, spec, family)
+        if why is not None:
+            keep.append((m, {"class": type(m).__name__, "kind": "rotary",
+                             "form": f"kept ({why})"}))
+            continue
+        spec["record"] = {"class": type(m).__name__, "kind": "rotary", "form": spec["form"]}
+        plan.append((m, "forward", spec))
+    if not found:
+        raise NotImplementedError(f"{family}: the model has no *RotaryEmbedding module")
+    if not plan and all(r["form"].startswith("kept (forward is not") for _, r in keep):
+        raise NotImplementedError(
+            f"{family}: no rotary module is a forward(x, position_ids) one (found "
+            f"{sorted({r['class'] for _, r in keep})})")
+    # 2. rotations: the methods that name a routed function
+    methods, kept = _routes(model, family)
+    for m, attr, spec in methods:
+        spec["record"] = {"class": spec["class"], "kind": "rotation", "method": attr,
+                          "form": spec["form"]}
+    # 3. apply (nothing above changed the model); a patch of this model or of a module in it
+    # made earlier is undone first
+    unpatch(model)
+    for m, attr, spec in plan + methods:
+        if spec["kind"] == "method":
+            _router(inspect.unwrap(_class_function(type(m), attr)).__globals__).install()
+        prev = m.__dict__.get(attr)
+        m.__dict__[attr] = Patched(m, attr, spec, prev)
+    for m, record in keep:
+        m.__dict__[_KEPT] = record
+    model.__dict__[_ROOT] = {"backend": backend, "kept": kept}
+    return model
+
+
 def unpatch(model: Any) -> Any:
-    """Restore a model patched by :func:`patch` (the instances' own attributes as they were);
-    a model that is not patched is returned unchanged."""
-    state = model.__dict__.get(_ATTR)
-    if not state:
-        return model
-    for m, attr, old in reversed(state["saved"]):
-        if old is _MISSING:
-            m.__dict__.pop(attr, None)
-        else:
-            m.__dict__[attr] = old
-    del model.__dict__[_ATTR]
+    """unpatch(model) -> model
+
+    Restore every module of model that :func:`patch` changed (whichever call patched it: the
+    model's own, an earlier one of a module inside it, the original of a copy): each patched
+    method is the class's own again (or the instance's own attribute it shadowed).  A model
+    that is not patched is returned unchanged."""
+    _model_arg(model)
+    for m in model.modules():
+        d = m.__dict__
+        for attr, v in list(d.items()):
+            if isinstance(v, Patched):
+                if v.previous is None or isinstance(v.previous, Patched):
+                    del d[attr]
+                else:
+                    d[attr] = v.previous
+        d.pop(_KEPT, None)
+        d.pop(_ROOT, None)
     return model
 
 
 def patched(model: Any) -> List[Dict[str, Any]]:
-    """What :func:`patch` replaced in model: one dict per replaced method (module path,
-    class, kind 'rotary' or 'rotation', form), plus rotary modules and rotation functions
-    left as the model computes them (form 'kept ...'); [] when the model is not patched."""
-    state = model.__dict__.get(_ATTR)
-    if not state:
+    """patched(model) -> list of dicts
+
+    What :func:`patch` replaced in model: one dict per replaced method (module path, class,
+    kind 'rotary' or 'rotation', form), plus the rotary modules that keep their own forward
+    and the rotation functions left as the model computes them (form 'kept ...'); [] when
+    nothing in the model is patched."""
+    _model_arg(model)
+    out: List[Dict[str, Any]] = []
+    kept: List[str] = []
+    for name, m in model.named_modules():
+        d = m.__dict__
+        for attr, v in d.items():
+            if isinstance(v, Patched):
+                out.append(dict(v.spec["record"], module=name))
+        if _KEPT in d:
+            out.append(dict(d[_KEPT], module=name))
+        root = d.get(_ROOT)
+        if isinstance(root, dict):
+            kept += [k for k in root.get("kept", ()) if k not in kept]
+    if not out:
         return []
-    out = [dict(r) for r in state["records"]]
-    out += [{"module": "", "class": "", "kind": "rotation", "form": f"kept: {k}"}
-            for k in state["kept"]]
+    out += [{"module": "", "class": "", "kind": "rotation", "form": f"kept: {k}"} for k in kept]
     return out

@@ -39,6 +39,7 @@ TORCH_MODULES = ["api/test_api_torch_module.py", "numerics/test_numerics_torch.p
                  "numerics/test_numerics_hf_more.py", "numerics/test_numerics_hf_patch.py",
                  "api/test_api_torch_seq_first.py",
                  "api/test_api_torch_compile.py", "api/test_api_tensors.py",
+                 "numerics/test_numerics_torch_grads.py", "robustness/test_robust_patch.py",
                  "robustness/test_robust_fuzz_torch.py"]
 
 if TORCH_FREE:

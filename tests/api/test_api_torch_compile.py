@@ -16,6 +16,7 @@ import torch
 import sinpe
 import sinpe.torch as st
 from sinpe._backends.policy import torch_kernels
+from sinpe._torch_forms import FORMS
 
 pytestmark = pytest.mark.needs_torch
 
@@ -46,8 +47,9 @@ def test_operators_registered():
     for name in PAIR_FORMS + ["apply_rotary_pos_emb_half", "apply_rotary_pos_emb_single",
                               "add_pe", "hf_rope"]:
         assert hasattr(torch.ops.sinpe, name), name
-    assert st.apply_rotary_pos_emb._sinpe_op is torch.ops.sinpe.apply_rotary_pos_emb.default \
-        or st.apply_rotary_pos_emb._sinpe_op.__class__.__name__ == "CustomOpDef"
+    op = FORMS["apply_rotary_pos_emb"].op
+    assert op is torch.ops.sinpe.apply_rotary_pos_emb.default \
+        or op.__class__.__name__ == "CustomOpDef"
 
 
 def test_opcheck():
@@ -76,16 +78,17 @@ def test_operator_equals_eager_form(name, dtype):
     q, k, cos, sin = _inputs(dtype)
     q = q.transpose(1, 2).contiguous().transpose(1, 2)  # transformers' layout: kept
     fn = getattr(st, name)
-    got, want = fn._sinpe_op(q, k, cos, sin, 1), fn._sinpe_eager(q, k, cos, sin)
+    got, want = FORMS[name].op(q, k, cos, sin, 1), FORMS[name].kernel(q, k, cos, sin,
+                                                                      unsqueeze_dim=1)
     assert _eq(got[0], want[0]) and _eq(got[1], want[1])
     assert got[0].stride() == torch.empty_like(q).stride()
     pub = fn(q, k, cos, sin)  # eager, no autograd: the eager form itself
     assert _eq(pub[0], want[0]) and _eq(pub[1], want[1])
     x, c, s = q[..., :8], cos[..., :4], sin[..., :4]
-    half = st.apply_rotary_pos_emb_half
-    assert _eq(half._sinpe_op(x, x, c, s, 1)[0], half._sinpe_eager(x, x, c, s)[0])
-    single = st.apply_rotary_pos_emb_single
-    assert _eq(single._sinpe_op(q, cos, sin, 1), single._sinpe_eager(q, cos, sin))
+    half = FORMS["apply_rotary_pos_emb_half"]
+    assert _eq(half.op(x, x, c, s, 1)[0], half.kernel(x, x, c, s, unsqueeze_dim=1)[0])
+    single = FORMS["apply_rotary_pos_emb_single"]
+    assert _eq(single.op(q, cos, sin, 1), single.kernel(q, cos, sin, unsqueeze_dim=1))
 
 
 def test_compiled_operators_bits_and_no_break():
@@ -207,7 +210,8 @@ for m in [m for m in sys.modules if m.startswith('sinpe')]:
     del sys.modules[m]
 del torch.library.custom_op
 import sinpe.torch as st3
-assert not st3.OPERATORS and not hasattr(st3.apply_rotary_pos_emb, '_sinpe_op')
+from sinpe._torch_forms import FORMS as F3
+assert not st3.OPERATORS and all(f.op is None for f in F3.values())
 d = st3.apply_rotary_pos_emb(q, q, c, c)[0]
 assert torch.equal(a.view(torch.int32), d.view(torch.int32))
 x = torch.zeros(3, 8); st3.add_pe(x); assert x.abs().sum() > 0

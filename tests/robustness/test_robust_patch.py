@@ -1,0 +1,340 @@
+"""sinpe.torch.patch as a hostile user meets it: a patched model is the model whatever is done
+with it afterwards.  Configs edited after the model was built and rotary subclasses with
+forwards of their own (the proof on the instance), copies, pickles, torch.save and nested
+patches undone in any order (state that is plain data), names replaced in the modeling module
+after patching (live globals), the meta device, training (backward through the patched model
+bit for bit) and the messages of bad arguments."""
+import copy
+import importlib.util
+import io
+import os
+import pickle
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = [pytest.mark.oracle_packages, pytest.mark.needs_torch]
+
+import torch  # noqa: E402  (a TORCH_MODULES module: not collected without torch)
+import transformers  # noqa: E402,F401
+
+import sinpe.torch as st  # noqa: E402
+
+
+def _harness():
+    path = os.path.join(ROOT, "tools", "hf_patch_coverage.py")
+    spec = importlib.util.spec_from_file_location("hf_patch_coverage", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+H = _harness()
+H.quiet()
+
+
+@pytest.fixture(autouse=True)
+def _threads():
+    n = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(n)
+
+
+def _tiny(mt="llama", **kw):
+    cfg = H.tiny_config(mt)
+    for k, v in kw.items():
+        setattr(cfg, k, v)
+    from transformers import AutoModelForCausalLM
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").eval()
+
+
+def _out(model, ids=None):
+    ids = H.inputs(model) if ids is None else ids
+    with torch.no_grad():
+        return H.output(model, ids)
+
+
+def _rotary(model):
+    return next(m for m in model.modules() if type(m).__name__.endswith("RotaryEmbedding"))
+
+
+def _no_patch_left(model):
+    from sinpe._torch_patch import Patched
+    assert st.patched(model) == []
+    for m in model.modules():
+        assert not any(isinstance(v, Patched) for v in m.__dict__.values())
+        assert "forward" not in m.__dict__
+
+
+# ---- the proof on the instance: values the module fixed at init, subclasses ----------------
+
+@pytest.mark.parametrize("mt,rope,edit", [
+    ("llama", {"rope_type": "yarn", "factor": 4.0, "rope_theta": 10000.0,
+               "original_max_position_embeddings": 32},
+     {"factor": 8.0, "attention_factor": 3.0}),
+    ("qwen2", {"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0},
+     {"factor": 5.0, "rope_theta": 500.0}),
+    ("phi3", {"rope_type": "longrope", "rope_theta": 10000.0, "factor": 4.0,
+              "original_max_position_embeddings": 32,
+              "short_factor": [1.0] * 8, "long_factor": [2.0] * 8},
+     {"attention_factor": 0.5, "short_factor": [3.0] * 8}),
+])
+def test_config_edited_after_build_changes_nothing(mt, rope, edit):
+    """A config edited after the model was built (before or after patching) leaves the
+    unpatched model's tables unchanged (its module fixed inv_freq and attention_scaling at
+    init): the patched model's too (3,900 of 4,000 logits changed when patch read the live
+    config)."""
+    model = _tiny(mt, rope_parameters=dict(rope), max_position_embeddings=64)
+    want = _out(model)
+    cfg = model.config
+    cfg.rope_parameters = dict(cfg.rope_parameters, **edit)
+    assert H.ndiff(want, _out(model)) == 0  # transformers ignores the edit
+    before = st.patch(copy.deepcopy(model))
+    assert H.ndiff(want, _out(before)) == 0
+    after = st.patch(copy.deepcopy(model))
+    after.config.rope_parameters = dict(after.config.rope_parameters, factor=16.0)
+    assert H.ndiff(want, _out(after)) == 0
+    assert any(r["kind"] == "rotary" and not r["form"].startswith("kept")
+               for r in st.patched(after))
+
+
+def _subclassed(model, forward):
+    rot = _rotary(model)
+    cls = type(rot)
+    sub = type("Interpolated" + cls.__name__, (cls,), {"forward": forward})
+    rot.__class__ = sub
+    return model
+
+
+def test_rotary_subclass_with_its_own_forward_is_kept():
+    """A rotary subclass whose forward computes otherwise (position interpolation) keeps its
+    own forward, and patched() says why; the logits stay the model's."""
+    def forward(self, x, position_ids):
+        return type(self).__mro__[1].forward(self, x, position_ids // 2)
+
+    model = _subclassed(_tiny(), forward)
+    want = _out(model)
+    st.patch(model)
+    rec = [r for r in st.patched(model) if r["kind"] == "rotary"]
+    assert len(rec) == 1 and rec[0]["form"].startswith("kept (its own forward and sinpe's "
+                                                       "differ"), rec
+    assert H.ndiff(want, _out(model)) == 0
+    # the rotations are still routed (they take any tables)
+    assert any(r["kind"] == "rotation" for r in st.patched(model))
+
+
+def test_rotary_subclass_with_the_same_forward_is_patched():
+    """A subclass whose forward computes the same (a wrapper that only passes through) is
+    proven and patched."""
+    def forward(self, x, position_ids):
+        return type(self).__mro__[1].forward(self, x, position_ids)
+
+    model = _subclassed(_tiny("gemma"), forward)
+    want = _out(model)
+    st.patch(model)
+    rec = [r for r in st.patched(model) if r["kind"] == "rotary"]
+    assert rec and rec[0]["form"] == "hf_rope (dynamic_rope_update)" or \
+        rec[0]["form"] == "hf_rope", rec
+    assert H.ndiff(want, _out(model)) == 0
+
+
+def test_proof_leaves_dynamic_state_and_random_state():
+    """Proving a dynamic rope that has grown does not reset it, and draws nothing from torch's
+    generator."""
+    model = _tiny(max_position_embeddings=16,
+                  rope_parameters={"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0})
+    ids = torch.randint(3, 128, (1, 40), generator=torch.Generator().manual_seed(2))
+    _out(model, ids)
+    rot = _rotary(model)
+    grown = (rot.max_seq_len_cached, rot.inv_freq.clone())
+    torch.manual_seed(11)
+    a = torch.rand(3)
+    torch.manual_seed(11)
+    st.patch(model)
+    b = torch.rand(3)
+    assert torch.equal(a, b)
+    assert rot.max_seq_len_cached == grown[0] and torch.equal(rot.inv_freq, grown[1])
+
+
+# ---- state that is plain data ----------------------------------------------------------------
+
+@pytest.mark.parametrize("mt", ["llama", "gemma3_text", "olmo"])
+def test_copies_and_pickles_stay_patched(mt):
+    """deepcopy, pickle and torch.save/torch.load of a patched model: patched as the original,
+    the same logits; unpatch of a copy gives a callable model (it installed the copied
+    sentinel as the forward); Gemma 3's per-layer-type forward pickles (it could not)."""
+    model = st.patch(_tiny(mt))
+    want = _out(model)
+    recs = st.patched(model)
+    buf = io.BytesIO()
+    torch.save(model, buf)
+    buf.seek(0)
+    copies = [copy.deepcopy(model), pickle.loads(pickle.dumps(model)),
+              torch.load(buf, weights_only=False)]
+    for c in copies:
+        assert st.patched(c) == recs
+        assert H.ndiff(want, _out(c)) == 0
+        st.unpatch(c)
+        _no_patch_left(c)
+        assert H.ndiff(want, _out(c)) == 0
+    assert st.patched(model) == recs  # the original is untouched by its copies' unpatch
+
+
+def test_pickle_loads_patched_in_a_fresh_process(tmp_path):
+    """torch.save in this process, torch.load in another: patched there, the same bits."""
+    model = st.patch(_tiny())
+    want = _out(model)
+    path = tmp_path / "m.pt"
+    torch.save(model, path)
+    torch.save(want, tmp_path / "want.pt")
+    ids = H.inputs(model)
+    torch.save(ids, tmp_path / "ids.pt")
+    code = f"""
+import torch, sinpe.torch as st
+m = torch.load({str(path)!r}, weights_only=False)
+ids = torch.load({str(tmp_path / 'ids.pt')!r})
+want = torch.load({str(tmp_path / 'want.pt')!r})
+assert any(r["kind"] == "rotary" for r in st.patched(m)), st.patched(m)
+with torch.no_grad():
+    got = m(ids).logits
+assert torch.equal(got.view(torch.int32), want.view(torch.int32))
+print("ok")
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300, cwd=str(tmp_path))
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-3000:]
+
+
+def test_nested_patches_undone_in_any_order():
+    """patch(model.model) then patch(model), undone in either order: every module the class's
+    own again, no stale forward."""
+    for order in ("outer first", "inner first"):
+        model = _tiny()
+        want = _out(model)
+        st.patch(model.model)
+        st.patch(model, backend="builtin")
+        assert H.ndiff(want, _out(model)) > 0  # the outer patch (builtin tables) is in force
+        if order == "outer first":
+            st.unpatch(model)
+            st.unpatch(model.model)
+        else:
+            st.unpatch(model.model)
+            st.unpatch(model)
+        _no_patch_left(model)
+        assert H.ndiff(want, _out(model)) == 0
+
+
+def test_save_pretrained_round_trip(tmp_path):
+    """save_pretrained saves weights and config: the model loaded back is unpatched (the
+    documented rule), with the same logits; the patched original still patched."""
+    from transformers import AutoModelForCausalLM
+    model = st.patch(_tiny())
+    want = _out(model)
+    model.save_pretrained(tmp_path)
+    loaded = AutoModelForCausalLM.from_pretrained(tmp_path, attn_implementation="eager").eval()
+    assert st.patched(loaded) == []
+    assert H.ndiff(want, _out(loaded)) == 0
+    assert st.patched(model) != []
+
+
+# ---- live globals ----------------------------------------------------------------------------
+
+def test_names_replaced_in_the_module_after_patching_are_called(monkeypatch):
+    """A name the patched methods read (the attention kernel) replaced in the modeling module
+    after patching is what the patched model calls, as the unpatched model calls it."""
+    from transformers.models.llama import modeling_llama as ml
+    model = st.patch(_tiny())
+    want = _out(model)
+    calls = []
+    orig = ml.eager_attention_forward
+
+    def spy(*a, **kw):
+        calls.append(1)
+        return orig(*a, **kw)
+
+    monkeypatch.setattr(ml, "eager_attention_forward", spy)
+    assert H.ndiff(want, _out(model)) == 0
+    assert calls, "the patched model did not call the replaced eager_attention_forward"
+    # and a replacement that changes the result changes the patched model's as the unpatched
+    monkeypatch.setattr(ml, "repeat_kv", lambda h, n: ml.torch.repeat_interleave(h, n, 1) * 2)
+    ref = _tiny()
+    assert H.ndiff(_out(ref), _out(model)) == 0
+    assert H.ndiff(want, _out(model)) > 0
+
+
+# ---- training ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mt,dtype", [("olmo", torch.bfloat16), ("llama", torch.bfloat16),
+                                      ("modernbert", torch.float16)])
+def test_backward_through_the_patched_model(mt, dtype):
+    """Every parameter's gradient of a training step through the patched model, bit for bit
+    with the unpatched model's (OLMo in bfloat16: 10 of 16 parameter gradients differed)."""
+    if mt == "modernbert":
+        from transformers import AutoModelForMaskedLM
+        torch.manual_seed(0)
+        model = AutoModelForMaskedLM.from_config(H.tiny_config(mt),
+                                                 attn_implementation="eager").to(dtype)
+    else:
+        model = _tiny(mt).to(dtype)
+    model.train()
+    patched = st.patch(copy.deepcopy(model))
+    ids = H.inputs(model)
+    grads = []
+    for m in (model, patched):
+        torch.manual_seed(0)
+        out = H.output(m, ids)
+        out.float().square().mean().backward()
+        grads.append([p.grad for p in m.parameters()])
+    bad = [i for i, (a, b) in enumerate(zip(*grads))
+           if (a is None) != (b is None) or a is not None and not torch.equal(
+               a.view(torch.int16), b.view(torch.int16))]
+    assert not bad, f"{len(bad)} of {len(grads[0])} parameter gradients differ"
+
+
+# ---- the meta device -------------------------------------------------------------------------
+
+def test_meta_device_models():
+    """A model built under torch.device('meta') patches (proven on a CPU twin) and returns
+    meta logits of the unpatched model's shape; a patched model moved to meta likewise."""
+    cfg = H.tiny_config("llama")
+    from transformers import AutoModelForCausalLM
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
+    ids = torch.randint(3, 100, (1, 8), device="meta")
+    want = model(ids).logits
+    st.patch(model)
+    assert any(r["kind"] == "rotary" and not r["form"].startswith("kept")
+               for r in st.patched(model))
+    got = model(ids).logits
+    assert got.is_meta and got.shape == want.shape and got.dtype == want.dtype
+    real = st.patch(_tiny())
+    real.to("meta")
+    got = real(ids).logits
+    assert got.is_meta and got.shape == want.shape
+
+
+# ---- messages ----------------------------------------------------------------------------------
+
+def test_bad_arguments_named():
+    for f in (st.patch, st.unpatch, st.patched):
+        for bad in (7, None, "model"):
+            with pytest.raises(TypeError, match="model must be a torch.nn.Module"):
+                f(bad)
+
+
+def test_rotary_without_config_names_the_family():
+    """A *RotaryEmbedding with no config (remote code): NotImplementedError naming the family
+    and the class, the model left as it was."""
+    model = _tiny()
+    rot = _rotary(model)
+    del rot.config
+    before = {id(m): dict(m.__dict__) for m in model.modules()}
+    with pytest.raises(NotImplementedError, match="llama: LlamaRotaryEmbedding has no config"):
+        st.patch(model)
+    for m in model.modules():
+        assert set(m.__dict__) == set(before[id(m)])
