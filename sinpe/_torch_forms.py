@@ -200,6 +200,16 @@ _STRIDED = torch.strided
 #: vmap's batched tensors, grad's tracking wrappers and functionalize's tensors alike
 _FUNCTORCH_WRAPPED = torch._C._functorch.is_functorch_wrapped_tensor
 
+def _autocast_on() -> bool:
+    return bool(torch.is_autocast_enabled("cpu"))
+
+
+_AUTOCAST: Callable[[], bool] = _autocast_on
+try:
+    torch.is_autocast_enabled("cpu")
+except TypeError:  # a torch whose is_autocast_enabled takes no device (before 2.4)
+    _AUTOCAST = torch.is_autocast_cpu_enabled
+
 #: how a call runs (_way): the core's way, transformers' graph, or a training call (the core's
 #: forward, autograd's own backward of the graph replayed)
 _CORE, _GRAPH, _TRAIN = 0, 1, 2
@@ -211,6 +221,8 @@ def _way(ts: Tuple[Any, ...]) -> int:
     or sparse, on the meta device or any other device than the CPU, or tables that require
     grad while grad mode is on; a training call where autograd records q or k only; else
     the core."""
+    if _AUTOCAST():  # (autocast may cast or refuse the graph's ops: transformers' own)
+        return _GRAPH
     grad = torch.is_grad_enabled()
     records = False
     for t in ts:
@@ -424,11 +436,15 @@ def _first_half_twice(t: torch.Tensor) -> torch.Tensor:
 
 
 def _c_std(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
-           unsqueeze_dim: Any) -> Optional[_Pair]:
+           unsqueeze_dim: Any, partial: bool = True) -> Optional[_Pair]:
+    """partial: GPT-NeoX's narrower tables rotate the first channels; without it (the
+    functions that have no partial width: OLMo's, ModernBERT's) a narrower table is
+    torch's broadcast error, the graph's to raise."""
     ud = _ud(cos, unsqueeze_dim)
     # a table of width 1 is broadcast by torch over the whole head (no partial rotary)
     if ud is None or not cos.dim() or cos.shape[-1] == 1 < q.shape[-1] \
-            or not _dtypes_ok(q, k, cos, sin, True):
+            or not _dtypes_ok(q, k, cos, sin, True) \
+            or not partial and not cos.shape[-1] == q.shape[-1] == k.shape[-1]:
         return None
     return _rotate_into(q, k, cos, sin, ud, False)
 
@@ -489,7 +505,7 @@ def _c_olmo(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tens
         return None
     qf = q if dq == q.dtype else _dtypes.float_copy(q, "q")
     kf = k if dk == k.dtype else _dtypes.float_copy(k, "k")
-    out = _c_std(qf, kf, cos, sin, unsqueeze_dim)
+    out = _c_std(qf, kf, cos, sin, unsqueeze_dim, partial=False)
     if out is None:
         return None
     return out[0].to(q.dtype), out[1].to(k.dtype)
@@ -517,7 +533,9 @@ def _c_float32(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.T
     if q.dtype not in _FAST or k.dtype != q.dtype or cos.dtype not in _FAST \
             or sin.dtype != cos.dtype:
         return None
-    out = _c_std(*_widened(q, k, cos, sin), unsqueeze_dim)
+    if not cos.dim() or not cos.shape[-1] == q.shape[-1] == k.shape[-1]:
+        return None  # (ModernBERT's function has no partial width: the graph raises)
+    out = _c_std(*_widened(q, k, cos, sin), unsqueeze_dim, partial=False)
     if out is None:
         return None
     return out[0].to(q.dtype), out[1].to(q.dtype)
@@ -538,9 +556,9 @@ def _c_glm_float32(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: tor
 def _c_single(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
               unsqueeze_dim: Any) -> Optional[torch.Tensor]:
     ud = _ud(cos, unsqueeze_dim)
-    if ud is None or not cos.dim() or cos.shape[-1] == 1 < x.shape[-1] \
+    if ud is None or not cos.dim() or cos.shape[-1] != x.shape[-1] \
             or not _dtypes_ok(x, x, cos, sin, True):
-        return None
+        return None  # (Gemma 3n's function has no partial width)
     out = _rotate_into(x, None, cos, sin, ud, False, one="x")
     return None if out is None else out[0]
 
@@ -607,11 +625,35 @@ def _same_domain(form: Form, graph: Callable[..., Any], ts: Tuple[Any, ...], ud:
         return False
     ok = _DOMAINS.get(key)
     if ok is None:
-        ok = _meta_outputs(graph, ts, ud) == _meta_outputs(form.graph, ts, ud) is not None
+        ok = _meta_outputs(graph, ts, ud) == _meta_outputs(form.graph, ts, ud) is not None \
+            and _same_values(form, graph, ts, ud)
         if len(_DOMAINS) >= 4096:
             _DOMAINS.clear()
         _DOMAINS[key] = ok
     return ok
+
+
+def _same_values(form: Form, graph: Callable[..., Any], ts: Tuple[Any, ...], ud: Any) -> bool:
+    """The model's function and the form's graph on random tensors of these shapes and dtypes,
+    bit for bit (a width-one table is Llama's broadcast but GPT-NeoX's one-channel rotation)."""
+    gen = torch.Generator().manual_seed(11)
+    try:
+        xs = [torch.randn(t.shape, generator=gen).to(t.dtype) for t in ts]
+        with torch.no_grad():
+            want, got = graph(*xs, unsqueeze_dim=ud), form.graph(*xs, unsqueeze_dim=ud)
+    except Exception:
+        return False
+    want = want if isinstance(want, tuple) else (want,)
+    got = got if isinstance(got, tuple) else (got,)
+    return len(want) == len(got) and all(
+        a.shape == b.shape and a.dtype == b.dtype and torch.equal(_int_view(a), _int_view(b))
+        for a, b in zip(want, got))
+
+
+def _int_view(t: torch.Tensor) -> torch.Tensor:
+    t = t.contiguous()
+    return t.view({1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[
+        t.element_size()])
 
 
 def _meta_outputs(fn: Callable[..., Any], ts: Tuple[Any, ...], ud: Any) -> Any:
@@ -802,10 +844,11 @@ class _Train(torch.autograd.Function):
         ctx.cap = cap
         ctx.n = len(ts) - 2
         ctx.save_for_backward(*(ts if cap.reads_x else ts[-2:]))
-        if form.exact:
-            out = form.kernel(*ts, unsqueeze_dim=ud)
-        else:  # (the core's NaN signs differ from this graph's: the graph itself)
+        out = form.core(*ts, ud) if form.exact else None  # (the core's NaN signs differ
+        if out is None:  # from these graphs': the graph itself, as where the core declines)
             out = graph(*ts, unsqueeze_dim=ud)
+        outs = out if isinstance(out, tuple) else (out,)
+        ctx.mark_non_differentiable(*[o for o, t in zip(outs, ts) if not t.requires_grad])
         return out
 
     @staticmethod

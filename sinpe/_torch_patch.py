@@ -283,13 +283,32 @@ class _Router:
     def fresh(self) -> bool:
         return self._reads() == self.seen
 
+    def table(self) -> Dict[str, str]:
+        """The routing as plain data: each routed name -> its form, each helper -> 'helper'."""
+        out = dict(self.routes)
+        out.update({n: "helper" for n in self.helpers})
+        return out
+
     def install(self) -> None:
-        """The aliases in the modeling module: each routed name's route (to the function the
-        module holds now), each helper's copy (its code naming the aliases)."""
-        for name, form in self.routes.items():
-            self.g[_ALIAS + name] = route(form, self.g[name])
-        for name in self.helpers:
-            self.g[_ALIAS + name] = _recode(self.g[name], self.names)
+        _install(self.g, self.table())
+
+
+def _install(g: Dict[str, Any], table: Dict[str, str]) -> None:
+    """The aliases of a routing table in a modeling module's globals: each routed name's
+    route (to the function the module holds now: its graph's way), each helper's copy (its
+    code naming the aliases); a helper the module no longer holds as its own function (the
+    user replaced it) is aliased as it is now."""
+    names = set(table)
+    for name, what in table.items():
+        obj = g.get(name)
+        if what != "helper":
+            if obj is not None:
+                g[_ALIAS + name] = route(what, obj)
+            continue
+        if isinstance(obj, types.FunctionType) and obj.__globals__ is g:
+            g[_ALIAS + name] = _recode(obj, names)
+        elif obj is not None:
+            g[_ALIAS + name] = obj
 
 
 def _same_rotation(fn: Callable[..., Any], form: str) -> bool:
@@ -435,17 +454,14 @@ def _build(module: Any, attr: str, spec: Dict[str, Any]) -> Callable[..., Any]:
 
 
 def _method(module: Any, attr: str, spec: Dict[str, Any]) -> Callable[..., Any]:
-    """A copy of the class's method whose code names the routes' aliases, bound to module (the
-    aliases installed in its modeling module again: a process that unpickled the model)."""
+    """A copy of the class's method whose code names the aliases of the spec's routing table,
+    bound to module; the aliases installed in its modeling module again (a copy, or a process
+    that unpickled the model), from the table itself: whatever the module holds now."""
     fn = _class_function(type(module), attr)
     g = inspect.unwrap(fn).__globals__
-    router = _router(g)
-    names = set(spec["names"])
-    if not names <= router.names:
-        raise RuntimeError(f"{type(module).__name__}.{attr}: its module no longer routes "
-                           f"{sorted(names - router.names)}")
-    router.install()
-    return types.MethodType(_recode(fn, names), module)
+    table = spec["table"]
+    _install(g, table)
+    return types.MethodType(_recode(fn, set(table)), module)
 
 
 def _class_function(cls: type, attr: str) -> types.FunctionType:
@@ -1074,8 +1090,8 @@ def _routes(model: Any, family: str) -> Tuple[List[Tuple[Any, str, Dict[str, Any
                     continue
                 used = sorted(n for n in set(_chain_names(fn)) if n in r.names)
                 form = ", ".join(f"{n} -> {r.routes.get(n, 'helper')}" for n in used)
-                plan.append((m, attr, {"kind": "method", "names": used, "form": form,
-                                       "class": type(m).__name__, "rotation": True}))
+                plan.append((m, attr, {"kind": "method", "table": r.table(), "form": form,
+                                       "class": type(m).__name__}))
                 seen.add((type(m), attr))
     kept = sorted({f"{n} ({why})" for r in routers for n, why in r.kept.items()})
     return plan, kept
@@ -1148,8 +1164,6 @@ def patch(model: Any, *, backend: Optional[str] = None) -> Any:
     # made earlier is undone first
     unpatch(model)
     for m, attr, spec in plan + methods:
-        if spec["kind"] == "method":
-            _router(inspect.unwrap(_class_function(type(m), attr)).__globals__).install()
         prev = m.__dict__.get(attr)
         m.__dict__[attr] = Patched(m, attr, spec, prev)
     for m, record in keep:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import sys
 import threading
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
@@ -129,7 +130,7 @@ def torch_profile() -> Tuple[str, int, str]:
                                           f"({PROFILES[NEWEST][0]}) at its default threads")
     version = str(getattr(mod, "__version__", "0.0"))
     try:
-        major, minor = (int(v) for v in version.split("+")[0].split(".")[:2])
+        major, minor = (int(v) for v in _release_of(version).split("."))
     except ValueError:
         major, minor = 0, 0
     # the newest measured release not newer than this torch (the oldest for older ones)
@@ -217,8 +218,16 @@ def installed_release(framework: str) -> Optional[str]:
 
 
 def _release_of(version: str) -> str:
-    """'2.4.6' -> '2.4' (a profile's release is major.minor)."""
-    return ".".join(version.split("+")[0].split(".")[:2])
+    """'2.4.6' -> '2.4' (a profile's release is major.minor), read as PEP 440 spells a
+    version: '2.4rc1', '2.4.0rc1', '2.4.dev0' and '1!2.4.1+local' are releases of 2.4 too."""
+    m = _RELEASE.match(version.strip())
+    if m is None:
+        return version
+    return f"{int(m.group(1))}.{int(m.group(2) or 0)}"
+
+
+#: a PEP 440 version's epoch, major and minor (what follows them is ignored)
+_RELEASE = re.compile(r"v?(?:\d+!)?(\d+)(?:\.(\d+))?")
 
 
 def framework_release(framework: str) -> Tuple[str, Optional[str], bool]:
