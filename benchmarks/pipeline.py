@@ -19,6 +19,8 @@ into one (tokens, d) batch): `add_pe(x, positions=)` against torch's gather and 
 model's layers share them) and, with --compile, torch.compile of it (inductor, C++).
 sinpe.torch.apply_rotary_pos_emb (new tensors) against transformers' own function, and
 sinpe.presets.hf_rope against LlamaRotaryEmbedding with llama3 scaling.
+With --training, a training step through a rotation (forward and backward) against
+transformers' own function.
 add_pe on torch tensors of every dtype against `x.add_(pe[:, :L])` of a held buffer of that
 dtype (B 1-64, L 8-4096, d 64-1024; a model's buffer); the decode step (one token, B 1-16,
 grouped-query k) and the rotary module's forward at 1 and 300 positions.
@@ -341,6 +343,50 @@ def decode_rows(repeats, misses):
                       f"{r:.2f} |")
 
 
+def training_rows(repeats, misses):
+    """Issue 35's training target: a training step through a rotation (forward, then backward
+    of a loss), sinpe.torch's forms against transformers' own functions, per call; the forms
+    run transformers' graph where autograd records, so their gradients are transformers'."""
+    import importlib
+    import sinpe.torch as st
+    print("\n## training step through the rotation (µs, forward + backward): sinpe.torch's "
+          "form against transformers' function, q (B, H, L, hd), k (B, H/4, L, hd)\n")
+    print("| form (transformers' module) | B x H x L x hd | dtype | sinpe | HF | HF/sinpe |")
+    print("|---|---|---|---|---|---|")
+    forms = [("apply_rotary_pos_emb", "llama"), ("apply_rotary_pos_emb_olmo", "olmo"),
+             ("apply_rotary_pos_emb_float32", "modernbert"),
+             ("apply_rotary_pos_emb_cohere", "cohere")]
+    for form, mod in forms:
+        ref = importlib.import_module(f"transformers.models.{mod}.modeling_{mod}")
+        ref = ref.apply_rotary_pos_emb
+        for B, H, L, hd in ((1, 8, 64, 64), (2, 16, 256, 64)):
+            for dt in (torch.float32, torch.bfloat16):
+                q0 = torch.randn(B, H, L, hd).to(dt)
+                k0 = torch.randn(B, max(1, H // 4), L, hd).to(dt)
+                ang = torch.randn(B, L, hd)
+                cdt = torch.float32 if mod == "olmo" else dt
+                cos, sin = ang.cos().to(cdt), ang.sin().to(cdt)
+                gq, gk = torch.randn(q0.shape).to(dt), torch.randn(k0.shape).to(dt)
+                leaves = {}
+
+                def setup(name):
+                    leaves["q"] = q0.clone().requires_grad_()
+                    leaves["k"] = k0.clone().requires_grad_()
+
+                def step(f):
+                    def run():
+                        a, b = f(leaves["q"], leaves["k"], cos, sin)
+                        torch.autograd.backward((a, b), (gq, gk))
+                    return run
+                t = interleaved({"s": step(getattr(st, form)), "h": step(ref)}, repeats, setup)
+                r = t["h"] / t["s"]
+                name = f"training {form} {B}x{H}x{L}x{hd} {str(dt).split('.')[1]}"
+                if r < 1.0:
+                    misses.append((name, r))
+                print(f"| {form} ({mod}) | {B} x {H} x {L} x {hd} | {str(dt).split('.')[1]} | "
+                      f"{us(t['s'])} | {us(t['h'])} | {r:.2f} |")
+
+
 def numpy_view(t):
     if t.dtype == torch.bfloat16:
         import ml_dtypes
@@ -365,6 +411,8 @@ def main():
     ap.add_argument("--compile", action="store_true", help="also torch.compile of HF's eager rope")
     ap.add_argument("--decode", action="store_true",
                     help="only the RoPE rows of issue 23 (decode step, prefill, hf_rope)")
+    ap.add_argument("--training", action="store_true",
+                    help="only the training rows of issue 35 (forward + backward)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     sinpe.set_threads(a.threads)
@@ -388,9 +436,9 @@ def main():
         # the decode step (one token, k with H / 4 heads) and the rotary module at 300
         decode = [(1, 32, 1, 128), (4, 32, 1, 128), (8, 32, 1, 128), (16, 32, 1, 128),
                   (1, 32, 300, 128), (2, 16, 256, 64)]
-    if a.decode:
+    if a.decode or a.training:
         misses = []
-        decode_rows(a.repeats, misses)
+        (decode_rows if a.decode else training_rows)(a.repeats, misses)
         print("\nmisses (ratio < 1):" if misses else "\nno misses")
         for name, r in misses:
             print(f"MISS {name}: {r:.2f}")

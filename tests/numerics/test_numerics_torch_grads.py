@@ -85,13 +85,25 @@ def _run(fn, q, k, cos, sin, gq, gk, single):
     return list(out) + [qq.grad, kk.grad]
 
 
+@pytest.fixture(params=["graph", "captured"])
+def training_way(request, monkeypatch):
+    """Both ways of a training call: transformers' graph (below sinpe._torch_forms._TRAIN_MIN
+    values, these tests' sizes) and the core's forward with the captured backward (every
+    size, forced here)."""
+    from sinpe import _torch_forms
+    if request.param == "captured":
+        monkeypatch.setattr(_torch_forms, "_TRAIN_MIN", 0)
+    return request.param
+
+
 @pytest.mark.parametrize("special", [False, True], ids=["plain", "specials"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("mod,fn,form", REFS, ids=[r[0] for r in REFS])
-def test_gradients_equal_transformers(mod, fn, form, dtype, special):
+def test_gradients_equal_transformers(mod, fn, form, dtype, special, training_way):
     """Outputs and q/k gradients through the form against transformers' own function, bit
     for bit (OLMo's bfloat16 gradients differed in 312 of 896 values when the form widened
-    q once: transformers rounds each branch's gradient to q's dtype before their sum)."""
+    q once: transformers rounds each branch's gradient to q's dtype before their sum), by
+    both ways of a training call."""
     ref, sf = _ref(mod, fn), getattr(st, form)
     single = form.endswith("single")
     for partial in ([False, True] if mod in PARTIAL else [False]):
@@ -100,6 +112,32 @@ def test_gradients_equal_transformers(mod, fn, form, dtype, special):
         got = _run(sf, *args, single)
         for w, g in zip(want, got):
             assert _eq(w, g), (mod, dtype, partial)
+        if training_way == "captured" and FORMS[form].train:  # the way was taken
+            q = args[0].clone().requires_grad_()
+            out = sf(q, args[2], args[3]) if single else sf(q, args[1], args[2], args[3])
+            out = out if single else out[0]
+            assert type(out.grad_fn).__name__ == "_TrainBackward"
+
+
+def test_training_way_by_size():
+    """A training call of fewer values than _TRAIN_MIN runs transformers' graph, a larger one
+    the core's forward with the captured backward (its grad_fn), with transformers' bits
+    either way."""
+    from sinpe import _torch_forms
+    big = (1, 4, _torch_forms._TRAIN_MIN // 64 // 4 // 2 + 8, 64)
+    for shape, want in (((1, 4, 8, 64), "AddBackward0"), (big, "_TrainBackward")):
+        g = torch.Generator().manual_seed(1)
+        q = torch.randn(shape, generator=g).requires_grad_()
+        k = torch.randn(shape, generator=g).requires_grad_()
+        ang = torch.randn(1, shape[2], 64, generator=g)
+        out = st.apply_rotary_pos_emb(q, k, ang.cos(), ang.sin())
+        assert type(out[0].grad_fn).__name__ == want
+        gq = torch.randn(shape, generator=g)
+        torch.autograd.backward(out, (gq, gq))
+        qq, kk = q.detach().clone().requires_grad_(), k.detach().clone().requires_grad_()
+        ref = _ref("llama", "apply_rotary_pos_emb")(qq, kk, ang.cos(), ang.sin())
+        torch.autograd.backward(ref, (gq, gq))
+        assert _eq(ref[0], out[0]) and _eq(qq.grad, q.grad) and _eq(kk.grad, k.grad)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
