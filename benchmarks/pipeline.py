@@ -359,7 +359,9 @@ def training_rows(repeats, misses):
     for form, mod in forms:
         ref = importlib.import_module(f"transformers.models.{mod}.modeling_{mod}")
         ref = ref.apply_rotary_pos_emb
-        for B, H, L, hd in ((1, 8, 64, 64), (2, 16, 256, 64)):
+        # the small shape, a prefill's, and a training batch's (2 x 32 x 1024 x 128:
+        # past 1 M values, where the forms take the core's forward and the captured backward)
+        for B, H, L, hd in ((1, 8, 64, 64), (2, 16, 256, 64), (2, 32, 1024, 128)):
             for dt in (torch.float32, torch.bfloat16):
                 q0 = torch.randn(B, H, L, hd).to(dt)
                 k0 = torch.randn(B, max(1, H // 4), L, hd).to(dt)
