@@ -193,9 +193,6 @@ def _register(name: str, kind: str) -> Any:
     return op
 
 
-_VJP: Any = None
-
-
 def _vjp_kernel(form: str, inputs: List[torch.Tensor], grads: List[Optional[torch.Tensor]],
                 need: List[bool], unsqueeze_dim: int) -> List[torch.Tensor]:
     """The gradients of the inputs in need, by autograd through the form's graph (torch's
@@ -243,18 +240,29 @@ def _vjp_fake(form: str, inputs: List[torch.Tensor], grads: List[Optional[torch.
 def _vjp_op() -> Any:
     """torch.ops.sinpe.rotation_vjp: the forms' backward, one opaque node (so that a compiled
     backward runs autograd's own ops, not a fused restatement of them)."""
-    global _VJP
-    if _VJP is None:
-        if _exists("rotation_vjp"):
-            _VJP = torch.ops.sinpe.rotation_vjp.default
+    return _lazy_op("rotation_vjp", _vjp_kernel, _vjp_fake,
+                    "(str form, Tensor[] inputs, Tensor?[] grads, bool[] need, "
+                    "int unsqueeze_dim) -> Tensor[]")
+
+
+#: the operators registered (or found registered) by _lazy_op, by name
+_LAZY: Dict[str, Any] = {}
+
+
+def _lazy_op(name: str, kernel: Callable[..., Any], fake: Callable[..., Any],
+             schema: str) -> Any:
+    """torch.ops.sinpe.<name>, registered once per process with its kernel and fake kernel (an
+    operator of that name that already exists is reused: sinpe imported again)."""
+    op = _LAZY.get(name)
+    if op is None:
+        if _exists(name):
+            op = getattr(getattr(torch.ops, _NS), name).default
         else:
-            op = torch.library.custom_op(
-                f"{_NS}::rotation_vjp", _vjp_kernel, mutates_args=(),
-                schema="(str form, Tensor[] inputs, Tensor?[] grads, bool[] need, "
-                       "int unsqueeze_dim) -> Tensor[]")
-            op.register_fake(_vjp_fake)
-            _VJP = op
-    return _VJP
+            op = torch.library.custom_op(f"{_NS}::{name}", kernel, mutates_args=(),
+                                         schema=schema)
+            op.register_fake(fake)
+        _LAZY[name] = op
+    return op
 
 
 # ---- add_pe on tensors ---------------------------------------------------------------------------
@@ -494,23 +502,11 @@ def _hf_fake(position_ids: torch.Tensor, inv_freq: Optional[torch.Tensor], confi
             position_ids.new_empty(shape, dtype=tdt))
 
 
-_HF_OP: Any = None
-
-
 def _hf_op() -> Any:
-    global _HF_OP
-    if _HF_OP is None:
-        if _exists("hf_rope"):
-            _HF_OP = torch.ops.sinpe.hf_rope.default
-        else:
-            op = torch.library.custom_op(
-                f"{_NS}::hf_rope", _hf_kernel, mutates_args=(),
-                schema="(Tensor position_ids, Tensor? inv_freq, str config, ScalarType? dtype, "
-                       "str? layer_type, str? backend, float? attention_scaling) "
-                       "-> (Tensor, Tensor)")
-            op.register_fake(_hf_fake)
-            _HF_OP = op
-    return _HF_OP
+    return _lazy_op("hf_rope", _hf_kernel, _hf_fake,
+                    "(Tensor position_ids, Tensor? inv_freq, str config, ScalarType? dtype, "
+                    "str? layer_type, str? backend, float? attention_scaling) "
+                    "-> (Tensor, Tensor)")
 
 
 # ---- the config's text while torch traces ------------------------------------------------------

@@ -137,15 +137,57 @@ def same(a, b):
 
 
 @functools.lru_cache(maxsize=None)
-def hf_coverage_harness():
-    """tools/hf_rope_coverage.py loaded as a module, once per session (the HF rope tests run
-    its configs, positions and comparisons in-process)."""
+def _tool(name):
+    """tools/<name>.py loaded as a module, once per session (name may hold a folder:
+    'fuzz/fuzz_torch')."""
     import importlib.util
-    path = os.path.join(ROOT, "tools", "hf_rope_coverage.py")
-    spec = importlib.util.spec_from_file_location("hf_rope_coverage", path)
+    path = os.path.join(ROOT, "tools", f"{name}.py")
+    spec = importlib.util.spec_from_file_location(os.path.basename(name), path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def hf_coverage_harness():
+    """tools/hf_rope_coverage.py (the HF rope tests run its configs, positions and
+    comparisons in-process)."""
+    return _tool("hf_rope_coverage")
+
+
+def hf_patch_harness():
+    """tools/hf_patch_coverage.py, quiet (the patch tests build its tiny models and compare
+    their outputs in-process)."""
+    mod = _tool("hf_patch_coverage")
+    mod.quiet()
+    return mod
+
+
+def fuzz_harness(name):
+    """tools/fuzz/<name>.py, the harness whose invariant the corpus replays go through."""
+    return _tool(f"fuzz/{name}")
+
+
+@pytest.fixture
+def torch_two_threads():
+    """torch at 2 threads for the test (the tiny models' outputs are compared at a thread
+    count of their own), restored after."""
+    import torch
+    n = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(n)
+
+
+def tiny_causal_lm(mt="llama", **kw):
+    """A tiny random-weight causal LM of a model type (hf_patch_coverage's sizes), eager
+    attention, eval mode, seeded; kw set on its config first."""
+    import torch
+    from transformers import AutoModelForCausalLM
+    cfg = hf_patch_harness().tiny_config(mt)
+    for k, v in kw.items():
+        setattr(cfg, k, v)
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").eval()
 
 
 def ctrl_c_latency(f, after=0.3, repeat=False):

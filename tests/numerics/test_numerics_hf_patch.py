@@ -5,29 +5,19 @@ dynamic rope's state through calls that grow and reset it; the backend='builtin'
 (correctly rounded tables change the logits, so the comparison can fail); unpatch; a family
 patch refuses (left as it was); sinpe.torch.hf_rope's tensors."""
 import copy
-import importlib.util
-import os
 
 import pytest
 
-from conftest import ROOT
+from conftest import hf_patch_harness, tiny_causal_lm
 
-pytestmark = [pytest.mark.oracle_packages, pytest.mark.needs_torch]
+pytestmark = [pytest.mark.oracle_packages, pytest.mark.needs_torch,
+              pytest.mark.usefixtures("torch_two_threads")]
 
 import torch  # noqa: E402  (a TORCH_MODULES module: not collected without torch)
 import transformers  # noqa: E402,F401
 
 
-def _harness():
-    path = os.path.join(ROOT, "tools", "hf_patch_coverage.py")
-    spec = importlib.util.spec_from_file_location("hf_patch_coverage", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-H = _harness()
-H.quiet()
+H = hf_patch_harness()
 
 #: family -> the rotation form patch must pick from the model's own code.
 SAMPLE = {
@@ -52,14 +42,6 @@ SAMPLE = {
 POLAR = {"deepseek_v2", "llama4"}
 
 
-@pytest.fixture(autouse=True)
-def _threads():
-    n = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(n)
-
-
 @pytest.mark.parametrize("family", sorted(SAMPLE))
 def test_family_bit_for_bit(family):
     import sinpe._torch_patch as TP
@@ -74,13 +56,7 @@ def test_family_bit_for_bit(family):
     assert SAMPLE[family] in row["forms"], row["forms"]
 
 
-def _tiny(mt="llama", **kw):
-    cfg = H.tiny_config(mt)
-    for k, v in kw.items():
-        setattr(cfg, k, v)
-    from transformers import AutoModelForCausalLM
-    torch.manual_seed(0)
-    return AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").eval()
+_tiny = tiny_causal_lm
 
 
 def test_builtin_control_changes_logits():

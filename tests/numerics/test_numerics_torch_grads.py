@@ -11,23 +11,13 @@ import torch
 
 import sinpe.torch as st
 from sinpe._torch_forms import FORMS
+from sinpe._torch_patch import _REFERENCES
 
 pytestmark = [pytest.mark.oracle_packages, pytest.mark.needs_torch]
 
-#: (transformers modeling module, function, the sinpe.torch form patch routes it to)
-REFS = [("llama", "apply_rotary_pos_emb", "apply_rotary_pos_emb"),
-        ("gpt_neox", "apply_rotary_pos_emb", "apply_rotary_pos_emb"),
-        ("phi3", "apply_rotary_pos_emb", "apply_rotary_pos_emb"),
-        ("nemotron", "apply_rotary_pos_emb", "apply_rotary_pos_emb"),
-        ("deepseek_v3", "apply_rotary_pos_emb_interleave", "apply_rotary_pos_emb_interleave"),
-        ("glm", "apply_rotary_pos_emb", "apply_rotary_pos_emb_glm"),
-        ("helium", "apply_rotary_pos_emb", "apply_rotary_pos_emb_glm"),
-        ("cohere", "apply_rotary_pos_emb", "apply_rotary_pos_emb_cohere"),
-        ("olmo", "apply_rotary_pos_emb", "apply_rotary_pos_emb_olmo"),
-        ("gpt_oss", "apply_rotary_pos_emb", "apply_rotary_pos_emb_half"),
-        ("modernbert", "apply_rotary_pos_emb", "apply_rotary_pos_emb_float32"),
-        ("ernie4_5", "apply_rotary_pos_emb", "apply_rotary_pos_emb_glm_float32"),
-        ("gemma3n", "apply_rotary_pos_emb", "apply_rotary_pos_emb_single")]
+#: (transformers modeling module, function, the sinpe.torch form patch routes it to): the
+#: references patch recognises rotations by (each test compares the form with the function)
+REFS = list(_REFERENCES)
 PARTIAL = {"gpt_neox", "phi3", "nemotron", "glm"}
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 

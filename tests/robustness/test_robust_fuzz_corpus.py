@@ -4,25 +4,20 @@ result that wrote nothing outside its destination), so each hostile class the fu
 seeded with, and each finding turned into a case, is checked on every CI pass, under the
 sanitized pass too.  The binary inputs are libFuzzer's and need atheris (tools/fuzz/run.sh);
 their findings have JSON cases and tests of their own."""
-import importlib.util
 import json
 import os
 
 import numpy as np
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, fuzz_harness
 
 CORPUS = os.path.join(ROOT, "tools", "fuzz", "corpus")
 CASES = sorted(f for f in os.listdir(CORPUS) if f.endswith(".json"))
 
 
 def harness():
-    spec = importlib.util.spec_from_file_location(
-        "fuzz_sinpe", os.path.join(ROOT, "tools", "fuzz", "fuzz_sinpe.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return fuzz_harness("fuzz_sinpe")
 
 
 HARNESS = harness()

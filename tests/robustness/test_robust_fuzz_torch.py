@@ -12,13 +12,12 @@ is seeded with and each finding turned into a case is checked on every pass:
 
 Meta-device models and torch.compile are the other tests' (test_robust_patch.py,
 test_numerics_torch_grads.py): too slow for a fuzz loop."""
-import importlib.util
 import json
 import os
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, fuzz_harness
 
 pytestmark = [pytest.mark.oracle_packages, pytest.mark.needs_torch]
 
@@ -29,11 +28,7 @@ CASES = sorted(f for f in os.listdir(CORPUS) if f.endswith(".json"))
 
 
 def harness():
-    spec = importlib.util.spec_from_file_location(
-        "fuzz_torch", os.path.join(ROOT, "tools", "fuzz", "fuzz_torch.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return fuzz_harness("fuzz_torch")
 
 
 HARNESS = harness()

@@ -5,18 +5,17 @@ patches undone in any order (state that is plain data), names replaced in the mo
 after patching (live globals), the meta device, training (backward through the patched model
 bit for bit) and the messages of bad arguments."""
 import copy
-import importlib.util
 import io
-import os
 import pickle
 import subprocess
 import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import hf_patch_harness, tiny_causal_lm
 
-pytestmark = [pytest.mark.oracle_packages, pytest.mark.needs_torch]
+pytestmark = [pytest.mark.oracle_packages, pytest.mark.needs_torch,
+              pytest.mark.usefixtures("torch_two_threads")]
 
 import torch  # noqa: E402  (a TORCH_MODULES module: not collected without torch)
 import transformers  # noqa: E402,F401
@@ -24,33 +23,10 @@ import transformers  # noqa: E402,F401
 import sinpe.torch as st  # noqa: E402
 
 
-def _harness():
-    path = os.path.join(ROOT, "tools", "hf_patch_coverage.py")
-    spec = importlib.util.spec_from_file_location("hf_patch_coverage", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+H = hf_patch_harness()
 
 
-H = _harness()
-H.quiet()
-
-
-@pytest.fixture(autouse=True)
-def _threads():
-    n = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(n)
-
-
-def _tiny(mt="llama", **kw):
-    cfg = H.tiny_config(mt)
-    for k, v in kw.items():
-        setattr(cfg, k, v)
-    from transformers import AutoModelForCausalLM
-    torch.manual_seed(0)
-    return AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").eval()
+_tiny = tiny_causal_lm
 
 
 def _out(model, ids=None):

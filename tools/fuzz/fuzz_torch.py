@@ -181,20 +181,9 @@ def _first_diffs(want, got, n=4):
 
 # ---- the rotation forms ------------------------------------------------------------------------
 
-#: (transformers modeling module, function, the sinpe.torch form patch routes it to)
-REFS = [("llama", "apply_rotary_pos_emb", "apply_rotary_pos_emb"),
-        ("gpt_neox", "apply_rotary_pos_emb", "apply_rotary_pos_emb"),
-        ("phi3", "apply_rotary_pos_emb", "apply_rotary_pos_emb"),
-        ("nemotron", "apply_rotary_pos_emb", "apply_rotary_pos_emb"),
-        ("deepseek_v3", "apply_rotary_pos_emb_interleave", "apply_rotary_pos_emb_interleave"),
-        ("glm", "apply_rotary_pos_emb", "apply_rotary_pos_emb_glm"),
-        ("helium", "apply_rotary_pos_emb", "apply_rotary_pos_emb_glm"),
-        ("cohere", "apply_rotary_pos_emb", "apply_rotary_pos_emb_cohere"),
-        ("olmo", "apply_rotary_pos_emb", "apply_rotary_pos_emb_olmo"),
-        ("gpt_oss", "apply_rotary_pos_emb", "apply_rotary_pos_emb_half"),
-        ("modernbert", "apply_rotary_pos_emb", "apply_rotary_pos_emb_float32"),
-        ("ernie4_5", "apply_rotary_pos_emb", "apply_rotary_pos_emb_glm_float32"),
-        ("gemma3n", "apply_rotary_pos_emb", "apply_rotary_pos_emb_single")]
+#: (transformers modeling module, function, the sinpe.torch form patch routes it to): the
+#: references sinpe.torch.patch recognises rotations by
+REFS = list(_torch_patch._REFERENCES)
 #: copies of those functions in other families (patch recognises them by their code): the
 #: route a patched ESM, Evolla, ERNIE-4.5-MoE, GLM-4, Cohere 2, OLMo 2 or FlexOlmo runs
 COPIES = [("esm", "apply_rotary_pos_emb", "apply_rotary_pos_emb_float32"),
