@@ -210,6 +210,8 @@ try:
 except TypeError:  # a torch whose is_autocast_enabled takes no device (before 2.4)
     _AUTOCAST = torch.is_autocast_cpu_enabled
 
+import torch.autograd.forward_ad as _FORWARD_AD  # noqa: E402  (its dual level, read per call)
+
 #: how a call runs (_way): the core's way, transformers' graph, or a training call (the core's
 #: forward, autograd's own backward of the graph replayed)
 _CORE, _GRAPH, _TRAIN = 0, 1, 2
@@ -221,8 +223,8 @@ def _way(ts: Tuple[Any, ...]) -> int:
     or sparse, on the meta device or any other device than the CPU, or tables that require
     grad while grad mode is on; a training call where autograd records q or k only; else
     the core."""
-    if _AUTOCAST():  # (autocast may cast or refuse the graph's ops: transformers' own)
-        return _GRAPH
+    if _AUTOCAST() or _FORWARD_AD._current_level >= 0:
+        return _GRAPH  # (autocast may cast or refuse the graph's ops; dual tensors' tangents)
     grad = torch.is_grad_enabled()
     records = False
     for t in ts:
@@ -583,6 +585,22 @@ class Form:
         self.ud = params.index("unsqueeze_dim")
         self.op: Any = None
 
+    def takes(self, ts: Tuple[Any, ...], partial: bool) -> bool:
+        """Whether a model's function of this form's family computes what the form computes
+        for these tensors' widths (shapes only: decided while torch traces too)."""
+        cos = ts[-2]
+        if not isinstance(cos, torch.Tensor) or not cos.dim() or \
+                any(not isinstance(t, torch.Tensor) or not t.dim() for t in ts[:-2]):
+            return False
+        w = cos.shape[-1]
+        if partial:
+            return bool(w >= 2)
+        if self.name == "apply_rotary_pos_emb":
+            return all(t.shape[-1] == w for t in ts[:-2])
+        if self.name == "apply_rotary_pos_emb_glm":
+            return all(t.shape[-1] == 2 * (w // 2) for t in ts[:-2])
+        return True  # (the other forms' cores take full widths only: their graphs decide)
+
     def kernel(self, *ts: torch.Tensor, unsqueeze_dim: int) -> Any:
         """The operator's kernel (grad mode off): the core's way, the graph where it declines."""
         out = self.core(*ts, unsqueeze_dim)
@@ -590,18 +608,20 @@ class Form:
 
 
 def call(form: Form, args: Tuple[Any, ...], kw: Dict[str, Any],
-         graph: Optional[Callable[..., Any]] = None) -> Any:
+         graph: Optional[Callable[..., Any]] = None, partial: bool = True) -> Any:
     """One call of a form with transformers' arguments: the operator while torch.compile or
     torch.export traces, the graph (graph: the model's own function, for a patched model)
     where something records or transforms the call, else the core's way (the graph where
-    the core declines)."""
+    the core declines).  partial False: the model's function has no partial width (Llama's,
+    Helium's), so tables narrower than q are its own to refuse; True (GPT-NeoX's, GLM's):
+    a table of width one is its one-channel rotation, not the form's broadcast."""
     g = form.graph if graph is None else graph
     bound = _bind(form, args, kw)
     if bound is None:  # arguments transformers' function would refuse or read otherwise
         return g(*args, **kw)
     ts, ud = bound
-    if graph is not None and not _same_domain(form, graph, ts, ud):
-        return g(*args, **kw)  # where the model's function raises or computes another shape
+    if graph is not None and not form.takes(ts, partial):
+        return g(*args, **kw)
     if form.op is not None and type(ud) is int and _torch_ops.tracing(ts):
         return form.op(*ts, ud)
     way = _way(ts)
@@ -614,61 +634,6 @@ def call(form: Form, args: Tuple[Any, ...], kw: Dict[str, Any],
         return g(*args, **kw)
     out = form.core(*ts, ud)
     return out if out is not None else g(*args, **kw)
-
-
-_DOMAINS: Dict[Any, bool] = {}
-
-
-def _same_domain(form: Form, graph: Callable[..., Any], ts: Tuple[Any, ...], ud: Any) -> bool:
-    """Whether a model's own function takes these inputs as the form's graph does (the same
-    output shapes and dtypes, neither raising), probed once per layout on meta tensors: a
-    family whose function has no partial width (Llama's, Helium's, OLMo's...) raises where
-    the form, which also stands in for GPT-NeoX's or GLM's, would rotate a part."""
-    try:
-        key = (form.name, graph, ud) + tuple(t.shape for t in ts) + tuple(t.dtype for t in ts)
-    except AttributeError:  # not tensors: the function's own way
-        return False
-    ok = _DOMAINS.get(key)
-    if ok is None:
-        ok = _meta_outputs(graph, ts, ud) == _meta_outputs(form.graph, ts, ud) is not None \
-            and _same_values(form, graph, ts, ud)
-        if len(_DOMAINS) >= 4096:
-            _DOMAINS.clear()
-        _DOMAINS[key] = ok
-    return ok
-
-
-def _same_values(form: Form, graph: Callable[..., Any], ts: Tuple[Any, ...], ud: Any) -> bool:
-    """The model's function and the form's graph on random tensors of these shapes and dtypes,
-    bit for bit (a width-one table is Llama's broadcast but GPT-NeoX's one-channel rotation)."""
-    gen = torch.Generator().manual_seed(11)
-    try:
-        xs = [torch.randn(t.shape, generator=gen).to(t.dtype) for t in ts]
-        with torch.no_grad():
-            want, got = graph(*xs, unsqueeze_dim=ud), form.graph(*xs, unsqueeze_dim=ud)
-    except Exception:
-        return False
-    want = want if isinstance(want, tuple) else (want,)
-    got = got if isinstance(got, tuple) else (got,)
-    return len(want) == len(got) and all(
-        a.shape == b.shape and a.dtype == b.dtype and torch.equal(_int_view(a), _int_view(b))
-        for a, b in zip(want, got))
-
-
-def _int_view(t: torch.Tensor) -> torch.Tensor:
-    t = t.contiguous()
-    return t.view({1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[
-        t.element_size()])
-
-
-def _meta_outputs(fn: Callable[..., Any], ts: Tuple[Any, ...], ud: Any) -> Any:
-    try:
-        meta = [torch.empty(t.shape, dtype=t.dtype, device="meta") for t in ts]
-        out = fn(*meta, unsqueeze_dim=ud)
-    except Exception:
-        return None
-    outs = out if isinstance(out, tuple) else (out,)
-    return tuple((tuple(o.shape), o.dtype) for o in outs)
 
 
 def _bind(form: Form, args: Tuple[Any, ...], kw: Dict[str, Any]
@@ -779,7 +744,10 @@ class _Capture:
                 return torch.autograd.grad([o for o, _ in pairs], wrt, [g for _, g in pairs],
                                            allow_unused=True)
         gs = [torch.zeros_like(x) for x, r in zip(self.examples[:n], reach) if r]
-        gm = make_fx(backward)(*gs, *self.examples)
+        # neutral saved-tensor hooks: the capture's own autograd graph is nothing an outer
+        # hook (activation checkpointing's count of saved tensors) may see
+        with torch.autograd.graph.saved_tensors_hooks(_same_tensor, _same_tensor):
+            gm = make_fx(backward)(*gs, *self.examples)
         gm.graph.eliminate_dead_code()
         places = [nd for nd in gm.graph.nodes if nd.op == "placeholder"]
         if any(nd.users for nd in places[len(gs):len(gs) + n]):
@@ -828,6 +796,10 @@ def _in_place(graph: Any) -> bool:
     return changed
 
 
+def _same_tensor(t: torch.Tensor) -> torch.Tensor:
+    return t
+
+
 def _straight(graph: Any) -> Callable[..., Any]:
     """A graph of aten ops as one plain Python function: each op called through the
     dispatcher's own entry (the same kernel as autograd's call, without OpOverload's Python
@@ -872,6 +844,12 @@ def _specials(t: torch.Tensor) -> torch.Tensor:
     for i in range(min(flat.numel(), 64)):
         flat[(i * 7919) % flat.numel()] = vals[i % len(vals)]
     return out
+
+
+def _int_view(t: torch.Tensor) -> torch.Tensor:
+    t = t.contiguous()
+    return t.view({1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[
+        t.element_size()])
 
 
 def _same_outputs(a: Any, b: Any) -> bool:
@@ -961,21 +939,33 @@ def graph_of(name: str) -> Callable[..., Any]:
     return FORMS[name].graph
 
 
+#: the reference functions whose tables may be narrower than q (the first channels rotate)
+PARTIAL_REFERENCES = frozenset({"gpt_neox", "phi3", "nemotron", "glm"})
+
+
 class route:
     """A form standing in for a model's own rotation function (sinpe.torch.patch): the form's
-    core way and operator, the model's function wherever the graph runs.  Plain data: the
-    form's name and the function it replaces."""
-    __slots__ = ("form", "original")
+    core way and operator, the model's function wherever the graph runs.  reference: the
+    transformers module whose function it matched (its widths' rule).  With the module's
+    globals and the name, a function the module holds under that name now, other than the
+    one routed (the user replaced it), is called instead: the model computes what the
+    unpatched model computes."""
+    __slots__ = ("form", "original", "partial", "g", "name")
 
-    def __init__(self, form: str, original: Callable[..., Any]) -> None:
+    def __init__(self, form: str, original: Callable[..., Any], reference: str = "",
+                 g: Optional[Dict[str, Any]] = None, name: str = "") -> None:
         self.form = form
         self.original = original
+        self.partial = reference in PARTIAL_REFERENCES
+        self.g, self.name = g, name
 
     def __call__(self, *args: Any, **kw: Any) -> Any:
-        return call(FORMS[self.form], args, kw, self.original)
-
-    def __reduce__(self) -> Any:
-        return (route, (self.form, self.original))
+        g = self.g
+        if g is not None:
+            live = g.get(self.name)
+            if live is not self.original and live is not None:
+                return live(*args, **kw)
+        return call(FORMS[self.form], args, kw, self.original, self.partial)
 
     def __repr__(self) -> str:
         return f"<sinpe form {self.form} for {getattr(self.original, '__qualname__', '?')}>"

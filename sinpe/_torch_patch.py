@@ -138,15 +138,16 @@ def _names(code: types.CodeType) -> List[str]:
     return out
 
 
-_KNOWN: Optional[Dict[str, str]] = None
+_KNOWN: Optional[Dict[str, Tuple[str, str]]] = None
 
 
-def _known() -> Dict[str, str]:
-    """fingerprint -> form name, from transformers' installed reference modules."""
+def _known() -> Dict[str, Tuple[str, str]]:
+    """fingerprint -> (form name, reference module), from transformers' installed reference
+    modules."""
     global _KNOWN
     if _KNOWN is None:
         import importlib
-        known: Dict[str, str] = {}
+        known: Dict[str, Tuple[str, str]] = {}
         for mod, fn, form in _REFERENCES:
             try:
                 m = importlib.import_module(f"transformers.models.{mod}.modeling_{mod}")
@@ -154,14 +155,26 @@ def _known() -> Dict[str, str]:
                 continue
             fp = _fingerprint(getattr(m, fn, None))
             if fp is not None:
-                known.setdefault(fp, form)
+                known.setdefault(fp, (form, mod))
         _KNOWN = known
     return _KNOWN
 
 
-def _classify(fn: Any) -> Optional[str]:
+def _classify(fn: Any) -> Optional[Tuple[str, str]]:
+    """(form, reference module) of a rotation function recognised by its code, or None; kept
+    per function object (a copy's rebuild classifies the module's functions again)."""
+    kept = _CLASSIFIED.get(id(fn))
+    if kept is not None and kept[0] is fn:
+        return kept[1]  # type: ignore[no-any-return]
     fp = _fingerprint(fn)
-    return None if fp is None else _known().get(fp)
+    got = None if fp is None else _known().get(fp)
+    if len(_CLASSIFIED) >= 1024:
+        _CLASSIFIED.clear()
+    _CLASSIFIED[id(fn)] = (fn, got)
+    return got
+
+
+_CLASSIFIED: Dict[int, Tuple[Any, Any]] = {}
 
 
 def _is_rotation_name(name: str) -> bool:
@@ -242,6 +255,7 @@ class _Router:
     def __init__(self, g: Dict[str, Any]):
         self.g = g
         self.routes: Dict[str, str] = {}
+        self.refs: Dict[str, str] = {}
         self.kept: Dict[str, str] = {}
         for name, obj in list(g.items()):
             if name.startswith(_ALIAS) or not _is_rotation_name(name) or not callable(obj):
@@ -250,13 +264,14 @@ class _Router:
             if not isinstance(f, types.FunctionType) or not f.__module__.startswith(
                     "transformers."):
                 continue
-            form = _classify(obj)
-            if form is None:
+            found = _classify(obj)
+            if found is None:
                 self.kept[name] = "unrecognised"
-            elif not _same_rotation(obj, form):
+            elif not _same_rotation(obj, found[0]):
                 self.kept[name] = "its results differ from the sinpe form's"
             else:
-                self.routes[name] = form
+                self.routes[name] = found[0]
+                self.refs[name] = found[1]
         # module-level helpers that call a routed function (transitively) get aliases too
         self.helpers: List[str] = []
         routed = set(self.routes)
@@ -283,9 +298,10 @@ class _Router:
     def fresh(self) -> bool:
         return self._reads() == self.seen
 
-    def table(self) -> Dict[str, str]:
-        """The routing as plain data: each routed name -> its form, each helper -> 'helper'."""
-        out = dict(self.routes)
+    def table(self) -> Dict[str, Any]:
+        """The routing as plain data: each routed name -> [its form, the reference module its
+        function matched], each helper -> 'helper'."""
+        out: Dict[str, Any] = {n: [f, self.refs[n]] for n, f in self.routes.items()}
         out.update({n: "helper" for n in self.helpers})
         return out
 
@@ -293,17 +309,24 @@ class _Router:
         _install(self.g, self.table())
 
 
-def _install(g: Dict[str, Any], table: Dict[str, str]) -> None:
+def _install(g: Dict[str, Any], table: Dict[str, Any]) -> None:
     """The aliases of a routing table in a modeling module's globals: each routed name's
     route (to the function the module holds now: its graph's way), each helper's copy (its
-    code naming the aliases); a helper the module no longer holds as its own function (the
-    user replaced it) is aliased as it is now."""
+    code naming the aliases); a function the module holds now that is not the one routed
+    (the user replaced it: not the form's code) or a helper it no longer holds as its own
+    function is aliased as it is now (called as the unpatched model calls it)."""
     names = set(table)
     for name, what in table.items():
         obj = g.get(name)
         if what != "helper":
-            if obj is not None:
-                g[_ALIAS + name] = route(what, obj)
+            form, ref = what
+            cur = g.get(_ALIAS + name)
+            if isinstance(cur, route) and cur.form == form and cur.g is g:
+                continue  # (it calls whatever the module holds under the name, if replaced)
+            if obj is not None and _classify(obj) == (form, ref):
+                g[_ALIAS + name] = route(form, obj, ref, g, name)
+            elif obj is not None:
+                g[_ALIAS + name] = obj
             continue
         if isinstance(obj, types.FunctionType) and obj.__globals__ is g:
             g[_ALIAS + name] = _recode(obj, names)
@@ -489,7 +512,15 @@ def _router(g: Dict[str, Any]) -> _Router:
 # ---- the rotary forwards -------------------------------------------------------------------------
 
 def _meta(*ts: Any) -> bool:
-    return any(isinstance(t, torch.Tensor) and t.is_meta for t in ts)
+    """A tensor without values sinpe can read: on the meta device, or inside a torch
+    function transform (vmap, grad, jvp, functionalize): the module's own forward then."""
+    if torch.compiler.is_compiling():  # (fake tensors under a trace: the operators take them)
+        return any(isinstance(t, torch.Tensor) and t.is_meta for t in ts)
+    return any(isinstance(t, torch.Tensor) and (t.is_meta or _FUNCTORCH_WRAPPED(t))
+               for t in ts)
+
+
+_FUNCTORCH_WRAPPED = torch._C._functorch.is_functorch_wrapped_tensor
 
 
 def _own(self: Any, attr: str = "forward") -> Callable[..., Any]:
@@ -607,7 +638,7 @@ def _mscale_forward(module: Any, spec: Dict[str, Any]) -> Callable[..., Any]:
         # (transformers' rule, read from the module's config as its forward reads it); the
         # tables are sinpe's float32 cos/sin of position * inv_freq, scaled and cast as the
         # module does.
-        if _meta(x, position_ids):
+        if _meta(x, position_ids, getattr(self, "inv_freq", None)):
             return _unwrapped_own(self)(x, position_ids)  # type: ignore[no-any-return]
         rp = self.config.rope_parameters
         scale = None
@@ -659,8 +690,7 @@ def _plain_grid(inv_freq: Any, x: Any, ndim: int) -> bool:
     (after ``model.to(bfloat16)`` or float64 the module computes its angles in that type:
     its own forward then) and an x of ndim axes with memory (a meta x: the module's forward,
     which returns meta tensors)."""
-    return (inv_freq.dtype == torch.float32 and not inv_freq.is_meta and not x.is_meta
-            and x.dim() == ndim)
+    return (inv_freq.dtype == torch.float32 and not _meta(inv_freq, x) and x.dim() == ndim)
 
 
 def _grid_forward(module: Any, spec: Dict[str, Any]) -> Callable[..., Any]:
@@ -973,6 +1003,45 @@ def _prove(module: Any, new: Callable[..., Any], own: Callable[..., Any],
     return None if compared else "its own forward took none of the probe inputs"
 
 
+def _own_code(module: Any) -> Optional[str]:
+    """Why a rotary module's forward is not one sinpe may replace, or None: an instance
+    attribute stands in for its forward (a hook, as accelerate sets), or a class of its own
+    (a subclass, remote code) defines a method that is not a copy of transformers' code for
+    it (the proof on the instance probes a few positions; code of the user's own may differ
+    past them: position interpolation, clamping)."""
+    d = module.__dict__.get("forward")
+    if d is not None and not isinstance(d, Patched):
+        return "an instance attribute stands in for its forward (a hook): its own forward"
+    cls = type(module)
+    base = next((c for c in cls.__mro__ if c.__module__.startswith("transformers.")), None)
+    ref = base if base is not None else _llama_rotary()
+    for c in cls.__mro__:
+        if c is base or c is torch.nn.Module or c is object:
+            break
+        for attr, fn in vars(c).items():
+            if attr.startswith("__"):
+                continue
+            f = fn.__func__ if isinstance(fn, (staticmethod, classmethod)) else fn
+            if not isinstance(f, types.FunctionType):
+                continue
+            theirs = getattr(ref, attr, None) if ref is not None else None
+            theirs = theirs.__func__ if isinstance(theirs, (classmethod,)) else theirs
+            if theirs is None or not callable(theirs) or \
+                    _body_dump(inspect.unwrap(f)) != _body_dump(inspect.unwrap(theirs)):
+                return (f"{c.__qualname__}.{attr} is code of its own, not transformers': "
+                        "its own forward")
+    return None
+
+
+def _llama_rotary() -> Any:
+    """transformers' Llama rotary class: what remote code's rotary classes copy."""
+    try:
+        from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+    except Exception:
+        return None
+    return LlamaRotaryEmbedding
+
+
 def _twin(module: Any) -> Any:
     """A CPU copy of a module on the meta device to prove the patch on: built again from its
     config by its own class (its buffers as its init makes them); None when that fails."""
@@ -1069,6 +1138,7 @@ def _routes(model: Any, family: str) -> Tuple[List[Tuple[Any, str, Dict[str, Any
     plan: List[Tuple[Any, str, Dict[str, Any]]] = []
     routers: List[_Router] = []
     seen: Set[Tuple[type, str]] = set()
+    hooked: List[str] = []
     for mod_name, m in model.named_modules():
         if type(m).__name__.endswith("RotaryEmbedding"):
             continue
@@ -1080,6 +1150,13 @@ def _routes(model: Any, family: str) -> Tuple[List[Tuple[Any, str, Dict[str, Any
                 if attr.startswith("__") or attr in done or not isinstance(fn, types.FunctionType):
                     continue
                 done.add(attr)
+                d = m.__dict__.get(attr)
+                if d is not None and not isinstance(d, Patched):
+                    # an instance attribute stands in for the method (a hook): left as it is
+                    if _calls_routed(fn, _router(inspect.unwrap(fn).__globals__).names):
+                        hooked.append(f"{type(m).__name__}.{attr} (an instance attribute "
+                                      "stands in for it)")
+                    continue
                 r = _router(inspect.unwrap(fn).__globals__)
                 if r not in routers:
                     routers.append(r)
@@ -1093,7 +1170,7 @@ def _routes(model: Any, family: str) -> Tuple[List[Tuple[Any, str, Dict[str, Any
                 plan.append((m, attr, {"kind": "method", "table": r.table(), "form": form,
                                        "class": type(m).__name__}))
                 seen.add((type(m), attr))
-    kept = sorted({f"{n} ({why})" for r in routers for n, why in r.kept.items()})
+    kept = sorted({f"{n} ({why})" for r in routers for n, why in r.kept.items()} | set(hooked))
     return plan, kept
 
 
@@ -1128,6 +1205,12 @@ def patch(model: Any, *, backend: Optional[str] = None) -> Any:
     _model_arg(model)
     if backend is not None and not isinstance(backend, str):
         raise TypeError(f"backend must be None or a str, got {type(backend).__name__}")
+    if backend is not None:
+        from ._backends import policy
+        try:
+            policy.opts(backend, None, None)
+        except ValueError as e:
+            raise ValueError(f"backend={backend!r}: {e}") from None
     family = _family(model)
     # 1. rotary modules: check and prove every one before changing anything
     plan: List[Tuple[Any, str, Dict[str, Any]]] = []
@@ -1135,6 +1218,11 @@ def patch(model: Any, *, backend: Optional[str] = None) -> Any:
     found = False
     for mod_name, m in _rotaries(model):
         found = True
+        own = _own_code(m)
+        if own is not None:  # code sinpe cannot prove at every position: the module's own
+            keep.append((m, {"class": type(m).__name__, "kind": "rotary",
+                             "form": f"kept ({own})"}))
+            continue
         spec = _spec(m, family, backend)
         if spec["kind"] is None:
             keep.append((m, {"class": type(m).__name__, "kind": "rotary",

@@ -461,7 +461,9 @@ def run_form(case):
         sf = getattr(st, form)
     else:
         refs = [(mod, fn_name)]
-        sf = _torch_forms.route(form, _reference(mod, fn_name))
+        fn = _reference(mod, fn_name)
+        found = _torch_patch._classify(fn)  # (form, the reference its code matched), as patch
+        sf = _torch_forms.route(form, fn, found[1] if found else "")
     base = [values(case[n]) for n in names]
     with _core_spy(form) as used:
         got, *gl = _side(sf, base, case, names, single)
