@@ -117,7 +117,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 def _main(argv: Optional[List[str]]) -> int:
     try:
         import sinpe  # the environment (SINPE_*) is read at import
-    except (ValueError, RuntimeError, TypeError, OverflowError) as exc:
+    except (ValueError, RuntimeError, TypeError, OverflowError, Warning) as exc:
         print(f"sinpe: error: {exc}", file=sys.stderr)
         return 2
     if sinpe._ENV_ERROR is not None:
@@ -138,7 +138,8 @@ def _main(argv: Optional[List[str]]) -> int:
                                          backend=backend, torch_threads=args.torch_threads,
                                          threads=args.threads)
         _fill(sinpe, table, args, backend)
-    except (TypeError, ValueError, OverflowError, MemoryError, RuntimeError) as exc:
+    except (TypeError, ValueError, OverflowError, MemoryError, RuntimeError, Warning) as exc:
+        # (a warning turned into an error by the user's filters: PYTHONWARNINGS=error)
         print(f"sinpe: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -939,6 +939,28 @@ def graph_of(name: str) -> Callable[..., Any]:
     return FORMS[name].graph
 
 
+def _global_functions(fn: Any, g: Dict[str, Any]) -> Tuple[Tuple[str, Any], ...]:
+    """The module-level functions of g that fn's code names, and theirs, transitively."""
+    out: Dict[str, Any] = {}
+    todo = [fn]
+    while todo:
+        f = todo.pop()
+        f = getattr(f, "__wrapped__", f)
+        code = getattr(f, "__code__", None)
+        if code is None:
+            continue
+        names = list(code.co_names)
+        for c in code.co_consts:
+            if hasattr(c, "co_names"):
+                names.extend(c.co_names)
+        for n in names:
+            obj = g.get(n)
+            if n not in out and callable(obj) and getattr(obj, "__globals__", None) is g:
+                out[n] = obj
+                todo.append(obj)
+    return tuple(out.items())
+
+
 #: the reference functions whose tables may be narrower than q (the first channels rotate)
 PARTIAL_REFERENCES = frozenset({"gpt_neox", "phi3", "nemotron", "glm"})
 
@@ -950,7 +972,7 @@ class route:
     globals and the name, a function the module holds under that name now, other than the
     one routed (the user replaced it), is called instead: the model computes what the
     unpatched model computes."""
-    __slots__ = ("form", "original", "partial", "g", "name")
+    __slots__ = ("form", "original", "partial", "g", "name", "deps")
 
     def __init__(self, form: str, original: Callable[..., Any], reference: str = "",
                  g: Optional[Dict[str, Any]] = None, name: str = "") -> None:
@@ -958,6 +980,9 @@ class route:
         self.original = original
         self.partial = reference in PARTIAL_REFERENCES
         self.g, self.name = g, name
+        #: the module-level functions the original calls (rotate_half...), as they were: one
+        #: replaced since changes what the original computes, so the original runs instead
+        self.deps = _global_functions(original, g) if g is not None else ()
 
     def __call__(self, *args: Any, **kw: Any) -> Any:
         g = self.g
@@ -965,6 +990,9 @@ class route:
             live = g.get(self.name)
             if live is not self.original and live is not None:
                 return live(*args, **kw)
+            for n, f in self.deps:
+                if g.get(n) is not f:
+                    return self.original(*args, **kw)
         return call(FORMS[self.form], args, kw, self.original, self.partial)
 
     def __repr__(self) -> str:

@@ -46,6 +46,7 @@ import copy
 import dis
 import inspect
 import math
+import os
 import sys
 import textwrap
 import types
@@ -1019,18 +1020,66 @@ def _own_code(module: Any) -> Optional[str]:
         if c is base or c is torch.nn.Module or c is object:
             break
         for attr, fn in vars(c).items():
-            if attr.startswith("__"):
-                continue
-            f = fn.__func__ if isinstance(fn, (staticmethod, classmethod)) else fn
-            if not isinstance(f, types.FunctionType):
+            if attr.startswith("__") and attr != "__call__" or attr == "__init__":
                 continue
             theirs = getattr(ref, attr, None) if ref is not None else None
-            theirs = theirs.__func__ if isinstance(theirs, (classmethod,)) else theirs
-            if theirs is None or not callable(theirs) or \
-                    _body_dump(inspect.unwrap(f)) != _body_dump(inspect.unwrap(theirs)):
+            if not _same_code(fn, inspect.getattr_static(ref, attr, None) if ref is not None
+                              else None) and fn is not theirs:
                 return (f"{c.__qualname__}.{attr} is code of its own, not transformers': "
                         "its own forward")
     return None
+
+
+def _same_code(mine: Any, theirs: Any) -> bool:
+    """Whether a class attribute is a copy of transformers' code for it: plain functions (or
+    static/class methods of them) whose syntax trees are equal, decorators included, and
+    whose wrappers, if any, are transformers' or torch's own (dynamic_rope_update,
+    torch.no_grad: a wrapper of the user's own may change positions past every probe)."""
+    a, b = _plain_function(mine), _plain_function(theirs)
+    if a is None or b is None or type(mine) is not type(theirs):
+        return False
+    return _def_dump(a) == _def_dump(b) and _library_wrappers(a) and _library_wrappers(b)
+
+
+def _plain_function(obj: Any) -> Optional[types.FunctionType]:
+    f = obj.__func__ if isinstance(obj, (staticmethod, classmethod)) else obj
+    return f if isinstance(f, types.FunctionType) else None
+
+
+def _def_dump(fn: types.FunctionType) -> Optional[str]:
+    """The syntax tree of a function's definition, its decorators and arguments included."""
+    try:
+        node = ast.parse(textwrap.dedent(inspect.getsource(inspect.unwrap(fn)))).body[0]
+    except (OSError, TypeError, SyntaxError, IndexError):
+        return None
+    if not isinstance(node, ast.FunctionDef):
+        return None
+    body = node.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    return ast.dump(ast.Module(body=[ast.FunctionDef(
+        name="f", args=node.args, body=body, decorator_list=node.decorator_list,
+        returns=None, type_comment=None)], type_ignores=[]), annotate_fields=False)
+
+
+_LIBRARY_FILES = (os.path.dirname(torch.__file__) + os.sep,)
+
+
+def _library_wrappers(fn: Any) -> bool:
+    """Every wrapper in fn's chain (functools.wraps' __wrapped__) is code of transformers or
+    torch (their decorators), never the user's."""
+    lib = _LIBRARY_FILES + _transformers_files()
+    while isinstance(fn, types.FunctionType) and getattr(fn, "__wrapped__", None) is not None:
+        if not fn.__code__.co_filename.startswith(lib):
+            return False
+        fn = fn.__wrapped__
+    return True
+
+
+def _transformers_files() -> Tuple[str, ...]:
+    mod = sys.modules.get("transformers")
+    path = getattr(mod, "__file__", None)
+    return (os.path.dirname(path) + os.sep,) if path else ()
 
 
 def _llama_rotary() -> Any:
@@ -1209,8 +1258,8 @@ def patch(model: Any, *, backend: Optional[str] = None) -> Any:
         from ._backends import policy
         try:
             policy.opts(backend, None, None)
-        except ValueError as e:
-            raise ValueError(f"backend={backend!r}: {e}") from None
+        except (ValueError, RuntimeError) as e:  # a name refused, a library not installed
+            raise type(e)(f"backend={backend!r}: {e}") from None
     family = _family(model)
     # 1. rotary modules: check and prove every one before changing anything
     plan: List[Tuple[Any, str, Dict[str, Any]]] = []

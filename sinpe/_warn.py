@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import warnings
 from types import FrameType
 from typing import Any, Optional, Set
@@ -42,14 +43,45 @@ def _importlib(filename: str) -> bool:
     return "importlib" in filename and "_bootstrap" in filename
 
 
-def warn_once(key: Any, message: str) -> None:
-    """A SinpeWarning, the first time in this process for key.  Where a filter turns it into
-    an error, the error propagates and the key is not marked (the next call raises again)."""
+_LOCK = threading.Lock()
+
+
+def warn_once(key: Any, message: str) -> bool:
+    """A SinpeWarning, the first time in this process for key that it is shown.  Where a
+    filter turns it into an error, the error propagates and the key is not marked (the next
+    call raises again: threads racing the first call each raise, one after the other); where
+    a filter ignores it at the caller's line, nothing is marked either (a later call outside
+    that filter warns).  Whether the key is settled (warned now or before; False: ignored)."""
     if key in _WARNED:
-        return
-    _WARNED.add(key)
-    try:
-        warnings.warn(message, SinpeWarning, stacklevel=_caller_level())
-    except BaseException:
-        _WARNED.discard(key)
-        raise
+        return True
+    with _LOCK:
+        if key in _WARNED:
+            return True
+        level = _caller_level()
+        if _ignored(message, level):
+            return False
+        _WARNED.add(key)
+        try:
+            warnings.warn(message, SinpeWarning, stacklevel=level)
+        except BaseException:
+            _WARNED.discard(key)
+            raise
+        return True
+
+
+def _ignored(message: str, level: int) -> bool:
+    """Whether the warnings filters in force ignore a SinpeWarning of this message at the line
+    stacklevel `level` of warn_once names (the filters' first match decides, as warnings
+    decides)."""
+    frame: Optional[FrameType] = sys._getframe(1)  # warn_once
+    for _ in range(level - 1):  # (as warnings walks: importlib's own frames skipped)
+        frame = frame.f_back if frame is not None else None
+        while frame is not None and _importlib(frame.f_code.co_filename):
+            frame = frame.f_back
+    module = frame.f_globals.get("__name__", "<string>") if frame is not None else "sys"
+    lineno = frame.f_lineno if frame is not None else 0
+    for action, msg, cat, mod, ln in warnings.filters:
+        if (msg is None or msg.match(message)) and issubclass(SinpeWarning, cat) \
+                and (mod is None or mod.match(module)) and (ln == 0 or ln == lineno):
+            return bool(action == "ignore")
+    return bool(warnings.defaultaction == "ignore")

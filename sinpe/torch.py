@@ -58,9 +58,11 @@ def _check_width(d_model: int, base: float) -> None:
     """The references' refusals of a width (both compute ``-math.log(base) / d_model``, then
     assign ``d_model // 2`` cosine columns from ``ceil(d_model / 2)`` angles): d_model 0 raises
     ZeroDivisionError (or math.log's ValueError for a base <= 0) and an odd d_model >= 3
-    raises RuntimeError, as there; d_model 1 is a sine column alone, as there."""
+    raises RuntimeError, as there; d_model 1 is a sine column alone, as there.  A base
+    <= 0 raises math.log's ValueError before any of these, whatever the width and length
+    (an empty table, a module on meta: the references take the logarithm all the same)."""
+    math.log(base)  # a base <= 0: math.log's ValueError first, as in the references
     if d_model == 0:
-        math.log(base)  # a base <= 0: math.log's ValueError first, as in the references
         raise ZeroDivisionError("float division by zero")
     if d_model >= 3 and d_model % 2:
         raise RuntimeError(

@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Dict, List, Optional, SupportsIndex, Tuple
+from typing import Any, Dict, List, Optional, Set, SupportsIndex, Tuple
 
 from .. import _sinpe
 from .._types import Kernel, Name
 from .._warn import warn_once
+
+#: names whose warning a filter ignored during this resolution (not kept: it is said later)
+_UNSETTLED: Set[str] = set()
 from . import records, runtime
 from .records import ARM64, BACKEND_INDEX, NAMES, PATH_NAMES, PROFILES, REGISTRY, X86_64
 
@@ -67,7 +70,8 @@ def resolve(name: Any, warn: bool = True) -> Tuple[str, int]:
         profile, threads, _ = rec.profile_of()  # (or of the newest measured)
         unmeasured = rec.unmeasured() if rec.unmeasured is not None else None
         if unmeasured is not None and warn:  # another release's bits: said once per release
-            warn_once(*unmeasured)
+            if not warn_once(*unmeasured):  # ignored by a filter at the caller's line: the
+                _UNSETTLED.add(name)  # resolution is not kept, so a later call warns
         return profile, threads
     if name in PROFILES:
         mod = sys.modules.get("torch")
@@ -145,8 +149,9 @@ def opts(backend: Any = None, threads: Any = None, torch_threads: Any = None) ->
         hit = None
     if hit is None:
         hit = _resolve_opts(name)
-        if isinstance(name, str) and len(_OPTS_CACHE) < 64:
+        if isinstance(name, str) and len(_OPTS_CACHE) < 64 and not _UNSETTLED:
             _OPTS_CACHE[key] = hit
+        _UNSETTLED.clear()
     index, trig, lanes, default_tt, pow_lanes = hit
     return (index, _STATE["path"], _STATE["threads"] if threads is None else threads, trig,
             lanes, default_tt if torch_threads is None else torch_threads, pow_lanes)

@@ -174,12 +174,16 @@ FRAMEWORKS: Dict[str, Dict[str, Tuple[str, str, str, int]]] = {
                             "AVX-512: the same bits); pow by the installed NumPy itself "
                             "(np.power: Intel SVML's on AVX-512 CPUs, the C library's powf "
                             "elsewhere)", 0)},
-    "tensorflow": {"tensorflow-2.21": ("2.21", "tensorflow tensorflow-cpu tensorflow-intel",
+    "tensorflow": {"tensorflow-2.21": ("2.21", "tensorflow tensorflow-cpu tensorflow-intel "
+                                       "intel-tensorflow tensorflow-macos tensorflow-rocm "
+                                       "tf-nightly tf-nightly-cpu",
                                        "Eigen's exp/sin/cos/pow under FTZ/DAZ, the last n % 8 "
                                        "elements of each op through glibc (flushed)", 0)},
     "jax": {"jax-0.10": ("0.10", "jaxlib jax", "XLA's exp (FTZ/DAZ), glibc's sinf/cosf, glibc's "
                          "powf under FTZ/DAZ", 0)},
-    "onnxruntime": {"onnxruntime-1.32": ("1.32", "onnxruntime onnxruntime-gpu",
+    "onnxruntime": {"onnxruntime-1.32": ("1.32", "onnxruntime onnxruntime-gpu "
+                                         "onnxruntime-directml onnxruntime-openvino "
+                                         "onnxruntime-training ort-nightly",
                                          "MLAS exp, Eigen sin/cos with the last n % 4 elements "
                                          "of each op through glibc, glibc's powf", 0)},
 }
@@ -230,15 +234,34 @@ def _release_of(version: str) -> str:
 _RELEASE = re.compile(r"v?(?:\d+!)?(\d+)(?:\.(\d+))?")
 
 
+def _final_release(version: str) -> Optional[str]:
+    """A PEP 440 version's release as a profile names it ('2.4.6', '2.4.post1', '2.4.6+cpu'
+    -> '2.4'), or None for a version that is no final release of epoch 0 (a pre-release or a
+    development build: code from before the release measured; another epoch; no version)."""
+    m = _PEP440.match(version.strip())
+    if m is None or (m.group("epoch") or "0") != "0" or m.group("pre") or m.group("dev"):
+        return None
+    return f"{int(m.group('major'))}.{int(m.group('minor') or 0)}"
+
+
+#: a PEP 440 version (case and separators as the specification allows)
+_PEP440 = re.compile(
+    r"^v?(?:(?P<epoch>\d+)!)?(?P<major>\d+)(?:\.(?P<minor>\d+))?(?:\.\d+)*"
+    r"(?P<pre>[-_.]?(?:a|b|c|rc|alpha|beta|pre|preview)[-_.]?\d*)?"
+    r"(?:-\d+|[-_.]?(?:post|rev|r)[-_.]?\d*)?"
+    r"(?P<dev>[-_.]?dev[-_.]?\d*)?(?:\+[a-z0-9]+(?:[-_.][a-z0-9]+)*)?$", re.IGNORECASE)
+
+
 def framework_release(framework: str) -> Tuple[str, Optional[str], bool]:
     """(the profile the framework's plain name means, the installed version or None, whether
-    that version's release has a measured profile): the installed release's profile, else
-    the newest measured."""
+    that version is a final release whose major.minor has a measured profile): the
+    installed release's profile, else the newest measured."""
     profiles = FRAMEWORKS[framework]
     version = installed_release(framework)
     if version is not None:
+        release = _final_release(version)
         for name, p in profiles.items():
-            if p[0] == _release_of(version):
+            if release is not None and p[0] == release:
                 return name, version, True
     return list(profiles)[-1], version, False
 

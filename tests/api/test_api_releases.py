@@ -147,7 +147,7 @@ def _fake_dists(tmp_path, versions):
     """A directory of dist-info metadata only (no code): first on a child's path, it is what
     importlib.metadata reads for those distributions."""
     for dist, version in versions.items():
-        d = tmp_path / f"{dist}-{version}.dist-info"
+        d = tmp_path / f"{dist.replace('-', '_')}-{version}.dist-info"  # (as pip names it)
         d.mkdir()
         (d / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
     path = [str(tmp_path)] + [p for p in [os.environ.get("PYTHONPATH")] if p]
@@ -218,3 +218,89 @@ def test_sleef_with_an_unmeasured_torch_imported_warns_too(fresh, monkeypatch, v
         warnings.simplefilter("always")
         assert policy.resolve("sleef")[0] == records.NEWEST
     assert sinpe_warnings(rec) == []
+
+
+# ---- the second review's variants (issue 35, finding 5) ---------------------------------------
+
+@pytest.mark.parametrize("version,warns", [
+    ("2.4.0rc1", True), ("2.4rc1", True), ("2.4.0.dev0", True), ("1!2.4.0", True),
+    ("2.4.post1", False), ("2.4.6+cpu", False), ("2.4.6", False)])
+def test_prereleases_and_dev_builds_are_not_the_measured_release(fresh, version, warns):
+    """A pre-release or a development build of a measured major.minor is code from before the
+    release measured (another epoch another version): it warns; a post release or a local
+    build of it does not (2.4rc1 warned where 2.4.0rc1 did not)."""
+    fresh("numpy", version)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        sinpe.positional_encoding(4, 8, backend="numpy")
+    assert bool(sinpe_warnings(rec)) == warns, version
+
+
+@pytest.mark.parametrize("fw,dist,version", [
+    ("tensorflow", "tf-nightly", "2.22.0.dev20260301"), ("tensorflow", "tensorflow-macos", "2.20.0"),
+    ("onnxruntime", "ort-nightly", "1.33.0.dev20260101"),
+    ("onnxruntime", "onnxruntime-openvino", "1.31.0")])
+def test_other_distributions_of_a_framework_are_read(tmp_path, fw, dist, version):
+    """TensorFlow and ONNX Runtime ship under other distribution names (nightlies, platform
+    builds): one installed at an unmeasured release warns, and numerics() names it (they
+    were read as not installed: the measured release's bits in silence)."""
+    code = ("import warnings, sinpe\n"
+            "with warnings.catch_warnings(record=True) as rec:\n"
+            "    warnings.simplefilter('always')\n"
+            f"    sinpe.positional_encoding(4, 8, backend={fw!r})\n"
+            "print(len(rec), rec[0].message if rec else '')\n")
+    r = run_python(code, PYTHONPATH=_fake_dists(tmp_path, {dist: version}))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("1 ") and f"{TITLE[fw]} {version} is installed" in r.stdout, \
+        r.stdout
+
+
+def test_the_command_line_under_warnings_as_errors(tmp_path):
+    """PYTHONWARNINGS=error: the command line says `sinpe: error: ...` and exits 2, as for
+    its other errors (a raw SinpeWarning traceback before)."""
+    env = dict(os.environ, PYTHONPATH=_fake_dists(tmp_path, {"jaxlib": "0.9.2"}),
+               PYTHONWARNINGS="error")
+    r = subprocess.run([sys.executable, "-m", "sinpe", "--max-len", "10", "--d-model", "8",
+                        "-o", "pe.npy", "--backend", "jax"], capture_output=True, text=True,
+                       timeout=120, cwd=tmp_path, env=env)
+    assert r.returncode == 2 and "sinpe: error: backend 'jax': JAX 0.9.2 is installed" in \
+        r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_racing_threads_under_an_error_filter_each_raise(fresh):
+    """Under a filter that turns the warning into an error, threads racing the first call each
+    raise (one could return the profile's bits in silence while another's warning was
+    raising)."""
+    import threading
+    fresh("numpy", "1.26.4")
+    results = []
+    barrier = threading.Barrier(8)
+
+    def one():
+        barrier.wait()
+        try:
+            sinpe.elementwise("sin", np.ones(4, np.float32), backend="numpy")
+            results.append("ok")
+        except sinpe.SinpeWarning:
+            results.append("raised")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sinpe.SinpeWarning)
+        threads = [threading.Thread(target=one) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert results == ["raised"] * 8, results
+
+
+def test_a_warning_ignored_once_is_given_later(fresh):
+    """A first call under a filter that ignores the warning (a library's catch_warnings) does
+    not use up the once: a later call outside it warns."""
+    fresh("numpy", "1.26.4")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sinpe.elementwise("sin", np.ones(4, np.float32), backend="numpy")
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        sinpe.elementwise("sin", np.ones(4, np.float32), backend="numpy")
+    assert len(sinpe_warnings(rec)) == 1

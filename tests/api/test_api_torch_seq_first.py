@@ -142,3 +142,15 @@ def test_apply_rope_pairs_given_tables(dtype, rot):
     assert got.dtype == dtype
     assert torch.equal(got.view(torch.int16 if dtype != torch.float32 else torch.int32),
                        want.view(torch.int16 if dtype != torch.float32 else torch.int32))
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_a_base_below_zero_is_refused_at_any_size_and_device(batch_first):
+    """The references take math.log(base) first: a base <= 0 raises its ValueError even for an
+    empty table, an odd width or a module on meta (sinpe built a module there)."""
+    from sinpe.torch import SinusoidalPositionalEncoding
+    for kw in (dict(d_model=64, max_len=0, base=-1.0), dict(d_model=65, max_len=4, base=0.0)):
+        with pytest.raises(ValueError, match="math domain error"):
+            SinusoidalPositionalEncoding(**kw, batch_first=batch_first)
+    with torch.device("meta"), pytest.raises(ValueError, match="math domain error"):
+        SinusoidalPositionalEncoding(64, 50, base=-1.0, batch_first=batch_first)

@@ -887,13 +887,18 @@ def run_messages(case):
         if fn(model) is not model or _state(model) != before:
             raise Finding("unpatch of an unpatched model changed it or returned another")
         return
-    refusals = (NotImplementedError,) if name == "linear" else \
-        (ValueError, RuntimeError) if kw.get("backend") is not None else ()
+    # a backend is checked first (a name refused, or a library not installed: ValueError,
+    # RuntimeError, naming backend=), then the model (no rotary: NotImplementedError)
+    refusals = ((ValueError, RuntimeError) if kw.get("backend") is not None else ()) + \
+        ((NotImplementedError,) if name == "linear" else ())
     try:
         out = fn(model, **kw)
     except refusals as e:  # a model with no rotary; a backend name refused (or unavailable)
         if _state(model) != before:
             raise Finding(f"patch raised {type(e).__name__} and changed the model") from None
+        if isinstance(e, (ValueError, RuntimeError)) and not isinstance(e, NotImplementedError) \
+                and "backend=" not in str(e):
+            raise Finding(f"patch raised {type(e).__name__} not naming backend=: {e}") from None
         return
     if out is not model or not st.patched(model):
         raise Finding("patch returned another object, or patched() is []")
@@ -927,8 +932,10 @@ def _norm_framework(case):
 
 def _measured(fw, version):
     """Whether the oracle calls version a measured release of fw: PEP 440 versions in their
-    canonical spelling (as metadata carries them) whose release's major.minor is the
-    profile's; None: a spelling no metadata carries (either answer is taken)."""
+    canonical spelling (as metadata carries them), final (no pre-release, no development
+    release: builds from before the release measured; post releases and local versions are
+    that release) and of epoch 0, whose release's major.minor is the profile's; None: a
+    spelling no metadata carries (either answer is taken)."""
     if version is None:
         return False
     try:
@@ -942,7 +949,7 @@ def _measured(fw, version):
     if str(v) != version:
         return None
     rel = tuple(int(x) for x in list(records.FRAMEWORKS[fw].values())[-1][0].split("."))
-    return v.epoch == 0 and tuple((v.release + (0, 0))[:2]) == rel
+    return v.epoch == 0 and not v.is_prerelease and tuple((v.release + (0, 0))[:2]) == rel
 
 
 @contextlib.contextmanager
