@@ -553,10 +553,22 @@ def _hf_forward(module: Any, spec: Dict[str, Any]) -> Callable[..., Any]:
             args = (x, position_ids) if layer_type is None else (x, position_ids, layer_type)
             return _unwrapped_own(self)(*args)  # type: ignore[no-any-return]
         cfg = configs.get(layer_type)
+        args = (x, position_ids) if layer_type is None else (x, position_ids, layer_type)
         if cfg is None:  # a layer type the module did not have at patch time: its own forward
-            return _own(self)(x, position_ids, layer_type)  # type: ignore[no-any-return]
-        return hf_rope(cfg, position_ids, inv_freq=inv, dtype=x.dtype, layer_type=layer_type,
-                       backend=backend, attention_scaling=_scaling(self, layer_type))
+            return _unwrapped_own(self)(*args)  # type: ignore[no-any-return]
+        if torch.compiler.is_compiling():
+            return hf_rope(cfg, position_ids, inv_freq=inv, dtype=x.dtype,
+                           layer_type=layer_type, backend=backend,
+                           attention_scaling=_scaling(self, layer_type))
+        try:
+            return hf_rope(cfg, position_ids, inv_freq=inv, dtype=x.dtype,
+                           layer_type=layer_type, backend=backend,
+                           attention_scaling=_scaling(self, layer_type))
+        except (ValueError, TypeError, IndexError):
+            # inputs hf_rope refuses (an mrope module given (batch, n, 2) pairs, which it
+            # broadcasts): the module's own forward, which takes them or raises its own error,
+            # as unpatched
+            return _unwrapped_own(self)(*args)  # type: ignore[no-any-return]
 
     if spec["layer_type"]:
         return forward
@@ -809,7 +821,7 @@ def _other_kind(module: Any) -> Optional[str]:
 
 def _layer_types(module: Any) -> List[Optional[str]]:
     rt = getattr(module, "rope_type", None)
-    if isinstance(rt, dict):
+    if isinstance(rt, dict) and rt:
         return list(rt)
     lts = getattr(getattr(module, "config", None), "layer_types", None)
     if lts and all(hasattr(module, f"{t}_inv_freq") for t in set(lts)):
