@@ -95,10 +95,11 @@ _REFERENCES: List[Tuple[str, str, str]] = [
 ]
 
 
-def _body_dump(fn: Callable[..., Any]) -> Optional[str]:
+def _definition(fn: Any) -> Optional[Tuple[ast.FunctionDef, List[ast.stmt]]]:
+    """A function's definition as written (its source parsed) and its body without the
+    docstring; None when its source cannot be read."""
     try:
-        src = textwrap.dedent(inspect.getsource(fn))
-        node = ast.parse(src).body[0]
+        node = ast.parse(textwrap.dedent(inspect.getsource(fn))).body[0]
     except (OSError, TypeError, SyntaxError, IndexError):
         return None
     if not isinstance(node, ast.FunctionDef):
@@ -106,6 +107,15 @@ def _body_dump(fn: Callable[..., Any]) -> Optional[str]:
     body = node.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
+    return node, body
+
+
+def _body_dump(fn: Callable[..., Any]) -> Optional[str]:
+    """The syntax tree of a function's arguments and body (its decorators left out)."""
+    d = _definition(fn)
+    if d is None:
+        return None
+    node, body = d
     args = ast.dump(node.args, annotate_fields=False)
     return args + ast.dump(ast.Module(body=body, type_ignores=[]), annotate_fields=False)
 
@@ -1060,15 +1070,10 @@ def _plain_function(obj: Any) -> Optional[types.FunctionType]:
 
 def _def_dump(fn: types.FunctionType) -> Optional[str]:
     """The syntax tree of a function's definition, its decorators and arguments included."""
-    try:
-        node = ast.parse(textwrap.dedent(inspect.getsource(inspect.unwrap(fn)))).body[0]
-    except (OSError, TypeError, SyntaxError, IndexError):
+    d = _definition(inspect.unwrap(fn))
+    if d is None:
         return None
-    if not isinstance(node, ast.FunctionDef):
-        return None
-    body = node.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]
+    node, body = d
     return ast.dump(ast.Module(body=[ast.FunctionDef(
         name="f", args=node.args, body=body, decorator_list=node.decorator_list,
         returns=None, type_comment=None)], type_ignores=[]), annotate_fields=False)
