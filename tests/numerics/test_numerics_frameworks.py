@@ -8,6 +8,7 @@ TensorFlow and keras-hub's SinePositionEncoding and RotaryEmbedding under JAX an
 portable C, so these hold on any machine: a changed bit fails here.  The live comparison with
 the installed frameworks is tests/numerics/test_numerics_frameworks_live.py (-m frameworks).
 """
+import contextlib
 import json
 import os
 import sys
@@ -180,10 +181,27 @@ def test_keras_hub_odd_inputs_under_tensorflow_and_jax(fw, i):
     _keras_odd_check(ODD[fw][i], _keras_odd_sinpe(i, fw))
 
 
+@contextlib.contextmanager
+def _numpy2_promotion():
+    """NumPy 2's promotion rules (NEP 50) on whatever NumPy is installed: the 'numpy' profiles
+    are NumPy 2.4's (on NumPy 1.26 the alias says so in a warning), and NumPy 1.26 adds an
+    out-of-range Python int or an int64 scalar to an int32 array by value (no wrap, no
+    OverflowError), where NumPy 2 refuses the int and promotes to the scalar's type."""
+    if not hasattr(np, "_set_promotion_state"):  # NumPy 2: NEP 50 is the only rule
+        yield
+        return
+    old = np._get_promotion_state()
+    np._set_promotion_state("weak")
+    try:
+        yield
+    finally:
+        np._set_promotion_state(old)
+
+
 def _numpy_layer(shape, max_wavelength=10000, start_index=0, positions=None):
-    """keras-hub's layer as Keras' NumPy backend runs it, restated with NumPy itself (its int32
-    arange plus start_index: NumPy's own promotion, wrap and OverflowError; 64-bit integer
-    positions converted to 32 bits as keras converts them), NumPy's float32 pow and the
+    """keras-hub's layer as Keras' NumPy backend runs it on NumPy 2, restated with NumPy itself
+    (its int32 arange plus start_index: NumPy 2's promotion, wrap and OverflowError; 64-bit
+    integer positions converted to 32 bits as keras converts them), NumPy's float32 pow and the
     'numpy' profile's sin and cos over the whole angle tensor, then keras' masked sum."""
     L, d = shape[-2], shape[-1]
     if positions is None:
@@ -209,7 +227,7 @@ def test_keras_hub_odd_inputs_under_numpy(i):
     as recorded (the recorded digests are this project's machine's)."""
     name, shape, lkw, ckw = O.KERAS_ODD[i]
     try:
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), _numpy2_promotion():
             want = _numpy_layer(shape, **lkw, **ckw)
         want = ["ok", list(want.shape), O.digest(want)]
     except OverflowError:
