@@ -31,7 +31,6 @@ except ImportError:  # a message for a common mistake
     ) from None
 from . import _cache
 from ._api import add_pe, elementwise, positional_encoding
-from ._jobs import _round
 from . import presets
 from ._rope import apply_rope, shift_matrix
 from ._cache import cache_info, clear_cache, get_cache_size, set_cache_size

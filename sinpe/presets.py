@@ -362,9 +362,6 @@ def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
     return dst if out is None else out
 
 
-_FRAMEWORKS = ("jax", "tensorflow", "numpy", "onnxruntime")
-
-
 def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor: float = 1.0,
                      sequence_axis: int = 1, feature_axis: int = -1, start_index: int = 0,
                      positions: Any = None, *, backend: Optional[str] = None,
