@@ -91,7 +91,8 @@ _FORMS: Dict[str, Tuple[Callable[..., Any], Callable[..., Any], str]] = {}
 
 def _form(name: str) -> Tuple[Callable[..., Any], Callable[..., Any], str]:
     mod = sys.modules.get(__name__)
-    table = getattr(mod, "_FORMS", _FORMS)
+    table: Dict[str, Tuple[Callable[..., Any], Callable[..., Any], str]] = \
+        getattr(mod, "_FORMS", _FORMS)
     return table[name]
 
 
@@ -373,7 +374,7 @@ def preset(name: str, *args: Any, dtype: Any = None, device: Any = None, **kw: A
 
 def hf_rope_eager(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any = None,
                   layer_type: Optional[str] = None, backend: Optional[str] = None,
-                  attention_scaling: Any = None) -> Any:
+                  attention_scaling: Any = None) -> Tuple[torch.Tensor, torch.Tensor]:
     """:func:`sinpe.presets.hf_rope` with torch tensors out, on position_ids' device."""
     device = position_ids.device if isinstance(position_ids, torch.Tensor) else \
         torch.device("cpu")
@@ -578,7 +579,7 @@ _text_of._dynamo_marked_constant = True  # type: ignore[attr-defined]
 
 def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any = None,
             layer_type: Optional[str] = None, backend: Optional[str] = None,
-            attention_scaling: Any = None) -> Any:
+            attention_scaling: Any = None) -> Tuple[torch.Tensor, torch.Tensor]:
     """:func:`sinpe.presets.hf_rope` with torch tensors out: ``(cos, sin)`` in ``dtype`` (a
     torch dtype or any spelling sinpe takes; torch.bfloat16 included) on position_ids' device
     (the tables are computed on the CPU and copied when the device differs).  backend None:

@@ -229,7 +229,7 @@ def cpu_features() -> Dict[str, Any]:
 
 # ---- reports ------------------------------------------------------------------------------
 
-def torch_kernels() -> str:
+def torch_kernels() -> Name:
     """The backend that computes what the imported torch computes (sinpe.torch uses it)."""
     return "torch" if X86_64 else "sleef" if ARM64 else "auto"
 
