@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import ctypes
 import math
-from typing import Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 import torch
 from torch import nn
@@ -116,7 +116,8 @@ def _table(d_model: int, max_len: int, base: float, seq_first: bool = False) -> 
 class SinusoidalPositionalEncoding(nn.Module):
     """Sinusoidal positional encoding, with the table filled by sinpe."""
 
-    pe: torch.Tensor  # the buffer (register_buffer)
+    if TYPE_CHECKING:  # the buffer (nn.Module types attributes Tensor | Module); for mypy
+        pe: torch.Tensor  # only: TorchScript cannot resolve the class's (postponed) annotations
 
     def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.1,
                  base: float = 10000.0, batch_first: bool = True) -> None:
