@@ -52,30 +52,6 @@ def _exists(name: str) -> bool:
     return True
 
 
-def _plain(*ts: Any) -> bool:
-    """Plain strided tensors (not nested, sparse, or inside a torch function transform)."""
-    if not all(isinstance(t, torch.Tensor) for t in ts):
-        return False
-    if torch.compiler.is_compiling():
-        return True
-    ft = torch._C._functorch
-    return not any(t.is_nested or t.layout != torch.strided or ft.is_batchedtensor(t)
-                   or ft.is_gradtrackingtensor(t) or ft.is_functionaltensor(t) for t in ts)
-
-
-def _use_op(*ts: Any, grads: bool = False) -> bool:
-    """Whether a public function calls its operator: while torch.compile traces it, and (for
-    the forms, grads=True) when autograd records it.  Otherwise the eager function runs
-    directly: the operator's kernel is that function, so the bits are the same, without the
-    dispatcher's cost (about 0.1 ms a call here)."""
-    if not all(isinstance(t, torch.Tensor) for t in ts):
-        return False
-    if torch.compiler.is_compiling():
-        return True
-    return grads and torch.is_grad_enabled() and any(t.requires_grad for t in ts) \
-        and _plain(*ts)
-
-
 # ---- the rotation forms --------------------------------------------------------------------------
 
 def tracing(ts: Sequence[Any]) -> bool:

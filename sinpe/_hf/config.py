@@ -381,8 +381,6 @@ VIEW_KEYS = ("model_type", "hidden_size", "num_attention_heads", "max_position_e
              "memory_attention_num_attention_heads")
 #: read only of a Mapping (the axial sizes' fallback for a to_dict() that keeps num_heads)
 MAPPING_KEYS = ("num_heads",)
-#: what decides the view (the text part, the per-layer view): read before the view exists
-STRUCTURE_KEYS = ("text_config", "per_layer_config")
 
 
 def _plain_copy(v: Any) -> Any:
