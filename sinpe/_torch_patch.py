@@ -653,7 +653,7 @@ def _polar_forward(module: Any, spec: Dict[str, Any]) -> Callable[..., Any]:
         cfg = view if 2 * n == view["head_dim"] else _plain_view(2 * n)
         cos, sin = hf_rope(cfg, position_ids, inv_freq=inv, dtype=torch.float32,
                            backend=backend)
-        freqs_cis: torch.Tensor = torch.complex(cos[..., :n], sin[..., :n]).to(x.device)
+        freqs_cis = torch.complex(cos[..., :n], sin[..., :n]).to(x.device)
         scaled: torch.Tensor = freqs_cis * self.attention_scaling
         return scaled
     return polar
