@@ -12,7 +12,7 @@ defaults, and finding the optional oneMKL libraries (``sinpe._backends``).
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 try:
     from . import _sinpe
@@ -31,7 +31,6 @@ except ImportError:  # a message for a common mistake
     ) from None
 from . import _cache
 from ._api import add_pe, elementwise, positional_encoding
-from ._jobs import _round
 from . import presets
 from ._rope import apply_rope, shift_matrix
 from ._cache import cache_info, clear_cache, get_cache_size, set_cache_size
@@ -40,6 +39,8 @@ from ._backends import runtime as _runtime
 from ._report import numerics
 from ._warn import SinpeWarning
 from ._backends.runtime import get_thread_runtime, set_thread_runtime
+if TYPE_CHECKING:
+    from ._types import Kernel
 from ._backends.policy import (
     backends,
     get_backend,
@@ -105,10 +106,11 @@ def _configure() -> None:
     kernel = _env("SINPE_KERNEL")
     if kernel and kernel != "auto":
         try:
-            set_kernel(kernel)
+            set_kernel(cast("Kernel", kernel))  # any string: set_kernel checks it
         except ValueError:
+            from ._backends.records import PATH_NAMES
             raise ValueError(f"SINPE_KERNEL={os.environ['SINPE_KERNEL']!r} is not valid: unknown "
-                             f"kernel {kernel!r}; use auto, {', '.join(_policy.PATH_NAMES)} (this "
+                             f"kernel {kernel!r}; use auto, {', '.join(PATH_NAMES)} (this "
                              f"CPU has {', '.join(kernels())})") from None
         except RuntimeError as exc:
             raise RuntimeError(f"SINPE_KERNEL={kernel!r}: {exc}") from None

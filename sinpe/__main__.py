@@ -55,7 +55,8 @@ def _fill(sinpe: Any, table: Any, args: argparse.Namespace, backend: Optional[st
     the whole job is predicted to take more than a second."""
     n, d = args.max_len, args.d_model
     block = max(1, (1 << 20) // d)
-    from sinpe._backends.policy import PROFILES, get_default, resolve
+    from sinpe._backends.policy import get_default, resolve
+    from sinpe._backends.records import PROFILES
     if resolve(backend or get_default())[0] in PROFILES:
         block = max(n, 1)  # torch's vectors on Arm span the whole table: one call
     after = float(os.environ.get("SINPE_PROGRESS_AFTER", "1.0"))  # seconds; tests set 0

@@ -31,6 +31,7 @@ import numpy as np
 
 from . import _jobs
 from ._backends import records
+from ._types import Opts
 
 ENV = "SINPE_CACHE_MB"
 DEFAULT_BYTES = 64 << 20
@@ -38,6 +39,8 @@ DEFAULT_BYTES = 64 << 20
 #: every step): computing them costs less than keeping them (docs/speed.md).  The rows of
 #: the tables and adds need no such floor: one entry per table, grown in place.
 MIN_VALUES = 4096
+#: An entry's key: a table's (_key, by what its bits depend on) or a result's (rope_key).
+Key = Tuple[Any, ...]
 
 
 class _Entry:
@@ -50,7 +53,7 @@ class _Entry:
         # replaced whole when the filled rows grow: a reader never sees half an update)
 
 
-_ENTRIES: "OrderedDict[tuple, _Entry]" = OrderedDict()  # least recently used first
+_ENTRIES: "OrderedDict[Key, _Entry]" = OrderedDict()  # least recently used first
 _STATS = {"budget": DEFAULT_BYTES, "used": 0, "hits": 0, "misses": 0}
 _LOCK = threading.Lock()
 
@@ -74,7 +77,7 @@ def _physical() -> int:
     return int(_sinpe.physical_memory())
 
 
-_PHYSICAL: list = []
+_PHYSICAL: List[int] = []
 
 
 def _quarter() -> int:
@@ -185,7 +188,7 @@ def hold_rows(core: Tuple[Any, ...], d: int, base: Any, lo: int, hi: int,
             hold(e.rows[lo - e.first:hi - e.first])
 
 
-def _touch(key: tuple) -> None:
+def _touch(key: Key) -> None:
     with _LOCK:
         if key in _ENTRIES:
             _ENTRIES.move_to_end(key)
@@ -193,7 +196,7 @@ def _touch(key: tuple) -> None:
 
 # ---- leases: the rows a call may read, and those it computes ------------------------------
 
-def _key(core: tuple, d: int, base: Any, tensor_rows: int) -> Optional[tuple]:
+def _key(core: Opts, d: int, base: Any, tensor_rows: int) -> Optional[Key]:
     """The entry's key, or None when the call's values are not plain (the core then checks
     and names them)."""
     if type(base) not in _PLAIN_REALS:  # a subclass's __float__ need not give what the core
@@ -230,7 +233,7 @@ class Lease:
     when it fails (failed).  A fresh buffer is made by the call (make), after its checks."""
     __slots__ = ("kept", "key", "entry", "old", "lo", "hi", "f0", "f1", "cap", "d")
 
-    def __init__(self, key: tuple, old: Optional[_Entry], lo: int, hi: int, f0: int, f1: int,
+    def __init__(self, key: Key, old: Optional[_Entry], lo: int, hi: int, f0: int, f1: int,
                  own: Optional[_Entry] = None, cap: int = 0, d: int = 0) -> None:
         self.key, self.old, self.lo, self.hi, self.f0, self.f1 = key, old, lo, hi, f0, f1
         self.entry, self.cap, self.d = own, cap, d
@@ -287,7 +290,7 @@ class Lease:
             self._release()
 
 
-def lease(core: tuple, d: Any, base: Any, lo: int, hi: int, tensor_rows: int) -> Any:
+def lease(core: Opts, d: Any, base: Any, lo: int, hi: int, tensor_rows: int) -> Any:
     """Rows lo .. hi - 1 of the table (d columns, base) for one call: on a hit the kept
     rows (the core's argument, a tuple), on a miss a Lease whose missing rows the call
     computes; None when the cache is off or the rows would not fit it (the call then
@@ -318,7 +321,7 @@ def _fresh(rows: int, d: int) -> np.ndarray:
     return _jobs.empty_table(rows, d)
 
 
-def _miss(key: tuple, d: int, lo: int, hi: int, budget: int) -> Optional[Lease]:
+def _miss(key: Key, d: int, lo: int, hi: int, budget: int) -> Optional[Lease]:
     with _LOCK:
         _STATS["misses"] += 1
         e = _ENTRIES.get(key)
@@ -348,7 +351,7 @@ def _miss(key: tuple, d: int, lo: int, hi: int, budget: int) -> Optional[Lease]:
         return lease_
 
 
-def add_rows(core: tuple, x: Any, base: Any, offset: Any, positions: Any, table_rows: int,
+def add_rows(core: Opts, x: Any, base: Any, offset: Any, positions: Any, table_rows: Any,
              grow: bool) -> Any:
     """The lease of add_pe(x, ...): rows offset .. offset + L - 1 by offset; by positions
     (backends whose results do not couple), the rows up to the largest integer position."""
@@ -367,7 +370,7 @@ def add_rows(core: tuple, x: Any, base: Any, offset: Any, positions: Any, table_
     return _position_rows(core, d, base, positions)
 
 
-def table_rows_lease(core: tuple, rows: Any, d: Any, base: Any, offset: Any,
+def table_rows_lease(core: Opts, rows: Any, d: Any, base: Any, offset: Any,
                      positions: Any) -> Any:
     """The lease of a table: rows offset .. offset + rows - 1, or by positions."""
     if positions is None:
@@ -378,7 +381,7 @@ def table_rows_lease(core: tuple, rows: Any, d: Any, base: Any, offset: Any,
     return _position_rows(core, d, base, positions)
 
 
-def _position_rows(core: tuple, d: Any, base: Any, positions: Any) -> Any:
+def _position_rows(core: Opts, d: Any, base: Any, positions: Any) -> Any:
     if not records.INDEPENDENT[core[0]] or not isinstance(positions, np.ndarray) \
             or positions.dtype.kind not in "iu" or positions.size == 0:
         return None
@@ -394,8 +397,8 @@ def _position_rows(core: tuple, d: Any, base: Any, positions: Any) -> Any:
 
 # ---- whole results kept by their arguments (apply_rope's cos/sin) --------------------------
 
-def rope_key(core: tuple, rot: int, theta: float, layout: str, seq: int, offset: int,
-             pos: Any) -> Optional[tuple]:
+def rope_key(core: Opts, rot: int, theta: float, layout: str, seq: int, offset: int,
+             pos: Any) -> Optional[Key]:
     """apply_rope's tables by everything they depend on (positions by their bytes, up to
     64 KiB of them); None: not kept."""
     if pos is None:
@@ -408,7 +411,7 @@ def rope_key(core: tuple, rot: int, theta: float, layout: str, seq: int, offset:
             seq, where)
 
 
-def memo_get(key: Optional[tuple]) -> Optional[np.ndarray]:
+def memo_get(key: Optional[Key]) -> Optional[np.ndarray]:
     """A kept result (read-only), or None."""
     if key is None or _STATS["budget"] <= 0:
         return None
@@ -420,7 +423,7 @@ def memo_get(key: Optional[tuple]) -> Optional[np.ndarray]:
     return e.rows
 
 
-def memo_put(key: Optional[tuple], value: np.ndarray) -> None:
+def memo_put(key: Optional[Key], value: np.ndarray) -> None:
     """Keep a result (made read-only) if it fits the budget and is worth keeping."""
     if key is None or value.size < MIN_VALUES:
         return

@@ -4,7 +4,7 @@ and torch dtypes, to the np.dtype the core writes.  One resolver for every entry
 from __future__ import annotations
 
 import sys
-from typing import Any, Dict, FrozenSet, List, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Tuple
 
 import numpy as np
 
@@ -21,7 +21,8 @@ def bfloat16() -> np.dtype:
     except ImportError:
         raise TypeError("dtype bfloat16 needs the ml_dtypes package "
                         "(pip install 'sinpe[bfloat16]')") from None
-    return np.dtype(ml_dtypes.bfloat16)
+    d: np.dtype = np.dtype(ml_dtypes.bfloat16)
+    return d
 
 
 def resolve(obj: Any) -> np.dtype:
@@ -56,7 +57,7 @@ def _resolve(obj: Any) -> np.dtype:
     if isinstance(key, np.dtype) and key.name == "bfloat16":
         return key
     try:
-        d = np.dtype(key)
+        d: np.dtype = np.dtype(key)
     except (TypeError, ValueError, SyntaxError):  # NumPy's parser of "f4,(2)" strings raises
         raise _error(obj) from None                # SyntaxError on a bad one (the fuzzer's)
     if d.name not in TABLE_DTYPES:
@@ -196,7 +197,7 @@ def bump_version(x: Any) -> None:
         _TORCH_C[0]((x,))
 
 
-_TORCH_C: list = []  # torch's C-level version bump, once a tensor was written
+_TORCH_C: List[Callable[..., Any]] = []  # torch's C-level version bump, once a tensor was written
 
 
 def torch_seen(torch: Any) -> None:
@@ -248,9 +249,9 @@ def ndarray_view(out: Any, name: str = "out") -> np.ndarray:
     if torch is not None:
         _kind_check(torch, out, name)
         t = out.detach()
-        if t.dtype == torch.bfloat16:
-            return t.view(torch.int16).numpy().view(bfloat16())
-        return t.numpy()
+        a: np.ndarray = t.view(torch.int16).numpy().view(bfloat16()) \
+            if t.dtype == torch.bfloat16 else t.numpy()
+        return a
     if hasattr(out, "__array_interface__") or hasattr(out, "__array_struct__"):
         return np.asarray(out)
     try:

@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from . import _dtypes, _sinpe
 from ._backends import policy
-from ._types import Backend, DType
+from ._types import Backend, DType, Opts, PresetOpts
 
 #: A fresh table of 4 MiB or more is advised to use transparent huge pages (docs/speed.md);
 #: SINPE_FRESH=plain turns that off (for measurements).
@@ -40,27 +40,29 @@ def _dtype_args(dtype: Any, out: Any) -> Any:
 def empty_table(max_len: SupportsIndex, d_model: SupportsIndex, base: SupportsFloat = 10000.0,
                 *, dtype: DType = None, backend: Backend = None,
                 torch_threads: Optional[SupportsIndex] = None,
-                threads: Optional[SupportsIndex] = None) -> Any:
+                threads: Optional[SupportsIndex] = None) -> np.ndarray:
     """An uninitialized array of the shape and dtype positional_encoding would return, after
     every check it makes (sizes, base, dtype, memory), for callers that fill a table in
     pieces with out= and offset= (the command line)."""
-    return _sinpe.table(policy.opts(backend, threads, torch_threads), None, max_len, d_model, base, 0,
-                        None, None, _dtypes.resolve(dtype), dtype, 0, None, _PE_NAMES, HUGE,
-                        False, 0, None)
+    t: np.ndarray = _sinpe.table(policy.opts(backend, threads, torch_threads), None, max_len,
+                                 d_model, base, 0, None, None, _dtypes.resolve(dtype), dtype, 0,
+                                 None, _PE_NAMES, HUGE, False, 0, None)
+    return t
 
 
 
-def _round(x: npt.NDArray[np.float32], dtype: DType) -> Any:
+def _round(x: npt.NDArray[np.float32], dtype: DType) -> np.ndarray:
     """The float32 array x rounded to dtype (float16, bfloat16 or float64) as the tables and
     add_pe round it (for tests)."""
-    return _sinpe.round(x, _dtypes.resolve(dtype))
+    r: np.ndarray = _sinpe.round(x, _dtypes.resolve(dtype))
+    return r
 
 
-def table_job(core: tuple, *, rows: Any = None, positions: Any = None, grid: Any = None,
+def table_job(core: Opts, *, rows: Any = None, positions: Any = None, grid: Any = None,
               freq: np.ndarray, col: Any, comp: Any = None, scale: Any = None,
               zero_row: int = -1, trow_shift: int = 0, f64_div: bool = False, offset: Any = 0,
               table_rows: Any = 0, dtype: Any = None, out: Any = None,
-              names: tuple = ("out", "rows", "columns"), fill: bool = True,
+              names: Tuple[str, str, str] = ("out", "rows", "columns"), fill: bool = True,
               lead: bool = False, own: bool = False, out_scale: Any = None) -> Any:
     """A preset table (the presets' one entry into the core) with resolved options core:
     rows offset .. offset+rows-1, or positions (an array-like, with a trailing axis of 2
@@ -80,7 +82,7 @@ def table_job(core: tuple, *, rows: Any = None, positions: Any = None, grid: Any
                         (LEAD if lead else 0) | (OWN if own else 0), None)
 
 
-def admit(shape: tuple, dtype: Any = None, noun: str = "a table") -> None:
+def admit(shape: Tuple[int, ...], dtype: Any = None, noun: str = "a table") -> None:
     """The core's memory rule for an array about to be made (a preset's result or inputs),
     before anything is allocated."""
     try:
@@ -90,7 +92,7 @@ def admit(shape: tuple, dtype: Any = None, noun: str = "a table") -> None:
     _sinpe.admit(tuple(shape), d, noun)
 
 
-def check_opts(core: tuple) -> tuple:
+def check_opts(core: Opts) -> Opts:
     """The core's rules for a call's options (threads, torch_threads), before a caller that
     builds arrays of its own (presets, apply_rope) allocates anything."""
     _sinpe.check(core)
@@ -105,12 +107,12 @@ def positive(value: Any, name: str) -> float:
 _FREQ_KINDS = {"exp_mul": 0, "exp_muldiv": 1, "pow": 2, "pow64": 3}
 
 
-def freq_job(core: tuple, kind: str, n: int, *, start: int = 0, step: int = 1, group: int = 1,
+def freq_job(core: Opts, kind: str, n: int, *, start: int = 0, step: int = 1, group: int = 1,
              a: float = 0.0, b: float = 1.0, m: float = 1.0, base: Any = 1.0,
              recip: bool = False, base_name: str = "base") -> np.ndarray:
     """A preset's frequency vector (sinpe.h: sinpe_freq) with resolved options core."""
-    v = _sinpe.freqs(core, _FREQ_KINDS[kind], n, start, step, group, a, b, m, base, recip,
-                     base_name)
+    v: np.ndarray = _sinpe.freqs(core, _FREQ_KINDS[kind], n, start, step, group, a, b, m, base,
+                                 recip, base_name)
     if kind == "pow" and _sinpe.BACKENDS[core[0]] == "numpy":
         v = numpy_pow(v.size, start, step, group, a, b, base, recip)
     return v
@@ -127,7 +129,7 @@ def numpy_pow(n: int, start: int, step: int, group: int, a: float, b: float, bas
     k = (start + step * (np.arange(n, dtype=np.int64) // group)).astype(np.float32)
     e = k * np.float32(a) if np.float32(a) != 0 else k / np.float32(b)
     with np.errstate(all="ignore"):
-        r = np.power(np.full(n, np.float32(float(base))), e)
+        r: np.ndarray = np.power(np.full(n, np.float32(float(base))), e)
         return np.float32(1) / r if recip else r
 
 
@@ -167,7 +169,7 @@ def _positive(value: Any, name: str) -> float:
 
 
 def _opts(dtype: Any, out: Any, backend: Optional[str], threads: Optional[int],
-          torch_threads: Optional[int]) -> dict:
+          torch_threads: Optional[int]) -> PresetOpts:
     """The call's options, resolved once: the core's (backend, path, threads, ...), checked
     by the core's rules, and dtype= checked, before any work."""
     if dtype is not None:
@@ -176,26 +178,29 @@ def _opts(dtype: Any, out: Any, backend: Optional[str], threads: Optional[int],
     return {"dtype": dtype, "out": out, "core": core}
 
 
-def _admit(shape: Tuple[int, ...], opts: dict, noun: str = "a table", dtype: Any = None) -> None:
+def _admit(shape: Tuple[int, ...], opts: PresetOpts, noun: str = "a table",
+           dtype: Any = None) -> None:
     """Refuse, before any work, an array that cannot be made (the core's rule and figures):
     the result (not with out=, whose shape the core checks), or an input built here."""
     if noun != "a table" or opts.get("out") is None:
         admit(shape, dtype if noun != "a table" else opts.get("dtype"), noun)
 
 
-def _freqs(kind: str, n: int, opts: dict, **kw: Any) -> np.ndarray:
+def _freqs(kind: str, n: int, opts: PresetOpts, **kw: Any) -> np.ndarray:
     return freq_job(opts["core"], kind, n, **kw)
 
 
-def _table(rows: Any, freq: np.ndarray, col: Sequence[int], opts: dict, **kw: Any) -> np.ndarray:
+def _table(rows: Any, freq: np.ndarray, col: Sequence[int], opts: PresetOpts,
+           **kw: Any) -> np.ndarray:
     """The preset table of rows: an int (positions offset .. offset + rows - 1), an array of
     positions, or a grid (grid=(h, w, lead))."""
     where = {"rows": rows} if isinstance(rows, int) else {} if rows is None else {"positions": rows}
-    return table_job(opts["core"], freq=freq, col=col, dtype=opts["dtype"], out=opts["out"],
-                          **where, **kw)
+    t: np.ndarray = table_job(opts["core"], freq=freq, col=col, dtype=opts["dtype"],
+                              out=opts["out"], **where, **kw)
+    return t
 
 
-def _result(shape: Tuple[int, ...], opts: dict) -> np.ndarray:
+def _result(shape: Tuple[int, ...], opts: PresetOpts) -> np.ndarray:
     """The array a batch-repeated result goes into: out= (checked by the core's rules for a
     result of that shape: a writable buffer of the result's dtype whose elements do not
     share memory, else untouched), as an ndarray view, or a fresh array (admitted first)."""
@@ -221,7 +226,7 @@ def _round_to(values: np.ndarray, dtype: Any) -> np.ndarray:
     return _round(np.ascontiguousarray(values, np.float32).ravel(), dtype).reshape(values.shape)
 
 
-def _rope_inv_freq(dim: int, theta: Any, opts: dict, name: str = "theta") -> np.ndarray:
+def _rope_inv_freq(dim: int, theta: Any, opts: PresetOpts, name: str = "theta") -> np.ndarray:
     """``1 / (theta ** (arange(0, dim, 2).float() / dim))``: HF Llama's default rope,
     rotary-embedding-torch's 'lang' freqs and tatp22's inv_freq (with dim = its channels)."""
     return _freqs("pow", (dim + 1) // 2, opts, step=2, b=float(dim), base=theta, recip=True,

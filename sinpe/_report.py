@@ -54,15 +54,17 @@ def numerics() -> Dict[str, Any]:
     default = get_default()
     mkl: Dict[str, Any] = {"loaded": False}
     torch: Dict[str, Any] = {"loaded": False, "version": torch_version()}
+    infos: Dict[str, Dict[str, Any]] = {}  # the loaded libraries' own
     for lib, d in (("mkl", mkl), ("torch", torch)):
         info = records.library_info(lib)
         if info is None:
             d["reason"] = records.reason(lib)
         else:
+            infos[lib] = info
             d.update(loaded=True, path=records.library_path(lib), mkl_version=info["version"])
     if mkl["loaded"]:
         mkl["version"] = mkl.pop("mkl_version")
-        mkl["threading_layer"] = records.library_info("mkl")["threading_layer"]
+        mkl["threading_layer"] = infos["mkl"]["threading_layer"]
         mkl["matches_torch"] = release_matches(mkl["version"])
         if not mkl["matches_torch"]:
             mkl["why_not_chosen"] = f"not a release measured equal to torch's copy: {DIFFERENT}"

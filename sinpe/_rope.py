@@ -13,6 +13,7 @@ import numpy as np
 from . import _cache, _dtypes, _sinpe
 from ._jobs import (COS, SIN, _admit, _freqs, _int, _opts, _positive, _rope_inv_freq, _round,
                     _table)
+from ._types import PresetOpts
 
 
 def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: str = "half",
@@ -97,7 +98,7 @@ def _half_of(x: Any) -> Optional[str]:
     return name if name in ("float16", "bfloat16") else None
 
 
-def _rope_tables(opts: dict, shape: Tuple[int, ...], sd: int, seq: int, d: int, positions: Any,
+def _rope_tables(opts: PresetOpts, shape: Tuple[int, ...], sd: int, seq: int, d: int, positions: Any,
                  base: Any, layout: str, offset: Any, rot_dim: Any,
                  half: Optional[str] = None) -> Tuple[Any, Any]:
     """The cos and sin tables (tables, seq, rot), float32: from the cache, or computed in
@@ -163,7 +164,7 @@ def _rope_tables(opts: dict, shape: Tuple[int, ...], sd: int, seq: int, d: int, 
     return both[0], both[1]
 
 
-def _rope_freq(opts: dict, rot: int, theta: float, layout: str) -> np.ndarray:
+def _rope_freq(opts: PresetOpts, rot: int, theta: float, layout: str) -> np.ndarray:
     """One frequency per column (halves: inv[t % h]; pairs: inv[t // 2])."""
     inv = _rope_inv_freq(rot, theta, opts, name="base")
     t = np.arange(rot)
@@ -171,7 +172,7 @@ def _rope_freq(opts: dict, rot: int, theta: float, layout: str) -> np.ndarray:
                                 np.float32)
 
 
-def _check_rows(opts: dict, rot: int, theta: float, layout: str, seq: int, off: int,
+def _check_rows(opts: PresetOpts, rot: int, theta: float, layout: str, seq: int, off: int,
                 pos: Any) -> None:
     """Every check the tables of a non-empty x get (positions' types and values, the last
     position by offset), nothing computed: an empty x is refused what add_pe refuses."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple, cast
 
 import torch
 
@@ -344,7 +344,8 @@ def _rope_strides(t: torch.Tensor, ud: int, nd: int, shape: Tuple[int, int, int]
                   ba: int) -> Optional[Tuple[int, int, int]]:
     """The strides of _rope_table's view of t, or None when that view is t itself."""
     v = _rope_table(t, ud, nd, shape, sd, ba)
-    return None if v is t else tuple(v.stride())
+    # a view of the 3-axis shape: three strides (torch types stride() as any length)
+    return None if v is t else cast(Tuple[int, int, int], tuple(v.stride()))
 
 
 _PLANS: Dict[Any, _Plan] = {}
@@ -395,6 +396,7 @@ def _rotate_into(q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor,
     ke = k if inplace or k is None else torch.empty_like(k)
     src_q, src_k = (None, None) if inplace else (q, k)
     if qe.numel():
+        assert plan.q is not None  # (_Plan makes it for every q with elements)
         c, s = plan.q.tables(cos, sin, ud, lq, kept)
         if plan.one:
             _sinpe.rope(opts, qe, c, s, lq[0], lq[1], pairs, src_q, ke, src_k, _NAMES)
@@ -525,7 +527,7 @@ def _c_half(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tens
 
 
 def _widened(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
-             sin: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+             sin: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     f = _dtypes.float_copy
     return f(q, "q"), f(k, "k"), f(cos, "cos"), f(sin, "sin")
 
@@ -832,8 +834,8 @@ def _straight(graph: Any) -> Callable[..., Any]:
             body.append(f"    return {ref(nd.args[0])}")
     src = f"def replay({', '.join(params)}):\n" + "\n".join(body) + "\n"
     exec(compile(src, "<sinpe captured backward>", "exec"), env)
-    fn: Callable[..., Any] = env["replay"]
-    return fn
+    replay: Callable[..., Any] = env["replay"]
+    return replay
 
 
 def _specials(t: torch.Tensor) -> torch.Tensor:
@@ -931,7 +933,8 @@ def _train(form: Form, graph: Callable[..., Any], ts: Tuple[torch.Tensor, ...],
     cap = _capture(form, graph, ts, ud, need)
     if cap is None:
         return None
-    return _Train.apply(form, graph, cap, ud, *ts)
+    # torch's autograd.Function.apply is unannotated (torch 2.13)
+    return _Train.apply(form, graph, cap, ud, *ts)  # type: ignore[no-untyped-call]
 
 
 def graph_of(name: str) -> Callable[..., Any]:

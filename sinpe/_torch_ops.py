@@ -52,30 +52,6 @@ def _exists(name: str) -> bool:
     return True
 
 
-def _plain(*ts: Any) -> bool:
-    """Plain strided tensors (not nested, sparse, or inside a torch function transform)."""
-    if not all(isinstance(t, torch.Tensor) for t in ts):
-        return False
-    if torch.compiler.is_compiling():
-        return True
-    ft = torch._C._functorch
-    return not any(t.is_nested or t.layout != torch.strided or ft.is_batchedtensor(t)
-                   or ft.is_gradtrackingtensor(t) or ft.is_functionaltensor(t) for t in ts)
-
-
-def _use_op(*ts: Any, grads: bool = False) -> bool:
-    """Whether a public function calls its operator: while torch.compile traces it, and (for
-    the forms, grads=True) when autograd records it.  Otherwise the eager function runs
-    directly: the operator's kernel is that function, so the bits are the same, without the
-    dispatcher's cost (about 0.1 ms a call here)."""
-    if not all(isinstance(t, torch.Tensor) for t in ts):
-        return False
-    if torch.compiler.is_compiling():
-        return True
-    return grads and torch.is_grad_enabled() and any(t.requires_grad for t in ts) \
-        and _plain(*ts)
-
-
 # ---- the rotation forms --------------------------------------------------------------------------
 
 def tracing(ts: Sequence[Any]) -> bool:
@@ -91,7 +67,8 @@ _FORMS: Dict[str, Tuple[Callable[..., Any], Callable[..., Any], str]] = {}
 
 def _form(name: str) -> Tuple[Callable[..., Any], Callable[..., Any], str]:
     mod = sys.modules.get(__name__)
-    table = getattr(mod, "_FORMS", _FORMS)
+    table: Dict[str, Tuple[Callable[..., Any], Callable[..., Any], str]] = \
+        getattr(mod, "_FORMS", _FORMS)
     return table[name]
 
 
@@ -373,7 +350,7 @@ def preset(name: str, *args: Any, dtype: Any = None, device: Any = None, **kw: A
 
 def hf_rope_eager(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any = None,
                   layer_type: Optional[str] = None, backend: Optional[str] = None,
-                  attention_scaling: Any = None) -> Any:
+                  attention_scaling: Any = None) -> Tuple[torch.Tensor, torch.Tensor]:
     """:func:`sinpe.presets.hf_rope` with torch tensors out, on position_ids' device."""
     device = position_ids.device if isinstance(position_ids, torch.Tensor) else \
         torch.device("cpu")
@@ -578,7 +555,7 @@ _text_of._dynamo_marked_constant = True  # type: ignore[attr-defined]
 
 def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any = None,
             layer_type: Optional[str] = None, backend: Optional[str] = None,
-            attention_scaling: Any = None) -> Any:
+            attention_scaling: Any = None) -> Tuple[torch.Tensor, torch.Tensor]:
     """:func:`sinpe.presets.hf_rope` with torch tensors out: ``(cos, sin)`` in ``dtype`` (a
     torch dtype or any spelling sinpe takes; torch.bfloat16 included) on position_ids' device
     (the tables are computed on the CPU and copied when the device differs).  backend None:

@@ -463,17 +463,23 @@ class _Unbuilt(Patched):
     __slots__ = ()
 
     def __init__(self, attr: str, spec: Dict[str, Any]) -> None:  # noqa: super not called
-        self.attr, self.spec, self.fn = attr, spec, None
+        self.attr, self.spec, self.fn = attr, spec, _not_restored
 
     def __setstate__(self, state: Any) -> None:
         if isinstance(state, tuple):  # (None, slots) from __slots__ classes
             state = state[1]
         self.module, self.previous = state["module"], state["previous"]
-        self.__class__ = Patched
+        object.__setattr__(self, "__class__", Patched)  # (self.__class__ = Patched, which mypy
+        # refuses: a class assigned to an instance of its subclass)
         self.fn = _build(self.module, self.attr, self.spec)
 
     def __call__(self, *args: Any, **kw: Any) -> Any:
-        raise RuntimeError("a sinpe patched attribute was called before its module was restored")
+        return _not_restored()
+
+
+def _not_restored(*args: Any, **kw: Any) -> Any:
+    """An unbuilt Patched's function, until its state arrives."""
+    raise RuntimeError("a sinpe patched attribute was called before its module was restored")
 
 
 def _build(module: Any, attr: str, spec: Dict[str, Any]) -> Callable[..., Any]:
@@ -545,7 +551,7 @@ def _own(self: Any, attr: str = "forward") -> Callable[..., Any]:
 def _scaling(self: Any, layer_type: Optional[str]) -> float:
     """attention_scaling as the module's forward reads it: the layer type's own where the
     module keeps one, else the module's, else 1 (a module that does not scale)."""
-    v = getattr(self, f"{layer_type}_attention_scaling", None) if layer_type is not None \
+    v: Any = getattr(self, f"{layer_type}_attention_scaling", None) if layer_type is not None \
         else None
     if v is None:
         v = getattr(self, "attention_scaling", 1.0)
@@ -648,7 +654,8 @@ def _polar_forward(module: Any, spec: Dict[str, Any]) -> Callable[..., Any]:
         cos, sin = hf_rope(cfg, position_ids, inv_freq=inv, dtype=torch.float32,
                            backend=backend)
         freqs_cis = torch.complex(cos[..., :n], sin[..., :n]).to(x.device)
-        return freqs_cis * self.attention_scaling
+        scaled: torch.Tensor = freqs_cis * self.attention_scaling
+        return scaled
     return polar
 
 
@@ -1086,10 +1093,13 @@ def _library_wrappers(fn: Any) -> bool:
     """Every wrapper in fn's chain (functools.wraps' __wrapped__) is code of transformers or
     torch (their decorators), never the user's."""
     lib = _LIBRARY_FILES + _transformers_files()
-    while isinstance(fn, types.FunctionType) and getattr(fn, "__wrapped__", None) is not None:
+    while isinstance(fn, types.FunctionType):
+        wrapped = getattr(fn, "__wrapped__", None)
+        if wrapped is None:
+            break
         if not fn.__code__.co_filename.startswith(lib):
             return False
-        fn = fn.__wrapped__
+        fn = wrapped
     return True
 
 

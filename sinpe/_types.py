@@ -1,7 +1,7 @@
 """The types of the public API's parameters (for mypy --strict; the core checks values)."""
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, TypeVar, Union
+from typing import Any, Dict, Literal, Optional, Tuple, TypeVar, Union
 
 import numpy.typing as npt
 
@@ -13,3 +13,10 @@ Backend = Optional[Name]
 Kernel = Literal["scalar", "avx2", "avx512", "neon"]
 DType = Union[None, str, npt.DTypeLike, Any]
 X = TypeVar("X")
+
+# ---- the package's own (not the public API's) -----------------------------------------------
+#: The core's options for one call, as sinpe._backends.policy.opts resolves them: (backend,
+#: path, threads, trig, lanes, torch_threads, pow_lanes) (the binding's _Opts, _sinpe.pyi).
+Opts = Tuple[Any, Any, Any, Any, Any, Any, Any]
+#: A preset's options, resolved once (sinpe._jobs._opts): {"dtype", "out", "core"}.
+PresetOpts = Dict[str, Any]

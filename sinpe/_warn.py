@@ -84,4 +84,5 @@ def _ignored(message: str, level: int) -> bool:
         if (msg is None or msg.match(message)) and issubclass(SinpeWarning, cat) \
                 and (mod is None or mod.match(module)) and (ln == 0 or ln == lineno):
             return bool(action == "ignore")
-    return bool(warnings.defaultaction == "ignore")
+    # typeshed does not declare warnings.defaultaction (the module has had it since 2.1)
+    return bool(warnings.defaultaction == "ignore")  # type: ignore[attr-defined]

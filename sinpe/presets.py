@@ -25,7 +25,7 @@ dtype, and is left untouched otherwise.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
@@ -33,6 +33,7 @@ from . import _dtypes, _rope, _sinpe
 from ._hf import hf_rope  # transformers' rotary modules from a config
 from ._jobs import (ANGLE, COS, SIN, ZERO, _admit, _freqs, _int, _opts, _positive, _real, _result,
                     _rope_inv_freq, _round_to, _table)
+from ._types import PresetOpts
 
 __all__ = [
     "fairseq", "fairseq_positions", "m2m100", "speech2text", "fsmt", "musicgen", "fairseq2",
@@ -47,7 +48,7 @@ __all__ = [
 # ---- column layouts ---------------------------------------------------------------------------
 
 def _halves(n_sin: int, n_cos: Optional[int] = None, *, first: int = SIN, pad: int = 0,
-            t0: int = 0) -> list:
+            t0: int = 0) -> List[int]:
     """[first(a_t0..) | other(a_t0..)] then pad zero columns."""
     n_cos = n_sin if n_cos is None else n_cos
     other = COS if first == SIN else SIN
@@ -56,7 +57,7 @@ def _halves(n_sin: int, n_cos: Optional[int] = None, *, first: int = SIN, pad: i
             + [ZERO] * pad)
 
 
-def _interleaved(n_cols: int, t0: int = 0) -> list:
+def _interleaved(n_cols: int, t0: int = 0) -> List[int]:
     """sin a_t, cos a_t, sin a_t+1, ... for n_cols columns."""
     return [4 * (t0 + j // 2) + (SIN if j % 2 == 0 else COS) for j in range(n_cols)]
 
@@ -87,7 +88,7 @@ def fairseq(num_embeddings: int, embedding_dim: int, padding_idx: Optional[int] 
 
 
 def _fairseq_like(num_embeddings: int, embedding_dim: int, padding_idx: Optional[int],
-                  first: int, opts: dict) -> np.ndarray:
+                  first: int, opts: PresetOpts) -> np.ndarray:
     n = _int(num_embeddings, "num_embeddings")
     d = _int(embedding_dim, "embedding_dim")
     h = d // 2
@@ -109,7 +110,8 @@ def fairseq_positions(tokens: Any, padding_idx: int, cache_length: int = 0) -> n
     if t.ndim != 2:
         raise ValueError(f"tokens must have shape (batch, seq), got {t.shape}")
     mask = (t != padding_idx).astype(np.int64)
-    return (np.cumsum(mask, axis=1) + int(cache_length)) * mask + int(padding_idx)
+    pos: np.ndarray = (np.cumsum(mask, axis=1) + int(cache_length)) * mask + int(padding_idx)
+    return pos
 
 
 def m2m100(num_positions: int, embedding_dim: int, padding_idx: Optional[int] = None, **kw: Any
@@ -350,7 +352,7 @@ def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
     if not isinstance(pos, int):
         _admit(pos.shape, opts, "its positions", pos.dtype)
 
-    def table(cols: list) -> np.ndarray:  # positions rounded to float32 by the core, as keras
+    def table(cols: List[int]) -> np.ndarray:  # positions rounded to float32 by the core, as keras
         return (_table(L, freq, cols, one, offset=pos, own=True) if isinstance(pos, int)
                 else _table(pos, freq, cols, one))
 
@@ -360,9 +362,6 @@ def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
         pe = _round_to(_keras_sum(pe, fw, sines), dst.dtype)
     dst[...] = pe  # the same dtype: copies
     return dst if out is None else out
-
-
-_FRAMEWORKS = ("jax", "tensorflow", "numpy", "onnxruntime")
 
 
 def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor: float = 1.0,
@@ -405,10 +404,10 @@ def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor:
     sa = _int(sequence_axis, "sequence_axis", minimum=-(1 << 62))
     fa = _int(feature_axis, "feature_axis", minimum=-(1 << 62))
     sa, fa = sa + rank if sa < 0 else sa, fa + rank if fa < 0 else fa
-    for name, given, ax in (("sequence_axis", sequence_axis, sa),
+    for name, value, ax in (("sequence_axis", sequence_axis, sa),
                             ("feature_axis", feature_axis, fa)):
         if not 0 <= ax < rank:
-            raise ValueError(f"{name} {given} is out of range for input with rank {rank}")
+            raise ValueError(f"{name} {value} is out of range for input with rank {rank}")
     if sa == fa:
         raise ValueError("sequence_axis and feature_axis must be different")
     d = x.shape[fa]
@@ -461,7 +460,8 @@ def _recip32(v: Any) -> np.float32:
 def _int32f(v: int) -> np.float32:
     """An integer rounded to float32 once (np.float32(v) goes through a double: two roundings
     above 2^53), as the frameworks cast an int64."""
-    return np.array(v, np.int64).astype(np.float32)[()]
+    # a 0-d array's [()] is its scalar (NumPy's stubs type it as an array)
+    return cast(np.float32, np.array(v, np.int64).astype(np.float32)[()])
 
 
 def _flushed(a: np.ndarray) -> np.ndarray:
@@ -471,7 +471,7 @@ def _flushed(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _keras_cos_sin(p32: np.ndarray, inv: np.ndarray, opts: dict) -> Tuple[np.ndarray, np.ndarray]:
+def _keras_cos_sin(p32: np.ndarray, inv: np.ndarray, opts: PresetOpts) -> Tuple[np.ndarray, np.ndarray]:
     """cos and sin of the layer's embedding ``p * [inv | inv]`` for positions p32 (b, seq),
     each as one (b, seq, d) tensor (a framework's tails fall where the layer's do)."""
     freq = np.concatenate([inv, inv])
@@ -482,7 +482,7 @@ def _keras_cos_sin(p32: np.ndarray, inv: np.ndarray, opts: dict) -> Tuple[np.nda
 
 
 def _keras_rotary_fw(xm: np.ndarray, p32: np.ndarray, inv: np.ndarray, sf: float, xla: bool,
-                     opts: dict) -> np.ndarray:
+                     opts: PresetOpts) -> np.ndarray:
     """keras-hub's RotaryEmbedding under JAX or TensorFlow, eager, on xm (batch, seq, ..., d):
     the layer's ops one by one, each rounded (no fused multiply-add between ops), under the
     frameworks' FTZ/DAZ."""
@@ -562,7 +562,7 @@ def _np_rows(dst: np.ndarray, rows: int, width: int, block: Any) -> None:
         dst[r0:r1] = _round_to(block(r0, r1), dst.dtype)
 
 
-def _np_admit(shape: Tuple[int, ...], width: int, opts: dict) -> None:
+def _np_admit(shape: Tuple[int, ...], width: int, opts: PresetOpts) -> None:
     """Refuse, before anything is allocated, a result that cannot be made and NumPy float64
     steps that cannot fit: a few float64 arrays of a row's width (the library's rates; a
     step's angles, sines, cosines and their join), which outgrow a table of few, very wide
@@ -815,7 +815,7 @@ def llama_rope(head_dim: int, position_ids: Any, rope_theta: float = 10000.0,
     count = np.ndim(position_ids) == 0  # an int n: arange(n)
     rows = _int(position_ids, "position_ids") if count else None
     pos = None if count else np.asarray(position_ids)
-    shape = ((rows,) if count else pos.shape) + (dim,)
+    shape = ((rows,) if pos is None else pos.shape) + (dim,)
     f32 = dtype is None or _dtypes.resolve(dtype) == np.float32
     _admit((2 if scaling == 1.0 or f32 else 3,) + shape, dict(opts, dtype=np.float32))
     inv = _rope_inv_freq(dim, theta, opts, "rope_theta")
@@ -896,7 +896,7 @@ def _tatp_shape(tensor: Any, ndim: int) -> Tuple[Tuple[int, ...], Any]:
     return shape, dt
 
 
-def _tatp_axis(n: int, c: int, inv: np.ndarray, opts: dict) -> np.ndarray:
+def _tatp_axis(n: int, c: int, inv: np.ndarray, opts: PresetOpts) -> np.ndarray:
     """tatp22's get_emb: interleaved sin, cos of arange(n) * inv_freq, c columns."""
     return _table(n, inv, _interleaved(c), dict(opts, out=None))
 
@@ -972,10 +972,10 @@ def tatp22_3d(channels: int, tensor: Any, *, dtype: Any = None, out: Any = None,
 
 # ---- ALiBi --------------------------------------------------------------------------------------
 
-def _paper_slopes(n: int) -> list:
+def _paper_slopes(n: int) -> List[float]:
     # the ALiBi paper's reference, in Python floats (ofirpress/attention_with_linear_biases,
     # fairseq/models/transformer.py, get_slopes)
-    def power_of_2(m: int) -> list:
+    def power_of_2(m: int) -> List[float]:
         start = 2 ** (-2 ** -(math.log2(m) - 3))
         return [start * start ** i for i in range(m)]
     if math.log2(n).is_integer():
@@ -1039,13 +1039,14 @@ def alibi_bias(attention_mask: Any = None, num_heads: int = 8, *, seq_length: Op
                                               or np.issubdtype(m.dtype, np.floating))):
         raise ValueError(f"attention_mask must be an array of shape (batch, seq), got shape "
                          f"{m.shape} of {m.dtype}")
-    if m is None and L is None:
-        raise ValueError("alibi_bias needs attention_mask or seq_length")
-    if m is not None and L is not None and L != m.shape[1]:
+    if L is None:
+        if m is None:
+            raise ValueError("alibi_bias needs attention_mask or seq_length")
+        L = m.shape[1]
+    elif m is not None and L != m.shape[1]:
         raise ValueError(f"seq_length={L} disagrees with attention_mask's {m.shape[1]} "
                          "positions")
     opts = _opts(dtype, None, backend, None, torch_threads)
-    L = m.shape[1] if L is None else L
     batch = 1 if m is None else m.shape[0]
     rows = heads if method == "paper" else batch * heads
     _admit((rows, 1, L), dict(opts, dtype=np.float32))

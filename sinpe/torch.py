@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import ctypes
 import math
-from typing import Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 import torch
 from torch import nn
@@ -116,6 +116,9 @@ def _table(d_model: int, max_len: int, base: float, seq_first: bool = False) -> 
 class SinusoidalPositionalEncoding(nn.Module):
     """Sinusoidal positional encoding, with the table filled by sinpe."""
 
+    if TYPE_CHECKING:  # the buffer (nn.Module types attributes Tensor | Module); for mypy
+        pe: torch.Tensor  # only: TorchScript cannot resolve the class's (postponed) annotations
+
     def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.1,
                  base: float = 10000.0, batch_first: bool = True) -> None:
         super().__init__()
@@ -131,7 +134,8 @@ class SinusoidalPositionalEncoding(nn.Module):
             x = x + self.pe[:, :x.size(1)]
         else:  # x: (seq, batch, d_model), positions along axis 0
             x = x + self.pe[:x.size(0)]
-        return self.dropout(x)
+        out: torch.Tensor = self.dropout(x)
+        return out
 
 
 # ---- transformers' apply_rotary_pos_emb and its variants (sinpe/_torch_forms.py) -------------
@@ -152,7 +156,8 @@ def apply_rotary_pos_emb(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, si
     q (``rotary_dim = cos.shape[-1]``), GPT-NeoX's partial form: the first rotary_dim channels
     rotate, the rest pass through (GPT-NeoX, Phi, StableLM, Persimmon).  New tensors, bit for
     bit with transformers' at float32, float16 and bfloat16, gradients included."""
-    return _forms.call(_F["apply_rotary_pos_emb"], (q, k, cos, sin, unsqueeze_dim), {})
+    out: _Pair = _forms.call(_F["apply_rotary_pos_emb"], (q, k, cos, sin, unsqueeze_dim), {})
+    return out
 
 
 def apply_rotary_pos_emb_interleave(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
@@ -165,8 +170,9 @@ def apply_rotary_pos_emb_interleave(q: torch.Tensor, k: torch.Tensor, cos: torch
     1::2]`` rotated by the first half of cos/sin, the result in halves: ``cat(q1 * cos - q2 *
     sin, q2 * cos + q1 * sin)``.  position_ids is unused (as there).  Bit for bit at float32,
     float16 and bfloat16, gradients included."""
-    return _forms.call(_F["apply_rotary_pos_emb_interleave"],
-                       (q, k, cos, sin, position_ids, unsqueeze_dim), {})
+    out: _Pair = _forms.call(_F["apply_rotary_pos_emb_interleave"],
+                             (q, k, cos, sin, position_ids, unsqueeze_dim), {})
+    return out
 
 
 def apply_rotary_pos_emb_olmo(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
@@ -178,7 +184,8 @@ def apply_rotary_pos_emb_olmo(q: torch.Tensor, k: torch.Tensor, cos: torch.Tenso
     (q widened exactly), and the results are cast back: ``q_embed.to(q.dtype)``.  New tensors,
     bit for bit at float32, float16 and bfloat16; gradients are those of OLMo's graph (each
     branch's gradient rounded to q's dtype before their sum)."""
-    return _forms.call(_F["apply_rotary_pos_emb_olmo"], (q, k, cos, sin, unsqueeze_dim), {})
+    out: _Pair = _forms.call(_F["apply_rotary_pos_emb_olmo"], (q, k, cos, sin, unsqueeze_dim), {})
+    return out
 
 
 def apply_rotary_pos_emb_glm(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
@@ -190,7 +197,8 @@ def apply_rotary_pos_emb_glm(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor
     interleaved pairs (``rotate_half`` = ``stack(-x[1::2], x[0::2]).flatten``), the rest
     passed through; every op in q's dtype.  Bit for bit at float32, float16 and bfloat16,
     gradients included."""
-    return _forms.call(_F["apply_rotary_pos_emb_glm"], (q, k, cos, sin, unsqueeze_dim), {})
+    out: _Pair = _forms.call(_F["apply_rotary_pos_emb_glm"], (q, k, cos, sin, unsqueeze_dim), {})
+    return out
 
 
 def apply_rotary_pos_emb_cohere(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
@@ -202,7 +210,8 @@ def apply_rotary_pos_emb_cohere(q: torch.Tensor, k: torch.Tensor, cos: torch.Ten
     repeat_interleave layout), ``(q * cos) + (rotate_half(q) * sin)`` in float32, then
     rounded once to q's dtype.  Bit for bit at float32, float16 and bfloat16, gradients
     included."""
-    return _forms.call(_F["apply_rotary_pos_emb_cohere"], (q, k, cos, sin, unsqueeze_dim), {})
+    out: _Pair = _forms.call(_F["apply_rotary_pos_emb_cohere"], (q, k, cos, sin, unsqueeze_dim), {})
+    return out
 
 
 def apply_rotary_pos_emb_half(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
@@ -213,7 +222,8 @@ def apply_rotary_pos_emb_half(q: torch.Tensor, k: torch.Tensor, cos: torch.Tenso
     are half-width (the rotary returns ``emb = freqs``), x's halves ``x1, x2`` become
     ``cat(x1 * cos - x2 * sin, x2 * cos + x1 * sin)``.  Equal, bit for bit, to the standard form
     with the tables repeated (``a + (-b)`` is ``a - b`` exactly); gradients are GPT-OSS's."""
-    return _forms.call(_F["apply_rotary_pos_emb_half"], (q, k, cos, sin, unsqueeze_dim), {})
+    out: _Pair = _forms.call(_F["apply_rotary_pos_emb_half"], (q, k, cos, sin, unsqueeze_dim), {})
+    return out
 
 
 def apply_rotary_pos_emb_float32(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
@@ -224,7 +234,9 @@ def apply_rotary_pos_emb_float32(q: torch.Tensor, k: torch.Tensor, cos: torch.Te
     evolla): q and k widened to float32 (exact), rotated in halves with cos/sin (widened by
     the products' promotion, exact), then rounded once to q's dtype; gradients are
     ModernBERT's (each ``q.float()`` branch's gradient rounded to q's dtype before the sum)."""
-    return _forms.call(_F["apply_rotary_pos_emb_float32"], (q, k, cos, sin, unsqueeze_dim), {})
+    out: _Pair = _forms.call(_F["apply_rotary_pos_emb_float32"],
+                             (q, k, cos, sin, unsqueeze_dim), {})
+    return out
 
 
 def apply_rotary_pos_emb_glm_float32(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
@@ -235,8 +247,9 @@ def apply_rotary_pos_emb_glm_float32(q: torch.Tensor, k: torch.Tensor, cos: torc
     GLM's interleaved pairs (the first half of cos/sin repeated pairwise) computed in float32
     (``rotate_half(q).float()``: a negation, exact in q's dtype), rounded once to q's dtype;
     gradients are ERNIE's."""
-    return _forms.call(_F["apply_rotary_pos_emb_glm_float32"], (q, k, cos, sin, unsqueeze_dim),
-                       {})
+    out: _Pair = _forms.call(_F["apply_rotary_pos_emb_glm_float32"],
+                             (q, k, cos, sin, unsqueeze_dim), {})
+    return out
 
 
 def apply_rotary_pos_emb_single(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,

@@ -70,7 +70,7 @@ def explore(max_len: int = 256, d_model: int = 128, base: float = 10000.0,
     """Sliders for position and dimension over the waves (ipywidgets). Returns the widget
     box (display it, or let the notebook cell show it); box.explorer is the Explorer."""
     try:
-        import ipywidgets as W
+        import ipywidgets as W  # type: ignore[import-untyped]  # ships no types (ipywidgets 8)
     except ImportError:
         raise ImportError("sinpe.widget.explore needs ipywidgets: pip install "
                           "'sinpe[widget]'") from None
@@ -85,7 +85,7 @@ def explore(max_len: int = 256, d_model: int = 128, base: float = 10000.0,
             out.clear_output(wait=True)
             from IPython.display import display
 
-            display(ex.figure)
+            display(ex.figure)  # type: ignore[no-untyped-call]  # IPython's is unannotated
 
     pos.observe(redraw, names="value")
     dim.observe(redraw, names="value")

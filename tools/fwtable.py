@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-import fwcheck as F
+import fwmodels as F
 
 # the two tables, and two whose op outputs leave tails (n % 8 and n % 4 nonzero)
 SHAPES = [(2048, 512), (8192, 1024), (2047, 510), (333, 98)]

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Dict, List, Optional, Set, SupportsIndex, Tuple
+from typing import Any, Dict, List, Optional, Set, SupportsIndex, Tuple, cast
 
 from .. import _sinpe
-from .._types import Kernel, Name
+from .._types import Kernel, Name, Opts
 from .._warn import warn_once
 
 #: names whose warning a filter ignored during this resolution (not kept: it is said later)
@@ -134,7 +134,7 @@ _OPTS_CACHE: Dict[Any, Tuple[int, int, int, int, int]] = {}
 _RT = runtime._RT
 
 
-def opts(backend: Any = None, threads: Any = None, torch_threads: Any = None) -> tuple:
+def opts(backend: Any = None, threads: Any = None, torch_threads: Any = None) -> Opts:
     """The core's options for one call: (backend, path, threads, trig, lanes,
     torch_threads, pow_lanes) as plain values; threads and torch_threads stay as the caller
     gave them (the core checks them and names them)."""
@@ -218,8 +218,7 @@ def set_kernel(name: Kernel) -> None:
 
 def get_kernel() -> Kernel:
     """The built-in backend's code path in use."""
-    k: Kernel = PATH_NAMES[_STATE["path"]]  # type: ignore[assignment]
-    return k
+    return cast(Kernel, PATH_NAMES[_STATE["path"]])  # the core's path names are Kernel's
 
 
 def cpu_features() -> Dict[str, Any]:
@@ -230,7 +229,7 @@ def cpu_features() -> Dict[str, Any]:
 
 # ---- reports ------------------------------------------------------------------------------
 
-def torch_kernels() -> str:
+def torch_kernels() -> Name:
     """The backend that computes what the imported torch computes (sinpe.torch uses it)."""
     return "torch" if X86_64 else "sleef" if ARM64 else "auto"
 

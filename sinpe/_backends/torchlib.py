@@ -18,8 +18,9 @@ _NAMES = {"linux": "libtorch_cpu.so", "darwin": "libtorch_cpu.dylib", "win32": "
 def torch_folder() -> Optional[str]:
     """The folder of the torch package: the imported one, else the one import would find."""
     mod = sys.modules.get("torch")
-    if mod is not None and getattr(mod, "__file__", None):
-        return os.path.dirname(os.path.abspath(mod.__file__))
+    file: Optional[str] = getattr(mod, "__file__", None) if mod is not None else None
+    if file:
+        return os.path.dirname(os.path.abspath(file))
     try:
         spec = importlib.util.find_spec("torch")  # finds, does not import
     except (ImportError, ValueError):

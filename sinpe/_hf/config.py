@@ -213,7 +213,12 @@ class Cfg:
 # compares equal to that copy: a config changed in place (rope_parameters edited, a new
 # attribute) is read again.  Values that do not compare (arrays) are never kept.
 
-_READS: "Dict[Tuple[int, Optional[str]], Tuple[Any, ...]]" = {}
+#: what _entered finds below a snapshot's top: (attribute, its keys, its values' types)
+_Entered = List[Tuple[Any, Optional[List[Any]], Optional[List[type]]]]
+#: a kept reading: (config, snapshot, reading, the snapshot's keys, their values' types,
+#: _entered(snapshot))
+_Kept = Tuple[Any, Any, Cfg, List[Any], List[type], _Entered]
+_READS: "Dict[Tuple[int, Optional[str]], _Kept]" = {}
 _READS_MAX = 16
 
 
@@ -256,7 +261,7 @@ def _plain_type(t: type) -> bool:
     """No class of t (but object) redefines __class__ or __dict__, and its __getattribute__ is
     object's or a transformers config's (which maps attribute names only): its __dict__ and
     its type are the config's own, read without its Python __getattribute__."""
-    ga = t.__getattribute__
+    ga: object = t.__getattribute__
     if ga is not object.__getattribute__ and \
             not str(getattr(ga, "__module__", "")).startswith("transformers."):
         return False
@@ -290,10 +295,10 @@ def _own(config: Any) -> Any:
         return None
 
 
-def _entered(snapshot: Any) -> List[Tuple[Any, Optional[List[Any]], Optional[List[type]]]]:
+def _entered(snapshot: Any) -> _Entered:
     """The attributes _same enters below the top, each with its keys and its values' types
     when it is a dict of leaves (rope_parameters: compared in one pass), else None."""
-    out: List[Tuple[Any, Optional[List[Any]], Optional[List[type]]]] = []
+    out: _Entered = []
     for k, v in snapshot.items():
         if type(v) not in _LEAVES and k in _DEEP:
             types = list(map(type, v.values())) if type(v) is dict else None
@@ -304,7 +309,7 @@ def _entered(snapshot: Any) -> List[Tuple[Any, Optional[List[Any]], Optional[Lis
     return out
 
 
-def _unchanged(own: Any, kept: Tuple[Any, ...]) -> bool:
+def _unchanged(own: Any, kept: _Kept) -> bool:
     """_same(own, snapshot, 0), with the snapshot's keys, their order, their values' types and
     the attributes entered below the top read from the snapshot once (a decode step's check:
     about 1.5 us where _same takes 4)."""
@@ -376,8 +381,6 @@ VIEW_KEYS = ("model_type", "hidden_size", "num_attention_heads", "max_position_e
              "memory_attention_num_attention_heads")
 #: read only of a Mapping (the axial sizes' fallback for a to_dict() that keeps num_heads)
 MAPPING_KEYS = ("num_heads",)
-#: what decides the view (the text part, the per-layer view): read before the view exists
-STRUCTURE_KEYS = ("text_config", "per_layer_config")
 
 
 def _plain_copy(v: Any) -> Any:

@@ -423,8 +423,9 @@ def _cos_sin_table(pos: Optional[np.ndarray], shape: Tuple[int, ...], freq: np.n
     out_scale = None if scaling == 1.0 else scaling
     freq = np.ascontiguousarray(freq, F32)
     if pos is not None:  # (a decode step: straight to the job, without _table's options)
-        return table_job(opts["core"], positions=pos, freq=freq, col=col, dtype=dtype,
-                         names=NAMES, out_scale=out_scale).reshape(shape + (2 * width,))
+        t: np.ndarray = table_job(opts["core"], positions=pos, freq=freq, col=col, dtype=dtype,
+                                  names=NAMES, out_scale=out_scale)
+        return t.reshape(shape + (2 * width,))
     job = dict(opts, dtype=dtype)
     kw: Dict[str, Any] = {"names": NAMES, "out_scale": out_scale}
     if grid:  # arange(n) in each of the 3 rows: grid row r has position r % n

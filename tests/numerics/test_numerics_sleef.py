@@ -15,6 +15,7 @@ import pytest
 
 import sinpe
 from conftest import ROOT, TESTS, same
+from sinpe._jobs import _round  # the rounding the tables use, private to sinpe
 PROFILES = {"torch-aarch64-2.13": (0, 4), "torch-aarch64-2.13-sve256": (0, 8),
             "torch-aarch64-2.14": (0, 4), "torch-aarch64-2.14-sve256": (0, 8),
             "torch-aarch64-2.15": (1, 4), "torch-aarch64-2.15-sve256": (1, 8)}
@@ -136,7 +137,7 @@ def test_positions_dtypes_add_pe_and_layouts(profile, sleef_oracle):
     # other dtypes and a strided out: rounded from the same float32 values
     out = np.zeros((510, 5000), np.float16).T
     sinpe.positional_encoding(5000, 510, out=out, backend=profile, torch_threads=2)
-    assert np.array_equal(out.view(np.uint16), sinpe._round(table.ravel(), "float16").reshape(
+    assert np.array_equal(out.view(np.uint16), _round(table.ravel(), "float16").reshape(
         5000, 510).view(np.uint16))
     with pytest.raises(ValueError, match="max_len=10 is smaller than offset"):
         sinpe.add_pe(x, offset=4700, max_len=10, backend=profile)

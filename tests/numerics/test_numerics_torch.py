@@ -12,6 +12,7 @@ import sinpe
 from conftest import (D_MODELS, MAX_LENS, TORCH_BITS, X86_64, assert_bits_equal, reference_table,
                       torch_formula)
 from reference import SinusoidalPositionalEncoding
+from sinpe._jobs import _round  # the rounding the tables use, private to sinpe
 
 PE = sinpe.positional_encoding
 
@@ -273,11 +274,11 @@ def test_rounding_matches_torch_on_every_kind_of_value():
     u = np.concatenate([u, u | 0x80000000])
     x = u.view(np.float32)
     t = torch.from_numpy(x)
-    assert np.array_equal(sinpe._round(x, "float16").view(np.uint16),
+    assert np.array_equal(_round(x, "float16").view(np.uint16),
                           t.half().view(torch.int16).numpy().view(np.uint16))
-    assert np.array_equal(sinpe._round(x, "bfloat16").view(np.uint16),
+    assert np.array_equal(_round(x, "bfloat16").view(np.uint16),
                           t.bfloat16().view(torch.int16).numpy().view(np.uint16))
-    assert np.array_equal(sinpe._round(x, "float64").view(np.uint64),
+    assert np.array_equal(_round(x, "float64").view(np.uint64),
                           t.double().numpy().view(np.uint64))
 
 
