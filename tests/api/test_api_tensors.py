@@ -437,6 +437,7 @@ def test_rope_sources_without_memory_named(which):
     NULL data pointer, which the core read as "no source": it rotated the uninitialised
     result.  sinpe.torch names the tensor; the core refuses such a source on its own too."""
     import sinpe.torch as st
+    from sinpe._torch.rotate import core_opts
     q, k = torch.randn(1, 2, 64, 32), torch.randn(1, 2, 64, 32)
     ang = torch.randn(1, 64, 32)
     (q if which == "q" else k).untyped_storage().resize_(0)
@@ -447,7 +448,7 @@ def test_rope_sources_without_memory_named(which):
     src.untyped_storage().resize_(0)
     c = np.ones((1, 8, 32), np.float32)
     with pytest.raises(ValueError, match="no memory"):  # the core's own rule
-        sinpe._sinpe.rope(st._core_opts(), x, c, c, 2, -1, False, src, None, None, None)
+        sinpe._sinpe.rope(core_opts(), x, c, c, 2, -1, False, src, None, None, None)
 
 
 def test_tensors_past_their_resized_storage_are_refused():

@@ -16,7 +16,7 @@ import torch
 import sinpe
 import sinpe.torch as st
 from sinpe._backends.policy import torch_kernels
-from sinpe._torch_forms import FORMS
+from sinpe._torch.forms import FORMS
 
 pytestmark = pytest.mark.needs_torch
 
@@ -210,7 +210,7 @@ for m in [m for m in sys.modules if m.startswith('sinpe')]:
     del sys.modules[m]
 del torch.library.custom_op
 import sinpe.torch as st3
-from sinpe._torch_forms import FORMS as F3
+from sinpe._torch.forms import FORMS as F3
 assert not st3.OPERATORS and all(f.op is None for f in F3.values())
 d = st3.apply_rotary_pos_emb(q, q, c, c)[0]
 assert torch.equal(a.view(torch.int32), d.view(torch.int32))
@@ -269,7 +269,7 @@ def test_hf_rope_operator_takes_the_configs_text():
             torch.ops.sinpe.hf_rope(pos, None, bad, None, None, None, None)
     with pytest.raises(RuntimeError):  # the schema: a string, not an id
         torch.ops.sinpe.hf_rope(pos, None, id(cfg), None, None, None, None)
-    assert not hasattr(sys.modules["sinpe._torch_ops"], "_CONFIGS")
+    assert not hasattr(sys.modules["sinpe._torch.hf_rope"], "_CONFIGS")
 
 
 # ---- hf_rope and add_pe under torch.compile and torch.export, without object ids -----------------

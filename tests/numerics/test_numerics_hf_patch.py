@@ -48,8 +48,8 @@ POLAR = {"deepseek_v2", "llama4"}
 
 @pytest.mark.parametrize("family", sorted(SAMPLE))
 def test_family_bit_for_bit(family):
-    import sinpe._torch_patch as TP
-    if family in POLAR and not TP._glibc_like_torch():
+    from sinpe._torch import rotaries as TP
+    if family in POLAR and not TP.glibc_like_torch():
         pytest.skip("torch.polar's C library is glibc's FMA variant only on x86-64 Linux "
                     "with AVX2 and FMA (test_polar_refused_where_the_c_library_differs)")
     row = H.check_family(family)
@@ -134,7 +134,7 @@ def test_refused_family_left_as_it_was():
 def test_polar_refused_where_the_c_library_differs(monkeypatch):
     """Where torch.polar's cosf/sinf are not glibc's FMA variants (another OS or CPU), the
     polar families are refused, the model untouched; backend= then takes that backend's."""
-    import sinpe._torch_patch as TP
+    from sinpe._torch import rotaries as TP
     import sinpe.torch as st
     monkeypatch.setattr(TP, "_glibc_like_torch", lambda: False)
     model = _tiny("deepseek_v2")
@@ -145,9 +145,9 @@ def test_polar_refused_where_the_c_library_differs(monkeypatch):
 
 def test_polar_builtin_control_changes_logits():
     """The polar form's comparison can fail: correctly rounded cos/sin change the logits."""
-    import sinpe._torch_patch as TP
+    from sinpe._torch import rotaries as TP
     import sinpe.torch as st
-    if not TP._glibc_like_torch():
+    if not TP.glibc_like_torch():
         pytest.skip("the polar form is refused here (test_polar_refused_where_the_c_library_differs)")
     model = _tiny("deepseek_v2")
     # 256 positions: glibc's cosf/sinf are correctly rounded but for about 1.3% of angles,

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import sinpe.torch as st
-from sinpe._torch_forms import FORMS
-from sinpe._torch_patch import _REFERENCES
+from sinpe._torch.forms import FORMS
+from sinpe._torch.recognise import REFERENCES as _REFERENCES
 
 pytestmark = [pytest.mark.oracle_packages, pytest.mark.needs_torch]
 
@@ -77,10 +77,10 @@ def _run(fn, q, k, cos, sin, gq, gk, single):
 
 @pytest.fixture(params=["graph", "captured"])
 def training_way(request, monkeypatch):
-    """Both ways of a training call: transformers' graph (below sinpe._torch_forms._TRAIN_MIN
+    """Both ways of a training call: transformers' graph (below sinpe._torch.forms._TRAIN_MIN
     values, these tests' sizes) and the core's forward with the captured backward (every
     size, forced here)."""
-    from sinpe import _torch_forms
+    from sinpe._torch import forms as _torch_forms
     if request.param == "captured":
         monkeypatch.setattr(_torch_forms, "_TRAIN_MIN", 0)
     return request.param
@@ -113,7 +113,7 @@ def test_training_way_by_size():
     """A training call of fewer values than _TRAIN_MIN runs transformers' graph, a larger one
     the core's forward with the captured backward (its grad_fn), with transformers' bits
     either way."""
-    from sinpe import _torch_forms
+    from sinpe._torch import forms as _torch_forms
     big = (1, 4, _torch_forms._TRAIN_MIN // 64 // 4 // 2 + 8, 64)
     for shape, want in (((1, 4, 8, 64), "AddBackward0"), (big, "_TrainBackward")):
         g = torch.Generator().manual_seed(1)

@@ -87,14 +87,14 @@ def test_the_harness_catches_a_graph_that_widens_q_once(monkeypatch):
     """The issue's OLMo finding, restated: a form whose graph widens q to float32 once
     (instead of rounding each branch's gradient to q's dtype as transformers' graph does)
     gives other bfloat16 gradients, and the corpus case says so."""
-    from sinpe import _torch_forms as forms
+    from sinpe._torch import forms, graphs
 
     def widened(q, k, cos, sin, unsqueeze_dim=1):
         qt, kt = q.dtype, k.dtype
         cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
         q, k = q.float(), k.float()
-        return ((q * cos) + (forms._rotate_half(q) * sin)).to(qt), \
-            ((k * cos) + (forms._rotate_half(k) * sin)).to(kt)
+        return ((q * cos) + (graphs.rotate_half(q) * sin)).to(qt), \
+            ((k * cos) + (graphs.rotate_half(k) * sin)).to(kt)
 
     monkeypatch.setattr(forms.FORMS["apply_rotary_pos_emb_olmo"], "graph", widened)
     with pytest.raises(HARNESS.Finding, match=r"q\.grad differs"):

@@ -40,7 +40,7 @@ def _rotary(model):
 
 
 def _no_patch_left(model):
-    from sinpe._torch_patch import Patched
+    from sinpe._torch.state import Patched
     assert st.patched(model) == []
     for m in model.modules():
         assert not any(isinstance(v, Patched) for v in m.__dict__.values())
@@ -493,9 +493,9 @@ def test_activation_checkpointing_at_training_sizes(monkeypatch):
     way (a call of 1 M values and more: here every size) trains as the unpatched model: the
     first step raised CheckpointError (the backward's capture saved tensors during the
     forward)."""
-    from sinpe import _torch_forms
-    monkeypatch.setattr(_torch_forms, "_TRAIN_MIN", 0)
-    monkeypatch.setattr(_torch_forms, "_CAPTURES", type(_torch_forms._CAPTURES)())
+    from sinpe._torch import forms, training
+    monkeypatch.setattr(forms, "_TRAIN_MIN", 0)
+    monkeypatch.setattr(training, "_CAPTURES", type(training._CAPTURES)())
     twin = _tiny().to(torch.bfloat16)
     model = st.patch(copy.deepcopy(twin))
     grads = []

@@ -84,7 +84,8 @@ import transformers  # noqa: F401  (imported before sinpe: not instrumented)
 with atheris.instrument_imports(include=["sinpe"]) if atheris else contextlib.nullcontext():
     import sinpe
     import sinpe.torch as st
-    from sinpe import _torch_forms, _torch_patch
+    from sinpe._torch import forms as _torch_forms, patch as _torch_patch
+    from sinpe._torch import recognise as _recognise, state as _patch_state
     from sinpe._backends import policy, records
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -183,7 +184,7 @@ def _first_diffs(want, got, n=4):
 
 #: (transformers modeling module, function, the sinpe.torch form patch routes it to): the
 #: references sinpe.torch.patch recognises rotations by
-REFS = list(_torch_patch._REFERENCES)
+REFS = list(_recognise.REFERENCES)
 #: copies of those functions in other families (patch recognises them by their code): the
 #: route a patched ESM, Evolla, ERNIE-4.5-MoE, GLM-4, Cohere 2, OLMo 2 or FlexOlmo runs
 COPIES = [("esm", "apply_rotary_pos_emb", "apply_rotary_pos_emb_float32"),
@@ -462,7 +463,7 @@ def run_form(case):
     else:
         refs = [(mod, fn_name)]
         fn = _reference(mod, fn_name)
-        found = _torch_patch._classify(fn)  # (form, the reference its code matched), as patch
+        found = _recognise.classify(fn)  # (form, the reference its code matched), as patch
         sf = _torch_forms.route(form, fn, found[1] if found else "")
     base = [values(case[n]) for n in names]
     with _core_spy(form) as used:
@@ -619,7 +620,7 @@ def _norm_sequence(case):
 
 
 def _has_patch(m):
-    return any(isinstance(v, _torch_patch.Patched) for v in m.__dict__.values()) \
+    return any(isinstance(v, _patch_state.Patched) for v in m.__dict__.values()) \
         or _torch_patch._KEPT in m.__dict__
 
 
@@ -627,7 +628,7 @@ def _state(model):
     """Which attribute of which module holds which Patched (by identity)."""
     return sorted((name, attr, id(v)) for name, m in model.named_modules()
                   for attr, v in m.__dict__.items()
-                  if isinstance(v, _torch_patch.Patched) or attr == _torch_patch._KEPT)
+                  if isinstance(v, _patch_state.Patched) or attr == _torch_patch._KEPT)
 
 
 def _consistent(model, where):
