@@ -114,14 +114,6 @@ static int check_axes(const sinpe_array *x)
     return SINPE_OK;
 }
 
-static int64_t elements(const sinpe_array *a, int n)
-{
-    int64_t e = 1;
-    for (int k = 0; k < n; k++)
-        e = a->shape[k] == 0 ? 0 : e * a->shape[k]; /* bounded: checked sizes */
-    return e;
-}
-
 /* Bytes of an array of `n` axes of `shape` and `w`-byte elements, or -1 past SINPE_MAX_SPAN
  * (the last axis first: one row must be addressable even in an empty array). */
 static int64_t bytes_of(int n, const int64_t *shape, int64_t w)
@@ -224,7 +216,7 @@ int sinpe_job_rows(const sinpe_job *j, int64_t *rows)
     if (j->pos.mode == SINPE_POS_OFFSET)
         *rows = j->kind == SINPE_JOB_ADD ? x->shape[x->ndim - 2] : j->rows;
     else
-        *rows = elements(x, x->ndim - 1);
+        *rows = sinpe_elements(x->ndim - 1, x->shape);
     return SINPE_OK;
 }
 
@@ -463,7 +455,7 @@ int sinpe_map_check(const sinpe_job *j)
         return SINPE_E_SHAPE;
     if (bytes_of(x->ndim, x->shape, 4) < 0)
         return SINPE_E_SIZE;
-    if (elements(s, s->ndim) == 0) /* nothing to map: an empty array's strides say nothing */
+    if (sinpe_elements(s->ndim, s->shape) == 0) /* nothing to map: an empty array's strides say nothing */
         return SINPE_OK;
     sinpe_array c = *s;
     c_order(&c);
@@ -503,7 +495,7 @@ int sinpe_job_checked(const sinpe_job *j, const sinpe_opts *o, int fresh, sinpe_
         st = sinpe_overlap_check(x->ndim, x->shape, x->strides, w);
         if (st != SINPE_OK)
             return st;
-        if (elements(x, x->ndim) > 0 && !x->data)
+        if (sinpe_elements(x->ndim, x->shape) > 0 && !x->data)
             return SINPE_E_NULL;
     }
     const sinpe_backend_ops *ops;
@@ -539,7 +531,7 @@ static int64_t scratch_bytes(const sinpe_job *j, const sinpe_opts *o)
     p.j = *j;
     p.o = *o;
     p.path = sinpe_paths_entry(0);
-    p.npos = sinpe_positions_alias(j) ? elements(&j->dst, j->dst.ndim - 1) : 0;
+    p.npos = sinpe_positions_alias(j) ? sinpe_elements(j->dst.ndim - 1, j->dst.shape) : 0;
     sinpe_table_geometry(&p);
     p.nslots = (int)sinpe_table_threads(&p);
     return sinpe_plan_scratch_bytes(&p);

@@ -10,15 +10,6 @@
 
 #include "platform/threads.h"
 
-/* The elements of an array's first n axes. */
-static int64_t count_of(const sinpe_array *a, int n)
-{
-    int64_t e = 1;
-    for (int k = 0; k < n; k++)
-        e = a->shape[k] == 0 ? 0 : e * a->shape[k];
-    return e;
-}
-
 static float map_argument(const void *plan, int64_t element)
 {
     const sinpe_plan *p = plan;
@@ -31,7 +22,7 @@ void sinpe_table_layout(sinpe_plan *p)
 {
     const sinpe_job *j = &p->j;
     p->c = (float)(-log(j->base) / (double)j->dst.shape[j->dst.ndim - 1]);
-    p->npos = sinpe_positions_alias(j) ? count_of(&j->dst, j->dst.ndim - 1) : 0;
+    p->npos = sinpe_positions_alias(j) ? sinpe_elements(j->dst.ndim - 1, j->dst.shape) : 0;
     p->pos = j->pos.at.data;
     sinpe_table_geometry(p);
     p->nslots = (int)sinpe_table_threads(p);
@@ -87,7 +78,7 @@ static sinpe_plan *layout(const sinpe_job *j, const sinpe_opts *o, const sinpe_b
 
 void sinpe_map_layout(sinpe_plan *p)
 {
-    p->count = count_of(&p->j.dst, p->j.dst.ndim);
+    p->count = sinpe_elements(p->j.dst.ndim, p->j.dst.shape);
     p->ctx.tensor_len = p->ctx.exp_len = p->count;
     p->ctx.exp_ndim = p->j.dst.ndim;
     p->ctx.argument = map_argument;
@@ -157,7 +148,7 @@ int sinpe_plan_bind(sinpe_plan *p, void *data, const int64_t *strides)
     if (!p || !strides || !p->j.fresh)
         return SINPE_E_NULL;
     sinpe_array *x = &p->j.dst;
-    if (count_of(x, x->ndim) == 0) { /* nothing is written: any strides (NumPy's are 0) */
+    if (sinpe_elements(x->ndim, x->shape) == 0) { /* nothing is written: any strides (NumPy's are 0) */
         x->data = data;
         return SINPE_OK;
     }
