@@ -182,7 +182,7 @@ int sinpe_table_check(const sinpe_job *j)
     return SINPE_OK;
 }
 
-/* ---- kept rows ------------------------------------------------------------------------------ */
+/* ---- kept rows: their rules ---------------------------------------------------------------- */
 
 /* Kept rows (sinpe.h, sinpe_job.kept): a table job's own rows, in range, apart from dst;
  * read by positions only where the backend's results do not couple. */
@@ -347,7 +347,7 @@ static void run_tile(sinpe_plan *p, int64_t t, int tid)
     sl->key = -1;
 }
 
-/* Kept rows (sinpe.h: sinpe_job.kept) ---------------------------------------------------- */
+/* Kept rows read by the tiles and filled by the fill stage (sinpe.h: sinpe_job.kept) ------ */
 
 static const float *kept_row(const sinpe_plan *p, int64_t position, int64_t j0)
 {
