@@ -33,7 +33,7 @@ from typing import Any, Dict, List
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHECKS = ["check", "sinpe_job_checked", "sinpe_job_check", "sinpe_job_prepare", "sinpe_opts_check",
-          "sinpe_table_geometry", "sinpe_job_rows", "sinpe_admit", "sinpe_overlap_check",
+          "table_geometry", "job_rows", "sinpe_admit", "sinpe_overlap_check",
           "sinpe_preset_compile", "sinpe_cpu", "sinpe_plan_new"]
 
 

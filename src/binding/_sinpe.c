@@ -71,7 +71,7 @@ static PyObject *run_call(call *c, PyObject *inplace)
     }
     /* a small job runs with the GIL held: releasing and taking it back costs more than the
      * work (and may hand the GIL to another thread for a while) */
-    int small = c->job.dst.data && values_of(&c->job.dst) <= SMALL_VALUES;
+    int small = c->job.dst.data && sinpe_elements(c->job.dst.ndim, c->job.dst.shape) <= SMALL_VALUES;
     UNLOCKED_UNLESS(small, st = sinpe_plan_prepare(&c->job, &c->opts, &p)); /* every rule once */
     if (st != SINPE_OK) {
         raise_status(st, c);
@@ -85,7 +85,7 @@ static PyObject *run_call(call *c, PyObject *inplace)
             goto out;
         st = sinpe_plan_bind(p, c->job.dst.data, c->job.dst.strides);
     }
-    small = values_of(&c->job.dst) <= SMALL_VALUES;
+    small = sinpe_elements(c->job.dst.ndim, c->job.dst.shape) <= SMALL_VALUES;
     while (st == SINPE_OK) {
         UNLOCKED_UNLESS(small, st = sinpe_plan_step(p, STEP_VALUES * c->opts.threads, &done));
         if (st != SINPE_OK || done)

@@ -76,8 +76,6 @@ void call_init(call *c, const char *what, const char *rows_name, const char *col
 void call_clear(call *c);
 PyObject *own(call *c, PyObject *o);
 PyObject *shape_tuple(int n, const int64_t *shape);
-/* The values of an array (INT64_MAX past int64). */
-int64_t values_of(const sinpe_array *a);
 /* Destinations of at most this many values are written with the GIL held (some microseconds
  * of work at most); stmt runs with the GIL released unless small. */
 #define SMALL_VALUES 16384

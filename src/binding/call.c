@@ -49,17 +49,6 @@ PyObject *own(call *c, PyObject *o)
     return o;
 }
 
-int64_t values_of(const sinpe_array *a)
-{
-    int64_t n = 1;
-    for (int k = 0; k < a->ndim; k++) {
-        if (a->shape[k] == 0)
-            return 0;
-        n = n > INT64_MAX / a->shape[k] ? INT64_MAX : n * a->shape[k];
-    }
-    return n;
-}
-
 PyObject *shape_tuple(int n, const int64_t *shape)
 {
     PyObject *t = PyTuple_New(n < 0 ? 0 : n);

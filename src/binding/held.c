@@ -62,7 +62,7 @@ PyObject *py_add_held(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         c.route = PyModule_GetState(self);
     }
     if (held_view(&c, args[2], &x) == 0) {
-        if (values_of(&x) >= HELD_NOGIL_VALUES) {
+        if (sinpe_elements(x.ndim, x.shape) >= HELD_NOGIL_VALUES) {
             Py_BEGIN_ALLOW_THREADS
             st = sinpe_add_held(&x, &rows, path, threads);
             Py_END_ALLOW_THREADS

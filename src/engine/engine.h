@@ -1,16 +1,21 @@
 /* The engine's own declarations (engine layer, pure C): the plan every job kind runs as,
- * and the functions its files share.
+ * and the functions its files share.  Each job kind lives in one file, which calls only the
+ * files below it (no file of src/ calls one that calls it back):
  *
- *   engine/kinds.c   the job kinds, one row each: check, fresh shape, layout, stages
- *   engine/job.c     the one check of every job (and its memory), scratch sizes
- *   engine/plan.c    plans: geometry, scratch, stages run in steps over threads
- *   engine/tiles.c   tables and in-place adds: positions, divisors, tiles of rows
- *   engine/rope.c    rotary rotations;  engine/freqs.c  frequency vectors and maps
  *   engine/api.c     the registries' public face and the conveniences for C callers
+ *   engine/plan.c    plans: stages of items run in steps over threads      (every kind)
+ *   engine/job.c     the one check of every job, options, memory           (every kind)
+ *   engine/kinds.c   the job kinds, one row of functions each: plan.c and job.c dispatch on it
+ *   engine/table.c   TABLE and ADD: rules, fresh shape, geometry, scratch, stages
+ *   engine/rope.c    ROPE;  engine/map.c  MAP;  engine/freqs.c  FREQS
+ *   engine/rows.c    a table's positions and rows (table.c's)
+ *   engine/rules.c   the rules every kind's check shares (destination, bytes, C order, base)
+ *   engine/layout.c, store.c, preset.c: strided layouts, element types, preset programs
  */
 #ifndef SINPE_ENGINE_ENGINE_H
 #define SINPE_ENGINE_ENGINE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "backends/backend.h"
@@ -113,66 +118,114 @@ struct sinpe_plan {
 };
 
 /* The job kinds (engine/kinds.c): what each one checks, how a fresh result of it is shaped,
- * how its plan is laid out and allocated, and its stages; one row per sinpe_job_kind. */
+ * how its plan is laid out, sized and allocated, and its stages; one row per sinpe_job_kind.
+ * job.c and plan.c reach a kind's code through its row only. */
 typedef struct {
-    int table;                          /* TABLE and ADD: tiles of rows, scratch, kept rows */
+    int own_axes;                       /* the kind checks its axes' lengths itself (tables:
+                                           d_model first); else job.c does, before check */
     int (*check)(const sinpe_job *j);   /* the kind's own rules */
+    int (*kept)(const sinpe_job *j, const sinpe_backend_ops *be); /* kept rows' rules; NULL:
+                                           the kind takes none */
     int (*fresh)(sinpe_job *j);         /* a fresh result's shape; NULL: in place only */
+    void (*complete)(sinpe_job *j);     /* the rest of a complete job, before the check; NULL */
     void (*layout)(sinpe_plan *p);      /* the plan of a checked job, nothing allocated */
+    int64_t (*scratch)(const sinpe_plan *p); /* floats of scratch of a laid-out plan; NULL: none
+                                           (job.c then counts no scratch for the job) */
     int (*alloc)(sinpe_plan *p);        /* the plan's memory; NULL: none */
+    void (*bind)(sinpe_plan *p);        /* after sinpe_plan_bind set the destination; NULL */
+    void (*release)(sinpe_plan *p);     /* what alloc took besides p->mem; NULL: nothing */
     const sinpe_stage *stages;
     int nstages;
 } sinpe_kind;
 /* The row of a kind, NULL outside 0 .. SINPE_JOB_KIND_COUNT - 1. */
 const sinpe_kind *sinpe_kind_of(sinpe_job_kind kind);
 
-/* job.c */
-int sinpe_table_check(const sinpe_job *j);
-int sinpe_map_check(const sinpe_job *j);
-int sinpe_table_fresh(sinpe_job *j);
-int sinpe_map_fresh(sinpe_job *j);
-int sinpe_freq_fresh(sinpe_job *j);
-int sinpe_job_rows(const sinpe_job *j, int64_t *rows);
-int64_t sinpe_job_torch_rows(const sinpe_job *j, int64_t rows, int64_t pairs);
-int sinpe_ncomp(const sinpe_job *j);
-int sinpe_positions_alias(const sinpe_job *j);
-int sinpe_kept_span(const sinpe_kept *k, int64_t *lo, int64_t *hi);
-int sinpe_broadcast_positions(const sinpe_job *j, int64_t *strides);
+/* The bytes a laid-out plan allocates: its scratch (the kind's floats), slots and itself. */
+static inline int64_t sinpe_plan_bytes(const sinpe_plan *p, const sinpe_kind *k)
+{
+    int64_t nf = k->scratch ? k->scratch(p) : 0;
+    return nf * (int64_t)sizeof(float) + p->nslots * (int64_t)sizeof(sinpe_slot)
+           + (int64_t)sizeof(sinpe_plan);
+}
+
+/* job.c: the options' check, and the one check of a complete job (fresh: its destination is
+ * not allocated yet), returning the options' backend context and operations; and the same
+ * after completing the job (a fresh destination's shape, a growing table_rows), as
+ * sinpe_job_prepare and sinpe_plan_prepare run it. */
 int sinpe_opts_check(const sinpe_opts *o, sinpe_bctx *ctx, const sinpe_backend_ops **be);
-/* The one check of a complete job (fresh: its destination is not allocated yet), returning
- * the options' backend context and operations; and the same after completing the job (a
- * fresh destination's shape, a growing table_rows), as sinpe_job_prepare and
- * sinpe_plan_prepare run it. */
 int sinpe_job_checked(const sinpe_job *j, const sinpe_opts *o, int fresh, sinpe_bctx *ctx,
                       const sinpe_backend_ops **be);
 int sinpe_job_complete_check(sinpe_job *j, const sinpe_opts *o, sinpe_bctx *ctx,
                              const sinpe_backend_ops **be);
-/* plan.c: the bytes a plan allocates (its scratch, slots and itself) */
-int64_t sinpe_plan_scratch_bytes(const sinpe_plan *p);
 
-/* plan.c: each kind's plan laid out, a table's memory */
-void sinpe_table_layout(sinpe_plan *p);
-void sinpe_map_layout(sinpe_plan *p);
-void sinpe_freq_layout(sinpe_plan *p);
-int sinpe_table_alloc(sinpe_plan *p);
+/* The kinds' rows (kinds.c) -------------------------------------------------------------- */
 
-/* tiles.c: the table stages, the plan's geometry and scratch for tables and adds */
+/* table.c: TABLE and ADD */
 extern const sinpe_stage sinpe_table_stages[4];
-void sinpe_table_geometry(sinpe_plan *p);
-int64_t sinpe_table_scratch_floats(const sinpe_plan *p);
-void sinpe_table_scratch_assign(sinpe_plan *p, float *m);
-int64_t sinpe_table_threads(const sinpe_plan *p);
-float sinpe_table_argument(const void *plan, int64_t element);
-
-/* rope.c, freqs.c */
-extern const sinpe_stage sinpe_rope_stages[1], sinpe_map_stages[1], sinpe_freq_stages[1];
+int sinpe_table_check(const sinpe_job *j);
+int sinpe_table_kept(const sinpe_job *j, const sinpe_backend_ops *be);
+int sinpe_table_fresh(sinpe_job *j);
+void sinpe_table_complete(sinpe_job *j);
+void sinpe_table_layout(sinpe_plan *p);
+int64_t sinpe_table_scratch(const sinpe_plan *p);
+int sinpe_table_alloc(sinpe_plan *p);
+void sinpe_table_bind(sinpe_plan *p);
+void sinpe_table_release(sinpe_plan *p);
+/* rope.c: ROPE */
+extern const sinpe_stage sinpe_rope_stages[1];
 int sinpe_rope_check(const sinpe_job *j);
 void sinpe_rope_setup(sinpe_plan *p);
+/* map.c: MAP */
+extern const sinpe_stage sinpe_map_stages[1];
+int sinpe_map_check(const sinpe_job *j);
+int sinpe_map_fresh(sinpe_job *j);
+void sinpe_map_layout(sinpe_plan *p);
+/* freqs.c: FREQS */
+extern const sinpe_stage sinpe_freq_stages[1];
 int sinpe_freq_check(const sinpe_job *j);
+int sinpe_freq_fresh(sinpe_job *j);
+void sinpe_freq_layout(sinpe_plan *p);
+
+/* Below the kinds ------------------------------------------------------------------------- */
+
+/* rows.c: a table's positions (their components, row axes, broadcast strides, rules, whether
+ * they share memory with the destination, the position of a row) and its rows (the backends'
+ * argument function; nrows rows of column block cb into out, ostride floats apart) */
+int sinpe_ncomp(const sinpe_job *j);
+int sinpe_pos_row_axes(const sinpe_job *j);
+int sinpe_broadcast_positions(const sinpe_job *j, int64_t *strides);
+int sinpe_positions_check(const sinpe_job *j);
+int sinpe_positions_alias(const sinpe_job *j);
+float sinpe_table_position(const sinpe_plan *p, int64_t r, int64_t off, int q);
+float sinpe_table_argument(const void *plan, int64_t element);
+void sinpe_table_rows(const sinpe_plan *p, sinpe_slot *sl, float *out, ptrdiff_t ostride,
+                      const float *pos, int64_t first_row, int64_t table_row0, int64_t nrows,
+                      int64_t cb);
+
+/* rules.c: a destination's type, asked dtype (want_type, -1: any) and axes; no negative
+ * axis; the bytes of n axes of w-byte elements (-1 past SINPE_MAX_SPAN); C-order strides.
+ * (sinpe_check_base, a base's rule, is public: sinpe.h.) */
+int sinpe_check_dst(const sinpe_array *x, int want_type);
+int sinpe_check_axes(const sinpe_array *x);
+int64_t sinpe_bytes_of(int n, const int64_t *shape, int64_t w);
+void sinpe_c_order(sinpe_array *a);
 
 static inline int64_t sinpe_ceil_div(int64_t a, int64_t b)
 {
     return a / b + (a % b != 0);
+}
+
+/* The stage of kinds that run over p->count elements in blocks of SINPE_BLOCK (map.c,
+ * freqs.c): its items and their work. */
+static inline int64_t sinpe_block_items(const sinpe_plan *p)
+{
+    return sinpe_ceil_div(p->count, SINPE_BLOCK);
+}
+
+static inline int64_t sinpe_block_work(const sinpe_plan *p)
+{
+    (void)p;
+    return SINPE_BLOCK;
 }
 
 #endif

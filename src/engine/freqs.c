@@ -1,12 +1,13 @@
-/* Frequency vectors of the presets and elementwise maps (sinpe.h: FREQS and MAP jobs): a few
- * float32 (or float64) steps per element, with the exp, sin, cos and pow of the call's
- * backend, in blocks of elements placed in the tensor torch would evaluate (SLEEF's vectors
- * and torch.pow's split between SLEEF and the C library depend on where an element lies).
+/* Frequency vectors of the presets (sinpe.h: FREQS jobs): a few float32 (or float64) steps
+ * per element, with the exp and pow of the call's backend, in blocks of elements placed in
+ * the tensor torch would evaluate (SLEEF's vectors and torch.pow's split between SLEEF and the
+ * C library depend on where an element lies).
  */
 #include "engine/engine.h"
 
 #include <math.h>
 
+/* A FREQS job's rules: its description, its base, the vector's type and length. */
 int sinpe_freq_check(const sinpe_job *j)
 {
     const sinpe_freq *f = j->freq;
@@ -31,38 +32,22 @@ int sinpe_freq_check(const sinpe_job *j)
     return SINPE_OK;
 }
 
-static int64_t block_items(const sinpe_plan *p)
+/* A fresh result: a vector of j->rows. */
+int sinpe_freq_fresh(sinpe_job *j)
 {
-    return sinpe_ceil_div(p->count, SINPE_BLOCK);
+    j->dst.ndim = 1;
+    j->dst.shape[0] = j->rows;
+    return SINPE_OK;
 }
 
-static int64_t block_work(const sinpe_plan *p)
+/* The plan: the elements, torch's tensor (the vector), the threads. */
+void sinpe_freq_layout(sinpe_plan *p)
 {
-    (void)p;
-    return SINPE_BLOCK;
+    p->count = p->j.rows;
+    p->ctx.tensor_len = p->ctx.exp_len = p->count;
+    p->ctx.exp_ndim = 1;
+    p->nslots = p->o.threads;
 }
-
-/* ---- maps ---------------------------------------------------------------------------------- */
-
-static void map_run(sinpe_plan *p, int64_t item, int tid)
-{
-    (void)tid;
-    int64_t e0 = item * SINPE_BLOCK;
-    size_t n = (size_t)(p->count - e0 < SINPE_BLOCK ? p->count - e0 : SINPE_BLOCK);
-    const float *in = (const float *)p->j.src.data + e0;
-    float *r = (float *)p->j.dst.data + e0; /* C order (the check) */
-    switch (p->j.func) {
-    case SINPE_FN_EXP: p->be->exp(&p->ctx, e0, in, r, n); break;
-    case SINPE_FN_SIN: p->be->sincos(&p->ctx, e0, in, r, NULL, n); break;
-    default: p->be->sincos(&p->ctx, e0, in, NULL, r, n); break;
-    }
-}
-
-const sinpe_stage sinpe_map_stages[1] = {
-    { .items = block_items, .work = block_work, .run = map_run },
-};
-
-/* ---- frequency vectors ------------------------------------------------------------------- */
 
 static float k_of(const sinpe_freq *f, int64_t i)
 {
@@ -105,5 +90,5 @@ static void freq_run(sinpe_plan *p, int64_t item, int tid)
 }
 
 const sinpe_stage sinpe_freq_stages[1] = {
-    { .items = block_items, .work = block_work, .run = freq_run },
+    { .items = sinpe_block_items, .work = sinpe_block_work, .run = freq_run },
 };

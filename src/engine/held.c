@@ -24,13 +24,11 @@ static int c_contiguous(const sinpe_array *a)
 /* The number of values, or -1 when an axis is empty or the bytes would not fit in int64. */
 static int64_t values_of(const sinpe_array *a)
 {
-    int64_t n = 1;
-    for (int k = 0; k < a->ndim; k++) {
-        if (a->shape[k] <= 0 || a->shape[k] > INT64_MAX / 8 / n)
+    for (int k = 0; k < a->ndim; k++)
+        if (a->shape[k] <= 0)
             return -1;
-        n *= a->shape[k];
-    }
-    return n;
+    int64_t n = sinpe_elements(a->ndim, a->shape);
+    return n > INT64_MAX / 8 ? -1 : n;
 }
 
 static int disjoint(const sinpe_array *x, const sinpe_array *rows, int64_t nx, int64_t nr)

@@ -1,26 +1,37 @@
 /* The job kinds, one row each (engine.h: sinpe_kind): the rules a kind adds to the common
  * ones, the shape of a fresh result, the plan's layout and memory, and the stages it runs.
- * The check (engine/job.c) and the plan (engine/plan.c) dispatch on this table only. */
+ * The check (engine/job.c) and the plan (engine/plan.c) dispatch on this table only; each
+ * kind's functions are in its own file (engine/table.c, rope.c, map.c, freqs.c). */
 #include "engine/engine.h"
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static const sinpe_kind kinds[SINPE_JOB_KIND_COUNT] = {
     [SINPE_JOB_TABLE] = {
-        .table = 1,
+        .own_axes = 1,
         .check = sinpe_table_check,
+        .kept = sinpe_table_kept,
         .fresh = sinpe_table_fresh,
+        .complete = sinpe_table_complete,
         .layout = sinpe_table_layout,
+        .scratch = sinpe_table_scratch,
         .alloc = sinpe_table_alloc,
+        .bind = sinpe_table_bind,
+        .release = sinpe_table_release,
         .stages = sinpe_table_stages,
         .nstages = COUNT(sinpe_table_stages),
     },
     [SINPE_JOB_ADD] = {
-        .table = 1,
+        .own_axes = 1,
         .check = sinpe_table_check,
+        .kept = sinpe_table_kept,
         .fresh = NULL,
+        .complete = sinpe_table_complete,
         .layout = sinpe_table_layout,
+        .scratch = sinpe_table_scratch,
         .alloc = sinpe_table_alloc,
+        .bind = sinpe_table_bind,
+        .release = sinpe_table_release,
         .stages = sinpe_table_stages,
         .nstages = COUNT(sinpe_table_stages),
     },

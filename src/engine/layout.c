@@ -8,6 +8,17 @@
  * ordinary and interleaved layouts need a few per axis. */
 #define OVERLAP_BUDGET ((int64_t)1 << 22)
 
+int64_t sinpe_elements(int n, const int64_t *shape)
+{
+    int64_t e = 1;
+    for (int k = 0; k < n; k++) {
+        if (shape[k] == 0)
+            return 0;
+        e = e > INT64_MAX / shape[k] ? INT64_MAX : e * shape[k];
+    }
+    return e;
+}
+
 int sinpe_extent(int n, const int64_t *shape, const int64_t *strides, int64_t itemsize,
                  int64_t *lo, int64_t *hi)
 {

@@ -1,70 +1,13 @@
 /* Plans: a checked job as stages of items that threads share, run in steps of bounded
  * work (sinpe.h: sinpe_plan_new, sinpe_plan_step), so that a caller can check for
- * interrupts between steps.  Every job kind runs here: tables and adds (engine/tiles.c),
- * rotations (engine/rope.c), maps and frequency vectors (engine/freqs.c). */
+ * interrupts between steps.  Every job kind runs here, through its row of engine/kinds.c
+ * (layout, memory, stages): tables and adds (engine/table.c), rotations (engine/rope.c),
+ * maps (engine/map.c) and frequency vectors (engine/freqs.c). */
 #include "engine/engine.h"
 
-#include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "platform/threads.h"
-
-/* The elements of an array's first n axes. */
-static int64_t count_of(const sinpe_array *a, int n)
-{
-    int64_t e = 1;
-    for (int k = 0; k < n; k++)
-        e = a->shape[k] == 0 ? 0 : e * a->shape[k];
-    return e;
-}
-
-static float map_argument(const void *plan, int64_t element)
-{
-    const sinpe_plan *p = plan;
-    return ((const float *)p->j.src.data)[element];
-}
-
-/* A table's or an add's plan laid out: geometry, threads, the backend's view; nothing
- * allocated. */
-void sinpe_table_layout(sinpe_plan *p)
-{
-    const sinpe_job *j = &p->j;
-    p->c = (float)(-log(j->base) / (double)j->dst.shape[j->dst.ndim - 1]);
-    p->npos = sinpe_positions_alias(j) ? count_of(&j->dst, j->dst.ndim - 1) : 0;
-    p->pos = j->pos.at.data;
-    sinpe_table_geometry(p);
-    p->nslots = (int)sinpe_table_threads(p);
-    p->ctx.argument = sinpe_table_argument;
-    p->ctx.src = p;
-}
-
-int64_t sinpe_plan_scratch_bytes(const sinpe_plan *p)
-{
-    int64_t nf = sinpe_kind_of(p->j.kind)->table ? sinpe_table_scratch_floats(p) : 0;
-    return nf * (int64_t)sizeof(float) + p->nslots * (int64_t)sizeof(sinpe_slot)
-           + (int64_t)sizeof(sinpe_plan);
-}
-
-/* A table's memory: the preset's program, the slots, then the floats (slots are a multiple
- * of 8 bytes). */
-int sinpe_table_alloc(sinpe_plan *p)
-{
-    const sinpe_job *j = &p->j;
-    if (j->preset && sinpe_preset_compile(j->preset, j->preset->ncol, p->be->independent,
-                                          &p->prog) != SINPE_OK)
-        return SINPE_E_NOMEM;
-    int64_t nf = sinpe_table_scratch_floats(p);
-    if (nf > 0) {
-        size_t head = (size_t)p->nslots * sizeof(sinpe_slot);
-        if ((uint64_t)nf > (SIZE_MAX - head) / sizeof(float)
-            || !(p->mem = malloc(head + (size_t)nf * sizeof(float))))
-            return SINPE_E_NOMEM;
-        p->slots = p->mem;
-        sinpe_table_scratch_assign(p, (float *)(void *)((char *)p->mem + head));
-    }
-    return SINPE_OK;
-}
 
 /* A plan of a checked job (ctx, be: what the check found of the options), laid out. */
 static sinpe_plan *layout(const sinpe_job *j, const sinpe_opts *o, const sinpe_bctx *ctx,
@@ -85,25 +28,7 @@ static sinpe_plan *layout(const sinpe_job *j, const sinpe_opts *o, const sinpe_b
     return p;
 }
 
-void sinpe_map_layout(sinpe_plan *p)
-{
-    p->count = count_of(&p->j.dst, p->j.dst.ndim);
-    p->ctx.tensor_len = p->ctx.exp_len = p->count;
-    p->ctx.exp_ndim = p->j.dst.ndim;
-    p->ctx.argument = map_argument;
-    p->ctx.src = p;
-    p->nslots = p->o.threads;
-}
-
-void sinpe_freq_layout(sinpe_plan *p)
-{
-    p->count = p->j.rows;
-    p->ctx.tensor_len = p->ctx.exp_len = p->count;
-    p->ctx.exp_ndim = 1;
-    p->nslots = p->o.threads;
-}
-
-/* The plan's own memory (tables and adds only), or the plan freed on failure. */
+/* The plan's own memory (its kind's), or the plan freed on failure. */
 static int allocate(sinpe_plan *p, sinpe_plan **out)
 {
     const sinpe_kind *k = sinpe_kind_of(p->j.kind);
@@ -144,7 +69,8 @@ int sinpe_plan_prepare(sinpe_job *j, const sinpe_opts *o, sinpe_plan **out)
     if (!p)
         return SINPE_E_NOMEM;
     const sinpe_array *x = &j->dst;
-    st = sinpe_admit(j->fresh ? x->ndim : -1, x->shape, x->type, sinpe_plan_scratch_bytes(p), NULL);
+    int64_t bytes = sinpe_plan_bytes(p, sinpe_kind_of(j->kind)); /* scratch, slots, plan */
+    st = sinpe_admit(j->fresh ? x->ndim : -1, x->shape, x->type, bytes, NULL);
     if (st != SINPE_OK) {
         sinpe_plan_free(p);
         return st;
@@ -157,7 +83,7 @@ int sinpe_plan_bind(sinpe_plan *p, void *data, const int64_t *strides)
     if (!p || !strides || !p->j.fresh)
         return SINPE_E_NULL;
     sinpe_array *x = &p->j.dst;
-    if (count_of(x, x->ndim) == 0) { /* nothing is written: any strides (NumPy's are 0) */
+    if (sinpe_elements(x->ndim, x->shape) == 0) { /* nothing is written: any strides (NumPy's are 0) */
         x->data = data;
         return SINPE_OK;
     }
@@ -169,16 +95,18 @@ int sinpe_plan_bind(sinpe_plan *p, void *data, const int64_t *strides)
         if (x->shape[k] > 1 && strides[k] != x->strides[k])
             return SINPE_E_SHAPE;
     x->data = data;
-    if (p->mem) /* the slots' rows aligned like the data */
-        sinpe_table_scratch_assign(p, (float *)(void *)((char *)p->mem
-                                                         + (size_t)p->nslots * sizeof(sinpe_slot)));
+    const sinpe_kind *k = sinpe_kind_of(p->j.kind); /* its scratch placed for the data */
+    if (k->bind)
+        k->bind(p);
     return SINPE_OK;
 }
 
 void sinpe_plan_free(sinpe_plan *p)
 {
     if (p) {
-        sinpe_preset_prog_free(&p->prog);
+        const sinpe_kind *k = sinpe_kind_of(p->j.kind);
+        if (k && k->release)
+            k->release(p);
         free(p->mem);
         free(p);
     }

@@ -28,19 +28,13 @@ static int table_ok(const sinpe_array *t, int64_t seq, int64_t n)
 
 static int64_t elements(const sinpe_array *x)
 {
-    int64_t n = 1;
-    for (int k = 0; k < x->ndim; k++)
-        n = x->shape[k] == 0 ? 0 : n * x->shape[k];
-    return n;
+    return sinpe_elements(x->ndim, x->shape);
 }
 
 /* The vectors of x: every axis but the last. */
 static int64_t vectors(const sinpe_array *x)
 {
-    int64_t n = 1;
-    for (int k = 0; k < x->ndim - 1; k++)
-        n = x->shape[k] == 0 ? 0 : n * x->shape[k];
-    return x->ndim > 0 && x->shape[x->ndim - 1] == 0 ? 0 : n;
+    return x->ndim > 0 && x->shape[x->ndim - 1] == 0 ? 0 : sinpe_elements(x->ndim - 1, x->shape);
 }
 
 /* a and b reach no byte in common (by their extents; an empty one reaches none). */

@@ -331,6 +331,10 @@ void sinpe_job_need(const sinpe_job *j, const sinpe_opts *o, sinpe_need *need);
  * (a preset's frequencies, its result) ask before they allocate. */
 int sinpe_admit(int ndim, const int64_t *shape, sinpe_type t, int64_t scratch, sinpe_need *need);
 
+/* The elements of n axes of shape: 0 when one of them is empty, INT64_MAX when the product
+ * passes int64 (the one element count of the core and the binding). */
+int64_t sinpe_elements(int n, const int64_t *shape);
+
 /* Plans run a checked job in steps.  sinpe_plan_new checks the job, allocates all
  * scratch memory and writes nothing; each sinpe_plan_step does about `budget` units of
  * work (one unit: about one value computed; storing or adding a value counts 1/8), spread

@@ -144,6 +144,58 @@ def test_binding_files_use_each_other_one_way():
     assert not circles, uses
 
 
+def test_core_files_call_each_other_one_way(tmp_path):
+    """No circle among the core's files (docs/layout.md): each file of src/sources.txt,
+    compiled alone, calls (nm -u) only functions and data defined (nm --defined-only) by
+    files listed before it, so that no file calls one that calls it back; in the engine
+    every job kind's code is reached through engine/kinds.c only."""
+    from conftest import sanitizer_free_env
+    with open(os.path.join(ROOT, "src", "sources.txt")) as f:
+        files = [line.strip() for line in f if line.strip() and not line.startswith("#")]
+    defined, wanted = {}, {}
+    for n, rel in enumerate(files):
+        obj = str(tmp_path / f"{n}.o")
+        r = subprocess.run(["gcc", "-O0", "-c", "-I" + os.path.join(ROOT, "src"),
+                            "-I" + os.path.join(ROOT, "src", "include"),
+                            os.path.join(ROOT, "src", rel), "-o", obj],
+                           capture_output=True, text=True, timeout=300, env=sanitizer_free_env())
+        assert r.returncode == 0, r.stderr
+        for line in subprocess.run(["nm", "--defined-only", obj], capture_output=True,
+                                   text=True, check=True).stdout.splitlines():
+            f3 = line.split()
+            if len(f3) == 3 and f3[1] in "TDRBC":
+                assert f3[2] not in defined, f"{f3[2]} defined in {defined.get(f3[2])} and {rel}"
+                defined[f3[2]] = rel
+        wanted[rel] = [line.split()[-1] for line in subprocess.run(
+            ["nm", "-u", obj], capture_output=True, text=True, check=True).stdout.splitlines()]
+    upward = [f"{rel} calls {s} of {defined[s]}" for rel in files for s in wanted[rel]
+              if s in defined and files.index(defined[s]) > files.index(rel)]
+    assert not upward, "\n".join(upward)
+    kinds = ("engine/table.c", "engine/rope.c", "engine/map.c", "engine/freqs.c")
+    callers = sorted({rel for rel in files for s in wanted[rel] if defined.get(s) in kinds})
+    assert callers == ["engine/kinds.c"], callers
+
+
+def test_headers_include_each_other_without_a_circle():
+    """The core's headers (#include "...") form no circle."""
+    import re
+    heads = [r for r in _core_files() if r.endswith(".h")]
+    edges = {}
+    for rel in heads:
+        with open(os.path.join(ROOT, "src", rel)) as f:
+            targets = re.findall(r'^\s*#\s*include\s+"([^"]+)"', f.read(), re.M)
+        edges[rel] = {"include/sinpe.h" if t == "sinpe.h" else t for t in targets}
+
+    def reach(a, seen):
+        for b in edges.get(a, ()):
+            if b not in seen:
+                seen.add(b)
+                reach(b, seen)
+        return seen
+    circles = [h for h in heads if h in reach(h, set())]
+    assert not circles, edges
+
+
 def test_no_c_function_is_longer_than_100_lines():
     """Small functions (docs/layout.md); generated headers hold data, not functions."""
     long = []

@@ -1,5 +1,6 @@
-/* Tables and in-place adds (TABLE and ADD jobs), in four stages whose items threads share
- * (sinpe_table_stages, in this order):
+/* The TABLE and ADD kinds (sinpe.h), whole: their rules (the destination's shape, positions,
+ * offsets, presets, kept rows), a fresh table's shape, the plan's geometry, scratch and
+ * memory, and four stages whose items threads share (sinpe_table_stages, in this order):
  *   0. positions that share memory with the destination are copied first (blocks of rows;
  *      NumPy's rule for outputs aliasing inputs);
  *   1. the divisors div[i] = exp((float)(2i) * c), one item per column block;
@@ -10,204 +11,266 @@
  *      table, else into per-thread scratch, kept while the next tile of the same thread
  *      needs the same rows) and stores or adds them to each element of its leading-axes
  *      block.
- * Rows come from the backend: in one pass where it has one (the built-in paths' rows),
- * else from the angles through its sincos, in blocks placed in torch's tensor (SLEEF's
- * vectors depend on where they start).
+ * The rows themselves come from engine/rows.c (positions, angles, the backend's rows).
  */
 #include "engine/engine.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/layout.h"
 
-/* ---- positions and angles -------------------------------------------------------------- */
+/* ---- the rules -------------------------------------------------------------------------- */
 
-static float position_at(const sinpe_plan *p, int64_t r, int64_t off, int q);
-
-/* Component q of the position of row `row` of the table (a flat row index over the job's
- * row axes when not by offset). */
-static float table_position(const sinpe_plan *p, int64_t row, int q)
+static int64_t table_cols(const sinpe_job *j)
 {
-    if (p->j.pos.mode == SINPE_POS_OFFSET)
-        return (float)(p->j.own_tensor ? p->j.offset + row : row);
-    if (p->j.pos.mode == SINPE_POS_GRID || p->npos)
-        return position_at(p, row, 0, q);
-    sinpe_walker w;
-    sinpe_walker_init(&w, p->row_n, p->row_shape, p->row_dst, p->row_pos, row);
-    return position_at(p, row, w.o2, q);
+    if (j->preset)
+        return j->preset->ncol;
+    return j->kind == SINPE_JOB_ADD ? j->dst.shape[j->dst.ndim - 1] : j->cols;
 }
 
-/* Component q of the position of row r (flat index over the row axes) whose position is at
- * byte offset off of the positions array. */
-static float position_at(const sinpe_plan *p, int64_t r, int64_t off, int q)
+/* The rules of a preset table's description, given its columns. */
+static int check_preset(const sinpe_job *j)
 {
-    if (p->j.pos.mode == SINPE_POS_GRID) {
-        int64_t g = r - p->j.pos.grid_lead, w = p->j.pos.grid_w;
-        return g < 0 ? 0.0f : (float)(q == 0 ? g / w : g % w);
-    }
-    if (p->npos)
-        return p->poscopy[r * p->ncomp + q];
-    return sinpe_load_position(p->pos + off + q * p->comp_stride, p->j.pos.at.type);
+    const sinpe_preset *sp = j->preset;
+    int64_t T = sp->nang, d = sp->ncol;
+    if (T < 0 || d < 0 || (d > 0 && (T < 1 || !sp->col)) || (T > 0 && (!sp->freq) == (!sp->freq64)))
+        return SINPE_E_PRESET;
+    if (sp->ncomp < 1 || sp->ncomp > 2 || (sp->ncomp == 2 && j->pos.mode == SINPE_POS_OFFSET)
+        || (sp->ncomp == 1 && j->pos.mode == SINPE_POS_GRID))
+        return SINPE_E_PRESET;
+    for (int64_t t = 0; sp->comp && t < T; t++)
+        if (sp->comp[t] < 0 || sp->comp[t] >= sp->ncomp)
+            return SINPE_E_PRESET;
+    for (int64_t k = 0; k < d; k++)
+        if (sp->col[k] < 0 || sp->col[k] / 4 >= T)
+            return SINPE_E_PRESET;
+    /* torch's tensor may leave out only a leading zero row (fairseq2's pad row) */
+    if (sp->trow_shift != 0
+        && !(sp->trow_shift == -1 && j->pos.mode == SINPE_POS_ARRAY && sp->zero_row == 0))
+        return SINPE_E_PRESET;
+    if (sp->ncomp == 2 && j->pos.mode == SINPE_POS_ARRAY
+        && (j->pos.at.ndim < 1 || j->pos.at.shape[j->pos.at.ndim - 1] != 2))
+        return SINPE_E_PRESET;
+    return SINPE_OK;
 }
 
-/* Element f of the angle tensor torch evaluates (rows of pairs, or of a preset's angles):
- * the backends' argument function (SLEEF reads the elements of a vector around a block). */
-float sinpe_table_argument(const void *plan, int64_t f)
+/* A TABLE's own shape (the destination may add one leading axis of length 1). */
+static int table_shape(const sinpe_job *j, int *nd, int64_t *shape)
 {
-    const sinpe_plan *p = plan;
-    int64_t row = f / p->pairs, t = f % p->pairs;
-    const sinpe_preset *sp = p->preset;
-    if (!sp)
-        return table_position(p, row, 0) * p->div[t];
-    float v = table_position(p, row - sp->trow_shift, sp->comp ? sp->comp[t] : 0) * sp->freq[t];
-    return sp->scaled ? sp->scale * v : v;
+    int64_t d = table_cols(j);
+    if (j->pos.mode == SINPE_POS_ARRAY) {
+        int pn = sinpe_pos_row_axes(j);
+        if (pn < 0)
+            return SINPE_E_PRESET;
+        if (pn + 1 > SINPE_MAX_DIMS)
+            return SINPE_E_DIMS;
+        memcpy(shape, j->pos.at.shape, (size_t)pn * sizeof(int64_t));
+        shape[pn] = d;
+        *nd = pn + 1;
+        return SINPE_OK;
+    }
+    int64_t rows = j->rows;
+    if (j->pos.mode == SINPE_POS_GRID) {
+        if (j->pos.grid_h < 0 || j->pos.grid_w < 0)
+            return SINPE_E_ROWS;
+        if (j->pos.grid_lead < 0)
+            return SINPE_E_ROWS;
+        if (j->pos.grid_w && j->pos.grid_h > (INT64_MAX - j->pos.grid_lead) / j->pos.grid_w)
+            return SINPE_E_SIZE;
+        rows = j->pos.grid_lead + j->pos.grid_h * j->pos.grid_w;
+    }
+    shape[0] = rows;
+    shape[1] = d;
+    *nd = 2;
+    return SINPE_OK;
 }
 
-/* ---- rows ---------------------------------------------------------------------------------- */
-
-/* Rows through the backend's sincos: angles in blocks of SINPE_BLOCK, each block a run of
- * consecutive elements of torch's tensor (element (row, t) is row * pairs + t, table_row0
- * the first row's there; first_row its position by offset): flat over the rows when a tile
- * spans every column, else row by row. */
-static void sincos_rows(const sinpe_plan *p, float *out, ptrdiff_t ostride, const float *pos,
-                        int64_t first_row, int64_t table_row0, int64_t nrows, int64_t j0,
-                        int64_t nj)
+/* The rows a job writes: by offset its rows (an add's second-to-last axis), else every
+ * position's. */
+static int job_rows(const sinpe_job *j, int64_t *rows)
 {
-    float a[SINPE_BLOCK], s[SINPE_BLOCK], c[SINPE_BLOCK];
-    const float *div = p->div + j0;
-    int64_t span = nj == p->pairs ? nrows * nj : nj; /* the elements of one run */
-    for (int64_t r0 = 0; r0 < nrows; r0 += span / nj) {
-        int64_t row = r0, col = 0;
-        for (int64_t e = 0; e < span; e += SINPE_BLOCK) {
-            size_t n = (size_t)(span - e < SINPE_BLOCK ? span - e : SINPE_BLOCK);
-            int64_t row_first = row, col_first = col;
-            for (size_t i = 0; i < n;) { /* the block's angles, row after row */
-                size_t run = (size_t)(nj - col) < n - i ? (size_t)(nj - col) : n - i;
-                float q = pos ? pos[row] : (float)(first_row + row);
-                for (size_t k = 0; k < run; k++)
-                    a[i + k] = q * div[col + (int64_t)k];
-                i += run;
-                col += (int64_t)run;
-                if (col == nj) {
-                    col = 0;
-                    row++;
-                }
-            }
-            p->be->sincos(&p->ctx, (table_row0 + row_first) * p->pairs + j0 + col_first, a, s,
-                          c, n);
-            row = row_first;
-            col = col_first;
-            for (size_t i = 0; i < n;) {
-                size_t run = (size_t)(nj - col) < n - i ? (size_t)(nj - col) : n - i;
-                p->path->interleave(s + i, c + i, out + (ptrdiff_t)row * ostride + 2 * col, run);
-                i += run;
-                col += (int64_t)run;
-                if (col == nj) {
-                    col = 0;
-                    row++;
-                }
-            }
-        }
-    }
-}
-
-/* A preset's float32 angles of nr rows (row r at position pos[r * ncomp + q], or
- * (float)(first + r) by offset). */
-static void preset_angles(const sinpe_plan *p, const float *pos, int64_t first, int64_t nr,
-                          float *a)
-{
-    const sinpe_preset *sp = p->preset;
-    const sinpe_preset_prog *pr = &p->prog;
-    int64_t T = pr->K;
-    const float *f = pr->freq;
-    const int32_t *comp = p->ncomp > 1 ? pr->comp : NULL; /* (one component: all 0) */
-    for (int64_t r = 0; r < nr; r++) {
-        float p0 = pos ? pos[r * p->ncomp] : (float)(first + r);
-        float p1 = pos && p->ncomp > 1 ? pos[r * p->ncomp + 1] : 0.0f;
-        float *ar = a + r * T;
-        /* branch-free inner loops (a row's loop with a branch per value took as long as its
-         * sines: hf_rope at 300 positions) */
-        if (comp)
-            for (int64_t t = 0; t < T; t++)
-                ar[t] = (comp[t] ? p1 : p0) * f[t];
-        else
-            p->path->scale(ar, f, p0, (size_t)T);
-        if (sp->scaled)
-            for (int64_t t = 0; t < T; t++)
-                ar[t] = sp->scale * ar[t];
-    }
-}
-
-/* A preset's float64 angles of nr rows, their sines and cosines (the C library's), each
- * rounded to float32. */
-static void preset_f64(const sinpe_plan *p, const float *pos, int64_t first, int64_t nr,
-                       float *a, float *s, float *c)
-{
-    const sinpe_preset *sp = p->preset;
-    const sinpe_preset_prog *pr = &p->prog;
-    int64_t T = pr->K;
-    for (int64_t r = 0; r < nr; r++) {
-        double p0 = pos ? (double)pos[r * p->ncomp] : (double)(first + r);
-        double p1 = pos && p->ncomp > 1 ? (double)pos[r * p->ncomp + 1] : 0.0;
-        for (int64_t t = 0; t < T; t++) {
-            double v = pr->comp && pr->comp[t] ? p1 : p0;
-            double x = sp->f64_div ? v / pr->freq64[t] : v * pr->freq64[t];
-            a[r * T + t] = (float)x;
-            s[r * T + t] = (float)sin(x);
-            c[r * T + t] = (float)cos(x);
-        }
-    }
-}
-
-/* Rows of a preset table: angles, their sin and cos on the backend, then each column
- * picked from them. */
-static void preset_rows(const sinpe_plan *p, sinpe_slot *sl, float *out, ptrdiff_t ostride,
-                        const float *pos, int64_t first, int64_t table_row0, int64_t nr)
-{
-    const sinpe_preset *sp = p->preset;
-    const sinpe_preset_prog *pr = &p->prog;
-    int64_t T = pr->K, n = nr * T;
-    float *a = sl->wa, *s = sl->ws, *c = sl->wc;
-    if (sp->freq64) {
-        preset_f64(p, pos, first, nr, a, s, c);
-    } else {
-        preset_angles(p, pos, first, nr, a);
-        if (pr->need_s || pr->need_c) {
-            int64_t skip = table_row0 + sp->trow_shift < 0 ? T : 0; /* the pad row: zeros */
-            for (int64_t i = skip; i < n; i += SINPE_BLOCK) {
-                size_t m = (size_t)(n - i < SINPE_BLOCK ? n - i : SINPE_BLOCK);
-                p->be->sincos(&p->ctx, (table_row0 + sp->trow_shift) * T + i, a + i,
-                              pr->need_s ? s + i : NULL, pr->need_c ? c + i : NULL, m);
-            }
-        }
-    }
-    for (int64_t r = 0; r < nr; r++) {
-        float *dst = out + (ptrdiff_t)r * ostride;
-        if ((pos ? table_row0 : first) + r == sp->zero_row) /* by offset: the position */
-            memset(dst, 0, (size_t)p->rowlen * sizeof(float));
-        else
-            sinpe_preset_gather(pr, p->path, dst, a + r * T, s + r * T, c + r * T);
-        if (sp->out_scaled)
-            for (int64_t k = 0; k < p->rowlen; k++)
-                dst[k] = dst[k] * sp->out_scale;
-    }
-}
-
-static void rows_out(const sinpe_plan *p, sinpe_slot *sl, float *out, ptrdiff_t ostride,
-                     const float *pos, int64_t first_row, int64_t table_row0, int64_t nrows,
-                     int64_t cb)
-{
-    if (p->preset) {
-        preset_rows(p, sl, out, ostride, pos, first_row, table_row0, nrows);
-        return;
-    }
-    int64_t j0 = cb * p->tile_pairs, nj = p->pairs - j0 < p->tile_pairs ? p->pairs - j0 : p->tile_pairs;
-    if (p->be->rows)
-        p->be->rows(&p->ctx, out, ostride, pos, first_row, nrows, p->div + j0, nj, p->dmin[cb],
-                    p->dmax[cb]);
+    const sinpe_array *x = &j->dst;
+    if (j->pos.mode == SINPE_POS_OFFSET)
+        *rows = j->kind == SINPE_JOB_ADD ? x->shape[x->ndim - 2] : j->rows;
     else
-        sincos_rows(p, out, ostride, pos, first_row, table_row0, nrows, j0, nj);
+        *rows = sinpe_elements(x->ndim - 1, x->shape);
+    return SINPE_OK;
+}
+
+/* By offset, the rows of the table torch evaluates in one call (table_rows, or offset + rows
+ * when not given); -1 when its elements, rows * pairs, would pass int64: such rows are their
+ * own tensor (plan: torch_tensor).  Not by offset, or with own_tensor, the rows themselves. */
+static int64_t torch_rows(const sinpe_job *j, int64_t rows, int64_t pairs)
+{
+    if (j->pos.mode != SINPE_POS_OFFSET || j->own_tensor)
+        return rows;
+    int64_t whole = j->table_rows ? j->table_rows
+                    : j->offset <= INT64_MAX - rows ? j->offset + rows : -1;
+    return whole >= 0 && whole <= INT64_MAX / (pairs > 0 ? pairs : 1) ? whole : -1;
+}
+
+static int check_offset(const sinpe_job *j, int64_t len, int64_t d)
+{
+    if (j->offset < 0)
+        return SINPE_E_OFFSET;
+    if (len > 0 && j->offset > INT64_MAX - (len - 1))
+        return SINPE_E_LASTPOS;
+    if (j->table_rows < 0 || (!j->table_grow && j->table_rows != 0
+                              && j->table_rows - len < j->offset))
+        return SINPE_E_TABLE;
+    if (d > 0 && j->table_rows > INT64_MAX / d) /* d = 0: an empty table, no size to pass */
+        return SINPE_E_SIZE;
+    return SINPE_OK;
+}
+
+/* The TABLE and ADD rules (the common ones are engine/job.c's). */
+int sinpe_table_check(const sinpe_job *j)
+{
+    const sinpe_array *x = &j->dst;
+    int add = j->kind == SINPE_JOB_ADD;
+    if ((int)j->pos.mode < 0 || j->pos.mode > SINPE_POS_GRID || (add && j->pos.mode == SINPE_POS_GRID))
+        return SINPE_E_FUNC;
+    if (j->pos.mode == SINPE_POS_ARRAY && j->offset != 0)
+        return SINPE_E_BOTH;
+    if (add && x->ndim < 2)
+        return SINPE_E_DIMS;
+    if (!add && x->ndim < 1)
+        return SINPE_E_SHAPE;
+    int64_t d = table_cols(j), w = sinpe_type_size(x->type);
+    if (j->preset) {
+        int st = check_preset(j);
+        if (st != SINPE_OK)
+            return st;
+    } else if (j->pos.mode == SINPE_POS_GRID) {
+        return SINPE_E_PRESET; /* a grid's positions have two components */
+    } else if (d < 2 || d % 2 != 0) {
+        return SINPE_E_DMODEL;
+    }
+    if ((!add && j->pos.mode == SINPE_POS_OFFSET && j->rows < 0) || sinpe_check_axes(x) != SINPE_OK)
+        return SINPE_E_ROWS;
+    if (!j->preset && sinpe_check_base(j->base) != SINPE_OK)
+        return SINPE_E_BASE;
+    if (d > SINPE_MAX_SPAN / w)
+        return SINPE_E_SIZE;
+    if (!add) { /* the destination has the table's shape, or one more leading axis of 1 */
+        int nd;
+        int64_t shape[SINPE_MAX_DIMS];
+        int st = table_shape(j, &nd, shape);
+        if (st != SINPE_OK)
+            return st;
+        if (sinpe_bytes_of(nd, shape, w) < 0)
+            return SINPE_E_SIZE;
+        int lead = j->lead_one && x->ndim == nd + 1 && x->shape[0] == 1;
+        if (x->ndim != nd + lead || memcmp(x->shape + lead, shape, (size_t)nd * sizeof(int64_t)))
+            return SINPE_E_SHAPE;
+    }
+    if (sinpe_bytes_of(x->ndim, x->shape, w) < 0)
+        return SINPE_E_SIZE;
+    if (j->pos.mode == SINPE_POS_OFFSET) {
+        int64_t len;
+        job_rows(j, &len);
+        int st = check_offset(j, len, d);
+        if (st != SINPE_OK)
+            return st;
+    } else if (j->pos.mode == SINPE_POS_ARRAY) {
+        int st = sinpe_positions_check(j);
+        if (st != SINPE_OK)
+            return st;
+    }
+    return SINPE_OK;
+}
+
+/* ---- kept rows: their rules ---------------------------------------------------------------- */
+
+/* Kept rows (sinpe.h, sinpe_job.kept): a table job's own rows, in range, apart from dst;
+ * read by positions only where the backend's results do not couple. */
+static int kept_span(const sinpe_kept *k, int64_t *lo, int64_t *hi)
+{
+    *lo = k->fill_first;
+    *hi = k->fill_end;
+    if (k->ready_end <= k->ready_first)
+        return SINPE_OK; /* no rows filled before */
+    if (k->ready_first < k->first || k->ready_end - k->first > k->rows)
+        return SINPE_E_KEPT;
+    if (k->fill_end > k->fill_first
+        && (k->fill_first > k->ready_end || k->ready_first > k->fill_end))
+        return SINPE_E_KEPT; /* two intervals apart */
+    if (k->fill_end <= k->fill_first || k->ready_first < *lo)
+        *lo = k->ready_first;
+    if (k->fill_end <= k->fill_first || k->ready_end > *hi)
+        *hi = k->ready_end;
+    return SINPE_OK;
+}
+
+/* The kept rows' rules, the backend's included (positions need results that do not couple). */
+int sinpe_table_kept(const sinpe_job *j, const sinpe_backend_ops *be)
+{
+    const sinpe_kept *k = &j->kept;
+    if (!k->data)
+        return SINPE_OK;
+    int64_t d = j->dst.ndim ? j->dst.shape[j->dst.ndim - 1] : 0, len = 0;
+    if (j->preset || j->own_tensor
+        || j->pos.mode == SINPE_POS_GRID || k->rows < 0 || k->stride < d
+        || k->first < 0 || k->first > INT64_MAX - k->rows
+        || k->fill_first < k->first || k->fill_end < k->fill_first
+        || k->fill_end > k->first + k->rows
+        || (k->rows > 0 && k->stride > SINPE_MAX_SPAN / 4 / k->rows))
+        return SINPE_E_KEPT;
+    int64_t rlo, rhi;
+    if (kept_span(k, &rlo, &rhi) != SINPE_OK)
+        return SINPE_E_KEPT;
+    if (j->pos.mode == SINPE_POS_ARRAY && !be->independent)
+        return SINPE_E_KEPT;
+    /* the fill computes positions fill_first .. fill_end - 1 as rows of torch's tensor from
+     * row 0: their elements must index in int64, and rows past that (their own tensor) are
+     * not a cache's */
+    int64_t pairs = d / 2 > 0 ? d / 2 : 1;
+    if (k->fill_end > INT64_MAX / pairs)
+        return SINPE_E_KEPT;
+    if (j->pos.mode == SINPE_POS_OFFSET) {
+        job_rows(j, &len);
+        if (len > 0 && (j->offset < rlo || j->offset - rlo > rhi - rlo - len))
+            return SINPE_E_KEPT;
+        if (torch_rows(j, len, pairs) < 0)
+            return SINPE_E_KEPT;
+    }
+    int64_t lo, hi;
+    const sinpe_array *x = &j->dst;
+    if (k->rows == 0 || j->fresh
+        || sinpe_extent(x->ndim, x->shape, x->strides, sinpe_type_size(x->type), &lo, &hi) != SINPE_OK
+        || lo == hi)
+        return SINPE_OK;
+    uintptr_t x0 = (uintptr_t)x->data + (uintptr_t)lo, x1 = (uintptr_t)x->data + (uintptr_t)hi;
+    uintptr_t k0 = (uintptr_t)k->data, k1 = k0 + (uintptr_t)(k->rows * k->stride * 4);
+    return k0 < x1 && x0 < k1 ? SINPE_E_KEPT : SINPE_OK;
+}
+
+/* ---- a complete job ------------------------------------------------------------------------- */
+
+/* A fresh table's shape (adds work in place). */
+int sinpe_table_fresh(sinpe_job *j)
+{
+    int st = sinpe_check_dst(&j->dst, j->want_type);
+    if (st != SINPE_OK)
+        return st;
+    if ((int)j->pos.mode < 0 || j->pos.mode > SINPE_POS_GRID)
+        return SINPE_E_FUNC;
+    return table_shape(j, &j->dst.ndim, j->dst.shape);
+}
+
+/* A growing table (table_grow) whose rows' own table holds them: table_rows 0 (offset +
+ * rows), before the check. */
+void sinpe_table_complete(sinpe_job *j)
+{
+    if (!j->table_grow || j->pos.mode != SINPE_POS_OFFSET || j->table_rows < 0)
+        return;
+    int64_t len = 0;
+    if (j->dst.ndim >= 2 || j->kind == SINPE_JOB_TABLE)
+        job_rows(j, &len);
+    if (j->table_rows - len < j->offset) /* the rows' own table holds them */
+        j->table_rows = 0;
 }
 
 /* ---- the stages ------------------------------------------------------------------------------ */
@@ -248,13 +311,13 @@ static void run_tile(sinpe_plan *p, int64_t t, int tid)
             return;
         }
         if (p->direct) {
-            rows_out(p, sl, (float *)(void *)(base + r0 * p->row_stride), p->row_stride / 4, NULL,
+            sinpe_table_rows(p, sl, (float *)(void *)(base + r0 * p->row_stride), p->row_stride / 4, NULL,
                      first, trow, nr, cb);
             return;
         }
         int64_t key = rb * p->col_blocks + cb;
         if (sl->key != key) {
-            rows_out(p, sl, sl->pe, rl, NULL, first, trow, nr, cb);
+            sinpe_table_rows(p, sl, sl->pe, rl, NULL, first, trow, nr, cb);
             sl->key = key;
         }
         int64_t b0 = bb * p->tile_batch, nb = p->batch - b0 < p->tile_batch ? p->batch - b0 : p->tile_batch;
@@ -269,14 +332,14 @@ static void run_tile(sinpe_plan *p, int64_t t, int tid)
     char *first = base + w.o1;
     for (int64_t r = 0; r < nr; r++, sinpe_walker_next(&w))
         for (int q = 0; q < p->ncomp; q++)
-            sl->posf[r * p->ncomp + q] = position_at(p, r0 + r, w.o2, q);
+            sl->posf[r * p->ncomp + q] = sinpe_table_position(p, r0 + r, w.o2, q);
     if (p->direct) {
-        rows_out(p, sl, (float *)(void *)first, p->row_stride / 4, sl->posf, 0, r0, nr, cb);
+        sinpe_table_rows(p, sl, (float *)(void *)first, p->row_stride / 4, sl->posf, 0, r0, nr, cb);
         return;
     }
     int kept = kept_positions(p, sl->posf, nr);
     if (!kept)
-        rows_out(p, sl, sl->pe, rl, sl->posf, 0, r0, nr, cb);
+        sinpe_table_rows(p, sl, sl->pe, rl, sl->posf, 0, r0, nr, cb);
     sinpe_walker_init(&w, p->row_n, p->row_shape, p->row_dst, p->row_pos, r0);
     for (int64_t r = 0; r < nr; r++, sinpe_walker_next(&w))
         sinpe_emit(&p->em, base + w.o1, kept ? kept_row(p, (int64_t)sl->posf[r], j0)
@@ -284,7 +347,7 @@ static void run_tile(sinpe_plan *p, int64_t t, int tid)
     sl->key = -1;
 }
 
-/* Kept rows (sinpe.h: sinpe_job.kept) ---------------------------------------------------- */
+/* Kept rows read by the tiles and filled by the fill stage (sinpe.h: sinpe_job.kept) ------ */
 
 static const float *kept_row(const sinpe_plan *p, int64_t position, int64_t j0)
 {
@@ -296,7 +359,7 @@ static int kept_positions(const sinpe_plan *p, const float *pos, int64_t n)
 {
     const sinpe_kept *k = &p->j.kept;
     int64_t lo, hi; /* the rows filled (sinpe.h): never the buffer's other rows */
-    if (!k->data || sinpe_kept_span(k, &lo, &hi) != SINPE_OK || hi <= lo)
+    if (!k->data || kept_span(k, &lo, &hi) != SINPE_OK || hi <= lo)
         return 0;
     for (int64_t r = 0; r < n; r++) {
         float q = pos[r];
@@ -339,7 +402,7 @@ static void run_fill(sinpe_plan *p, int64_t item, int tid)
     int64_t r0 = k->fill_first + rb * p->fill_rows;
     int64_t nr = k->fill_end - r0 < p->fill_rows ? k->fill_end - r0 : p->fill_rows;
     int64_t j0 = cb * p->tile_pairs;
-    rows_out(p, &p->slots[tid], k->data + (r0 - k->first) * k->stride + 2 * j0, k->stride, NULL,
+    sinpe_table_rows(p, &p->slots[tid], k->data + (r0 - k->first) * k->stride + 2 * j0, k->stride, NULL,
              r0, r0, nr, cb);
 }
 
@@ -504,7 +567,7 @@ static void rows_by_offset(sinpe_plan *p)
 static void torch_tensor(sinpe_plan *p)
 {
     sinpe_job *j = &p->j;
-    int64_t trows = sinpe_job_torch_rows(j, p->rows, p->pairs);
+    int64_t trows = torch_rows(j, p->rows, p->pairs);
     if (trows < 0) {
         j->own_tensor = 1;
         trows = p->rows;
@@ -516,7 +579,7 @@ static void torch_tensor(sinpe_plan *p)
     p->ctx.exp_ndim = 1;
 }
 
-void sinpe_table_geometry(sinpe_plan *p)
+static void table_geometry(sinpe_plan *p)
 {
     const sinpe_job *j = &p->j;
     int nd = j->dst.ndim;
@@ -561,7 +624,7 @@ void sinpe_table_geometry(sinpe_plan *p)
     torch_tensor(p);
 }
 
-int64_t sinpe_table_threads(const sinpe_plan *p)
+static int64_t table_threads(const sinpe_plan *p)
 {
     if (p->tiles == 0)
         return 1;
@@ -580,7 +643,7 @@ static int tile_scratch(const sinpe_plan *p)
 /* The scratch in floats: divisors and their column blocks' ranges, per-slot rows and
  * positions, copied positions.  A job with no tiles may still fill the cache's rows (an x
  * with an empty leading axis): the fill stage needs the divisors and a slot too. */
-int64_t sinpe_table_scratch_floats(const sinpe_plan *p)
+int64_t sinpe_table_scratch(const sinpe_plan *p)
 {
     if ((p->tiles == 0 && fill_items(p) == 0) || p->nslots == 0)
         return 0;
@@ -599,7 +662,7 @@ static float *align_like(float *m, const void *data)
     return m + (want + SINPE_ALIGN_FLOATS - have) % SINPE_ALIGN_FLOATS;
 }
 
-void sinpe_table_scratch_assign(sinpe_plan *p, float *m)
+static void scratch_assign(sinpe_plan *p, float *m)
 {
     p->div = m;
     m += p->pairs;
@@ -624,4 +687,54 @@ void sinpe_table_scratch_assign(sinpe_plan *p, float *m)
         sl->key = -1;
     }
     p->poscopy = p->npos ? m : NULL;
+}
+
+/* ---- the plan ----------------------------------------------------------------------------- */
+
+/* A table's or an add's plan laid out: geometry, threads, the backend's view; nothing
+ * allocated (engine/job.c sizes a job's scratch by it too, on a plan on its stack). */
+void sinpe_table_layout(sinpe_plan *p)
+{
+    const sinpe_job *j = &p->j;
+    p->c = (float)(-log(j->base) / (double)j->dst.shape[j->dst.ndim - 1]);
+    p->npos = sinpe_positions_alias(j) ? sinpe_elements(j->dst.ndim - 1, j->dst.shape) : 0;
+    p->pos = j->pos.at.data;
+    table_geometry(p);
+    p->nslots = (int)table_threads(p);
+    p->ctx.argument = sinpe_table_argument;
+    p->ctx.src = p;
+}
+
+/* A table's memory: the preset's program, the slots, then the floats (slots are a multiple
+ * of 8 bytes). */
+int sinpe_table_alloc(sinpe_plan *p)
+{
+    const sinpe_job *j = &p->j;
+    if (j->preset && sinpe_preset_compile(j->preset, j->preset->ncol, p->be->independent,
+                                          &p->prog) != SINPE_OK)
+        return SINPE_E_NOMEM;
+    int64_t nf = sinpe_table_scratch(p);
+    if (nf > 0) {
+        size_t head = (size_t)p->nslots * sizeof(sinpe_slot);
+        if ((uint64_t)nf > (SIZE_MAX - head) / sizeof(float)
+            || !(p->mem = malloc(head + (size_t)nf * sizeof(float))))
+            return SINPE_E_NOMEM;
+        p->slots = p->mem;
+        scratch_assign(p, (float *)(void *)((char *)p->mem + head));
+    }
+    return SINPE_OK;
+}
+
+/* A fresh destination bound (sinpe_plan_bind): the slots' rows aligned like its data. */
+void sinpe_table_bind(sinpe_plan *p)
+{
+    size_t head = (size_t)p->nslots * sizeof(sinpe_slot);
+    if (p->mem)
+        scratch_assign(p, (float *)(void *)((char *)p->mem + head));
+}
+
+/* What the table's memory holds besides p->mem: the preset's program. */
+void sinpe_table_release(sinpe_plan *p)
+{
+    sinpe_preset_prog_free(&p->prog);
 }
