@@ -136,7 +136,7 @@ def test_polar_refused_where_the_c_library_differs(monkeypatch):
     polar families are refused, the model untouched; backend= then takes that backend's."""
     from sinpe._torch import rotaries as TP
     import sinpe.torch as st
-    monkeypatch.setattr(TP, "_glibc_like_torch", lambda: False)
+    monkeypatch.setattr(TP, "glibc_like_torch", lambda: False)
     model = _tiny("deepseek_v2")
     _refused_untouched(model, "deepseek_v2.*torch.polar.*cosf/sinf")
     st.patch(model, backend="builtin")
