@@ -9,7 +9,7 @@ from typing import Any, Literal, Optional, SupportsFloat, SupportsIndex
 import numpy as np
 import numpy.typing as npt
 
-from . import _cache, _dtypes, _held, _sinpe
+from . import _cache, _held, _sinpe, _tensors
 from ._backends.policy import get_default as _default_backend, opts as _opts, torch_kernels
 from ._jobs import HUGE, LEAD, _PE_NAMES, _dtype_args
 from ._types import Backend, DType, X
@@ -58,9 +58,9 @@ def positional_encoding(max_len: Optional[SupportsIndex] = None,
         if type(key) is np.ndarray:
             return key
     core = _opts(backend, threads, torch_threads)
-    positions = _dtypes.array_arg(positions, "positions")
-    if _dtypes.writable_tensor(out, "out"):  # written outside autograd, as torch's out= moves
-        _dtypes.bump_version(out)  # its version (refused writes leave it moved: harmless)
+    positions = _tensors.values(positions, "positions")
+    if _tensors.writable(out, "out"):  # written outside autograd, as torch's out= moves
+        _tensors.bump_version(out)  # its version (refused writes leave it moved: harmless)
     args = (core, out, max_len, d_model, base, offset, positions, None, _dtype_args(dtype, out),
             dtype, 0, None, _PE_NAMES, HUGE, True, LEAD if positions is None else 0)
     r = _leased(lambda: _cache.table_rows_lease(core, max_len, d_model, base, offset,
@@ -114,9 +114,9 @@ def add_pe(x: X, /, base: SupportsFloat = 10000.0, *, offset: SupportsIndex = 0,
             return x
     table_rows, grow = (5000, True) if max_len is None else (max_len, False)
     core = _opts(backend, threads, torch_threads)
-    positions = _dtypes.array_arg(positions, "positions")
-    if _dtypes.writable_tensor(x, "x"):  # about to be written outside autograd: its version
-        _dtypes.bump_version(x)  # moves first, so no signal's handler runs between the write
+    positions = _tensors.values(positions, "positions")
+    if _tensors.writable(x, "x"):  # about to be written outside autograd: its version
+        _tensors.bump_version(x)  # moves first, so no signal's handler runs between the write
     _leased(lambda: _cache.add_rows(core, x, base, offset, positions, table_rows, grow),
             _sinpe.add, core, x, base, offset, positions, table_rows, grow)  # and the move
     if plain:

@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 
-from . import _cache, _dtypes, _sinpe
+from . import _cache, _sinpe, _tensors
 from ._backends import policy, records
 
 MAX_VIEWS = 64
@@ -138,19 +138,18 @@ def _torch_route(torch: Any, rows: np.ndarray, path: int, threads: int,
     moves the version as add_ does; larger float32 and float64: torch's add_ of the rows' view
     (the core's float64 add is a scalar loop)."""
     view = torch.from_numpy(rows)
-    wrapped = torch._C._functorch.is_functorch_wrapped_tensor
-    strided = torch.strided
+    plain = _tensors.plain
     C = torch._C
     # the core's held add: half types always, float32 up to 2^16 values (above that torch's
     # add_ was faster: 1 x 1024 x 1024 0.88, 8 x 512 x 512 0.93 of add_'s speed on a Zen 4)
     half = x.dtype in (torch.float16, torch.bfloat16) or (x.dtype == torch.float32
                                                           and x.numel() <= _CORE_FLOAT32)
-    _dtypes.torch_seen(torch)
+    _tensors.torch_seen(torch)
     add_held = _sinpe.add_held
     values, size = x.numel(), x.element_size()  # every x of the key: its shape and dtype
 
     def route(x: Any) -> bool:
-        if x.layout is not strided or x.is_inference() or wrapped(x) \
+        if not plain(torch, x) or x.is_inference() \
                 or C._len_torch_function_stack() or C._len_torch_dispatch_stack() \
                 or x.untyped_storage().nbytes() < (x.storage_offset() + values) * size:
             return False  # (a storage freed or resized under x: the core's way names it)

@@ -16,7 +16,7 @@ from typing import Any, Optional, Sequence, SupportsFloat, SupportsIndex, Tuple
 import numpy as np
 import numpy.typing as npt
 
-from . import _dtypes, _sinpe
+from . import _dtypes, _sinpe, _tensors
 from ._backends import policy
 from ._types import Backend, DType, Opts, PresetOpts
 
@@ -75,8 +75,8 @@ def table_job(core: Opts, *, rows: Any = None, positions: Any = None, grid: Any 
     multiplied by it in float32 before the rounding to dtype (transformers' attention scaling)."""
     preset = (freq, np.asarray(col, np.int64), comp, scale, zero_row, trow_shift, f64_div,
               out_scale)
-    if fill and out is not None and _dtypes.writable_tensor(out, names[0]):
-        _dtypes.bump_version(out)
+    if fill and out is not None and _tensors.writable(out, names[0]):
+        _tensors.bump_version(out)
     return _sinpe.table(core, out, rows, None, 10000.0, offset, positions, grid,
                         _dtype_args(dtype, out), dtype, table_rows, preset, names, HUGE, fill,
                         (LEAD if lead else 0) | (OWN if own else 0), None)
@@ -210,13 +210,13 @@ def _result(shape: Tuple[int, ...], opts: PresetOpts) -> np.ndarray:
         return np.empty(shape, _dtypes.resolve(opts["dtype"]))
     # torch's rules for an in-place write first (nested, vmapped, inference tensors: named
     # before the core reaches for the memory), then the core's
-    tensor = _dtypes.writable_tensor(out, "out")
+    tensor = _tensors.writable(out, "out")
     rows = np.broadcast_to(np.float32(0), shape[:-1])
     table_job(opts["core"], positions=rows, freq=np.zeros(1, np.float32),
                    col=[ZERO] * shape[-1], dtype=opts["dtype"], out=out, fill=False)
     if tensor:  # about to be written outside autograd
-        _dtypes.bump_version(out)
-    return _dtypes.ndarray_view(out)
+        _tensors.bump_version(out)
+    return _tensors.memory(out)
 
 
 def _round_to(values: np.ndarray, dtype: Any) -> np.ndarray:

@@ -10,7 +10,7 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from . import _cache, _dtypes, _sinpe
+from . import _cache, _sinpe, _tensors
 from ._jobs import (COS, SIN, _admit, _freqs, _int, _opts, _positive, _rope_inv_freq, _round,
                     _table)
 from ._types import PresetOpts
@@ -43,8 +43,8 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
     base: theta (rope_theta). backend, threads, torch_threads: as for the tables.  The cos/sin
        rows are kept in the cache for the next call (sinpe.set_cache_size).
     """
-    tensor = _dtypes.writable_tensor(x, "x")  # a nested, vmapped or inference tensor: named
-    positions = _dtypes.array_arg(positions, "positions")
+    tensor = _tensors.writable(x, "x")  # a nested, vmapped or inference tensor: named
+    positions = _tensors.values(positions, "positions")
     shape = _shape_of(x)
     if len(shape) < 2:
         raise ValueError(f"x must have shape (..., seq, head_dim), got shape {shape}")
@@ -66,7 +66,7 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
                              half if half is not None and math.prod(shape) >= 2 * seq * d
                              else None)
     if tensor:  # before the write: no signal's handler runs between the write and the move
-        _dtypes.bump_version(x)
+        _tensors.bump_version(x)
     _sinpe.rope(opts["core"], x, c, s_, sd, 0 if c.shape[0] > 1 else -1, layout == "pairs",
                 None, None, None, None)
     return x
@@ -218,11 +218,11 @@ def _table_shapes(cos: Any, sin: Any, shape: Tuple[int, ...], sd: int) -> None:
 
 
 def _float32(t: Any, name: str, not32: bool) -> np.ndarray:
-    torch = _dtypes.torch_of(t)
+    torch = _tensors.torch_of(t)
     if torch is not None:
         if t.dtype in (torch.bfloat16, torch.float16):  # widened exactly
-            t = _dtypes.float_copy(t, name)
-    a = _dtypes.array_arg(t, name)
+            t = _tensors.float_copy(t, name)
+    a = _tensors.values(t, name)
     a = np.asarray(a)
     if a.dtype.kind != "f" and a.dtype.name != "bfloat16":
         raise TypeError(f"{name} must hold floats, got dtype {a.dtype}")

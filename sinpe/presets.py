@@ -29,7 +29,7 @@ from typing import Any, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
-from . import _dtypes, _rope, _sinpe
+from . import _dtypes, _rope, _sinpe, _tensors
 from ._hf import hf_rope  # transformers' rotary modules from a config
 from ._jobs import (ANGLE, COS, SIN, ZERO, _admit, _freqs, _int, _opts, _positive, _real, _result,
                     _rope_inv_freq, _round_to, _table)
@@ -106,7 +106,7 @@ def fairseq_positions(tokens: Any, padding_idx: int, cache_length: int = 0) -> n
     """fairseq's ``make_positions`` (and transformers' ``create_position_ids_from_input_ids``):
     the table rows tokens of shape (batch, seq) read: padding_idx + 1, + 2, ... for real
     tokens (shifted by cache_length), padding_idx for pads. int64."""
-    t = np.asarray(_dtypes.array_arg(tokens, "tokens"))
+    t = np.asarray(_tensors.values(tokens, "tokens"))
     if t.ndim != 2:
         raise ValueError(f"tokens must have shape (batch, seq), got {t.shape}")
     mask = (t != padding_idx).astype(np.int64)
@@ -259,7 +259,7 @@ def _keras_positions(positions: Any, shape: Tuple[int, ...], fw: str) -> np.ndar
     """Given positions (seq,) or (batch, seq), as the Keras backend fw takes them: 64-bit
     integers become int32 (wrapped) under JAX and NumPy; uint64 is refused by torch."""
     L = shape[-2]
-    pos = np.asarray(_dtypes.array_arg(positions, "positions"))
+    pos = np.asarray(_tensors.values(positions, "positions"))
     if pos.dtype.kind in "USbcMmV":
         raise TypeError(f"positions must be integers or real numbers, got dtype {pos.dtype}")
     if pos.ndim not in (1, 2) or pos.shape[-1] != L:
@@ -329,7 +329,7 @@ def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
     array scalar), given 64-bit integer positions wrapped to int32 under JAX and NumPy,
     keras' sum ``sin*mask + cos*mask`` (a sine of -0.0 is +0.0; under TensorFlow a NaN
     angle's cosine column holds the sine's NaN), hidden_size 0 (an empty last axis)."""
-    given = inputs if isinstance(inputs, (tuple, list)) else _dtypes.shape_of(inputs, "inputs")
+    given = inputs if isinstance(inputs, (tuple, list)) else _tensors.shape_of(inputs, "inputs")
     shape = tuple(_int(v, "inputs' shape") for v in given)
     if len(shape) < 2:
         raise ValueError(f"inputs must have at least 2 dimensions (..., seq, hidden), got {shape}")
@@ -392,8 +392,8 @@ def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor:
             f"keras_hub_rotary with backend={given}: keras-hub's RotaryEmbedding runs "
             f"under Keras' JAX, TensorFlow, NumPy or torch backends, not {fw}; use 'jax', "
             "'tensorflow', 'numpy', or None (the torch Keras backend's bits)")
-    if _dtypes.torch_of(inputs) is not None:  # any subclass; bfloat16 widened exactly
-        inputs = _dtypes.array_arg(inputs.detach().cpu().float(), "inputs")
+    if _tensors.torch_of(inputs) is not None:  # any subclass; bfloat16 widened exactly
+        inputs = _tensors.values(inputs.detach().cpu().float(), "inputs")
     x = np.asarray(inputs)
     if x.dtype.kind not in "iuf" and x.dtype.name != "bfloat16":
         raise TypeError(f"inputs must hold numbers, got dtype {x.dtype}")
@@ -421,7 +421,7 @@ def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor:
     if positions is None:
         pos = None
     else:
-        pos = np.asarray(_dtypes.array_arg(positions, "positions"))
+        pos = np.asarray(_tensors.values(positions, "positions"))
         if pos.dtype.kind not in "iuf":
             raise TypeError(f"positions must hold real numbers, got dtype {pos.dtype}")
         pos = pos[None] if pos.ndim == 1 else pos
@@ -700,7 +700,7 @@ def diffusers_timestep(timesteps: Any, embedding_dim: int, flip_sin_to_cos: bool
     * (t * freq)`` for 1-D timesteps (fractional allowed; rounded as ``.float()``),
     ``[sin | cos]`` (``[cos | sin]`` with flip_sin_to_cos), a zero column when
     embedding_dim is odd. Shape (N, embedding_dim)."""
-    t = np.asarray(_dtypes.array_arg(timesteps, "timesteps"))
+    t = np.asarray(_tensors.values(timesteps, "timesteps"))
     if t.ndim != 1:
         raise ValueError(f"timesteps must be a 1-d array, got shape {t.shape}")
     d = _int(embedding_dim, "embedding_dim")
@@ -811,7 +811,7 @@ def llama_rope(head_dim: int, position_ids: Any, rope_theta: float = 10000.0,
     theta = _positive(rope_theta, "rope_theta")
     scaling = _real(attention_scaling, "attention_scaling")
     opts = _opts(dtype, None, backend, threads, torch_threads)
-    position_ids = _dtypes.array_arg(position_ids, "position_ids")
+    position_ids = _tensors.values(position_ids, "position_ids")
     count = np.ndim(position_ids) == 0  # an int n: arange(n)
     rows = _int(position_ids, "position_ids") if count else None
     pos = None if count else np.asarray(position_ids)
@@ -880,7 +880,7 @@ def rotary_embedding_torch(dim: int, seq_len: Optional[int] = None, *, t: Any = 
         t = np.arange(n, dtype=np.float32)  # in place: one array of n, the same bits
         t += np.float32(off)
         t /= np.float32(interp)
-    pos = np.asarray(_dtypes.array_arg(t, "t"))
+    pos = np.asarray(_tensors.values(t, "t"))
     _admit(pos.shape + (2 * len(freqs),), opts)
     col = [4 * (j // 2) + ANGLE for j in range(2 * len(freqs))]
     return _table(pos, np.ascontiguousarray(freqs, np.float32), col, opts,
@@ -888,7 +888,7 @@ def rotary_embedding_torch(dim: int, seq_len: Optional[int] = None, *, t: Any = 
 
 
 def _tatp_shape(tensor: Any, ndim: int) -> Tuple[Tuple[int, ...], Any]:
-    given = tensor if isinstance(tensor, (tuple, list)) else _dtypes.shape_of(tensor, "tensor")
+    given = tensor if isinstance(tensor, (tuple, list)) else _tensors.shape_of(tensor, "tensor")
     shape = tuple(_int(v, "tensor's shape") for v in given)
     dt = None if isinstance(tensor, (tuple, list)) else getattr(tensor, "dtype", None)
     if len(shape) != ndim:
@@ -1032,7 +1032,7 @@ def alibi_bias(attention_mask: Any = None, num_heads: int = 8, *, seq_length: Op
                          f"{int(attention_mask.shape[1])} positions: transformers' cumsum runs in "
                          f"the mask's dtype, exact up to {exact} positions and rounded past them, "
                          "which sinpe does not reproduce; pass an integer, bool or float32 mask")
-    m = None if attention_mask is None else np.asarray(_dtypes.array_arg(attention_mask,
+    m = None if attention_mask is None else np.asarray(_tensors.values(attention_mask,
                                                                          "attention_mask"))
     if m is not None and (m.ndim != 2 or not (np.issubdtype(m.dtype, np.integer)
                                               or np.issubdtype(m.dtype, np.bool_)

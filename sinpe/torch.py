@@ -43,7 +43,8 @@ from ._torch.hf_rope import hf_rope
 from ._torch.module import SinusoidalPositionalEncoding
 from ._torch.operators import OPERATORS
 from ._torch.patch import patch, patched, unpatch
-from ._torch.tables import add_pe, preset, to_torch
+from ._tensors import to_torch
+from ._torch.tables import add_pe, preset
 
 __all__ = ["SinusoidalPositionalEncoding", "apply_rotary_pos_emb",
            "apply_rotary_pos_emb_interleave", "apply_rotary_pos_emb_glm",

@@ -11,7 +11,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from .. import _dtypes
+from .. import _tensors
 from .._jobs import COS, SIN, _int, _table
 from .inits import inv_freq as _inv_freq, theta as _theta
 
@@ -59,38 +59,10 @@ AXIAL: Dict[str, Tuple[str, str, bool]] = {
 }
 
 
-def _plain_tensor(torch: Any, x: Any) -> bool:
-    """A CPU tensor of exactly torch.Tensor, strided, integer or float32, needing no grad,
-    without negative or conjugate bits, not wrapped by a function transform: its .numpy()
-    is its values as torch's ops read them."""
-    return (type(x) is torch.Tensor and x.dtype in _dtypes.plain_tensor_dtypes(torch)
-            and x.layout is torch.strided and x.is_cpu and not x.requires_grad
-            and not x.is_neg() and not x.is_nested
-            and not torch._C._functorch.is_functorch_wrapped_tensor(x))
-
-
 def array(x: Any, name: str) -> np.ndarray:
-    """x (a NumPy array-like or a torch tensor, bfloat16 as ml_dtypes') as a NumPy array."""
-    torch = _dtypes.torch_of(x)
-    if torch is not None and _plain_tensor(torch, x):
-        return np.asarray(x.numpy())  # what the steps below give such a tensor, without them (a decode
-        # step's (1, 1) positions: 5 us -> 1 us)
-    if torch is not None:
-        if getattr(getattr(x, "device", None), "type", None) == "meta":
-            raise ValueError(f"{name} is a meta tensor (it holds no data)")
-        _dtypes._kind_check(torch, x, name, cpu=False)  # nested, sparse, vmapped: named
-        if x.is_complex():
-            raise TypeError(f"{name} must hold integers or real numbers, got dtype {x.dtype}")
-        x = x.detach().resolve_conj().resolve_neg().cpu()  # as torch's own ops read it
-        if str(x.dtype) == "torch.bfloat16":
-            import torch
-            return np.asarray(x.view(torch.int16).numpy()).view(_dtypes.bfloat16())
-        try:
-            x = x.numpy()
-        except (TypeError, RuntimeError) as exc:  # float8 and the like
-            raise TypeError(f"{name}: a tensor of dtype {x.dtype} cannot be read ({exc})") \
-                from None
-    a = np.asarray(x)
+    """x (a NumPy array-like or a torch tensor of any device, bfloat16 as ml_dtypes') as a
+    NumPy array (a tensor's values as torch's ops read them: sinpe._tensors.values)."""
+    a = np.asarray(_tensors.values(x, name, keep_bfloat16=True, any_device=True))
     if a.dtype == object:
         raise TypeError(f"{name} must be an array of numbers, got {type(x).__name__}")
     return a

@@ -17,7 +17,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from .. import _cache, _dtypes
+from .. import _cache, _dtypes, _tensors
 from .._backends import policy
 from .._jobs import COS, SIN, _int, _round_to, _table, table_job
 from .axial import AXIAL, axial_rope, given_inv as _inv_given, positions as _array_positions
@@ -346,7 +346,7 @@ def _given_key(given: Any) -> Any:
     float64, exactly); TypeError when it cannot be read here (the call then keeps nothing)."""
     if given is None:
         return None
-    torch = _dtypes.torch_of(given)
+    torch = _tensors.torch_of(given)
     if torch is None and not isinstance(given, np.ndarray):
         raise TypeError("not an array")
     if (given.numel() if torch is not None else given.size) > _KEYED:

@@ -17,6 +17,6 @@ Importing any part tells the binding that torch tensors may reach the core.
 """
 import torch
 
-from .. import _dtypes
+from .. import _tensors
 
-_dtypes.torch_seen(torch)  # the binding takes torch's C-level export of a tensor from now on
+_tensors.torch_seen(torch)  # the binding takes torch's C-level export of a tensor from now on

@@ -24,19 +24,14 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Optional, Tuple
 
 import torch
+import torch.autograd.forward_ad as _FORWARD_AD  # (its dual level, read per call)
 
+from .. import _tensors
 from .graphs import GRAPHS
 from .operators import register_form, tracing
 from .rotate import CORES
 from .training import train
 
-
-
-_STRIDED = torch.strided
-
-
-#: vmap's batched tensors, grad's tracking wrappers and functionalize's tensors alike
-_FUNCTORCH_WRAPPED = torch._C._functorch.is_functorch_wrapped_tensor
 
 
 def _autocast_on() -> bool:
@@ -50,9 +45,6 @@ try:
     torch.is_autocast_enabled("cpu")
 except TypeError:  # a torch whose is_autocast_enabled takes no device (before 2.4)
     _AUTOCAST = torch.is_autocast_cpu_enabled
-
-
-import torch.autograd.forward_ad as _FORWARD_AD  # noqa: E402  (its dual level, read per call)
 
 
 #: how a call runs (_way): the core's way, transformers' graph, or a training call (the core's
@@ -73,7 +65,7 @@ def _way(ts: Tuple[Any, ...]) -> int:
     for t in ts:
         if type(t) is not torch.Tensor and not isinstance(t, torch.Tensor):
             return _GRAPH
-        if not t.is_cpu or t.is_nested or t.layout != _STRIDED or _FUNCTORCH_WRAPPED(t):
+        if not _tensors.plain(torch, t):  # (the core's rule: sinpe._tensors)
             return _GRAPH
         if grad and t.requires_grad:
             records = True

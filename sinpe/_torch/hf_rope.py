@@ -14,7 +14,8 @@ import torch
 from .._backends.policy import torch_kernels
 from .._hf.config import MAPPING_KEYS, VIEW_KEYS, config_from_text, config_text
 from .operators import OPERATORS, lazy_op, use_operator
-from .tables import dtype_name, to_torch
+from .._tensors import to_torch
+from .tables import dtype_name
 
 
 

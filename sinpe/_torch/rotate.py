@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Optional, Tuple, cast
 
 import torch
 
-from .. import _dtypes, _sinpe
+from .. import _sinpe, _tensors
 from .._backends import policy as _policy
 from .._jobs import check_opts as _check_opts
 
@@ -198,15 +198,15 @@ def _rotate_into(q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor,
     opts = core_opts()
     # grad mode off, or no input that requires grad: the values are read as they are
     # (torch's export refuses tensors that require grad)
-    q, k = _plain(q, one, not inplace), _plain(k, "k", not inplace)
+    q, k = _tensors.readable(q, one, not inplace), _tensors.readable(k, "k", not inplace)
     c0, s0 = cos, sin
-    cos, sin = _plain(cos, "cos"), _plain(sin, "sin")
+    cos, sin = _tensors.readable(cos, "cos"), _tensors.readable(sin, "sin")
     # the kept strides hold for the tables as they came (detach keeps strides; a resolved
     # negative bit or a widened copy has its own)
     kept = not plan.widen and (cos is c0 or cos.stride() == c0.stride()) \
         and (sin is s0 or sin.stride() == s0.stride())
     if plan.widen:  # (torch's copy reads past a storage's end unchecked: checked first)
-        cos, sin = _dtypes.float_copy(cos, "cos"), _dtypes.float_copy(sin, "sin")
+        cos, sin = _tensors.float_copy(cos, "cos"), _tensors.float_copy(sin, "sin")
     qe = q if inplace else torch.empty_like(q)
     ke = k if inplace or k is None else torch.empty_like(k)
     src_q, src_k = (None, None) if inplace else (q, k)
@@ -223,22 +223,6 @@ def _rotate_into(q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor,
         c, s = views.tables(cos, sin, ud, lk, kept and plan.k is not None)
         _sinpe.rope(opts, ke, c, s, lk[0], lk[1], pairs, src_k, None, None, _K_NAMES)
     return qe, ke
-
-
-def _plain(t: Any, name: str, resolve: bool = True) -> Any:
-    """A read tensor as the core reads it: detached (nothing records this call), its neg bit
-    resolved as torch's own ops read it (resolve: not for a tensor written in place); one
-    with elements and no memory (a freed storage: NULL data) refused by name."""
-    if t is None:
-        return t
-    if t.requires_grad:
-        t = t.detach()
-    if resolve and t.is_neg():
-        t = t.resolve_neg()
-    if t.data_ptr() == 0 and t.numel():
-        raise ValueError(f"{name}: the tensor has no memory (a NULL data pointer: its storage "
-                         f"was freed or never allocated)")
-    return t
 
 
 def core_opts() -> Any:
@@ -322,8 +306,8 @@ def _c_olmo(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tens
     dq, dk = torch.promote_types(q.dtype, cos.dtype), torch.promote_types(k.dtype, cos.dtype)
     if dq not in (q.dtype, torch.float32) or dk not in (k.dtype, torch.float32):
         return None
-    qf = q if dq == q.dtype else _dtypes.float_copy(q, "q")
-    kf = k if dk == k.dtype else _dtypes.float_copy(k, "k")
+    qf = q if dq == q.dtype else _tensors.float_copy(q, "q")
+    kf = k if dk == k.dtype else _tensors.float_copy(k, "k")
     out = _c_std(qf, kf, cos, sin, unsqueeze_dim, partial=False)
     if out is None:
         return None
@@ -343,7 +327,7 @@ def _c_half(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tens
 
 def _widened(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
              sin: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    f = _dtypes.float_copy
+    f = _tensors.float_copy
     return f(q, "q"), f(k, "k"), f(cos, "cos"), f(sin, "sin")
 
 

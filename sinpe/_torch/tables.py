@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-import numpy as np
 import torch
 
 from .._api import _add_pe_kernel, add_pe_operator
+from .._tensors import to_torch
 from .operators import OPERATORS, use_operator
 
 
@@ -36,27 +36,6 @@ def add_pe(x: Any, base: float = 10000.0, *, offset: int = 0, positions: Any = N
         return x
     _add_pe_kernel(x, base, offset, positions, max_len, backend)
     return x
-
-
-def to_torch(a: Any, device: Any = None) -> Any:
-    """A NumPy array (float32, float16, float64, integers, or ml_dtypes bfloat16, which
-    ``torch.from_numpy`` refuses) as a torch tensor of the same dtype sharing its memory (no
-    copy; a read-only or non-contiguous array is copied once), moved to device if given.  A
-    tuple or list of arrays gives a tuple of tensors; a torch tensor is returned as it is
-    (moved to device if given)."""
-    if isinstance(a, (tuple, list)):
-        return tuple(to_torch(x, device) for x in a)
-    if isinstance(a, torch.Tensor):
-        return a if device is None else a.to(device)
-    if not isinstance(a, np.ndarray):
-        raise TypeError(f"a must be a NumPy array or a tuple of them, got {type(a).__name__}")
-    if not (a.flags.c_contiguous and a.flags.writeable):
-        a = np.array(a, order="C")
-    if a.dtype.name == "bfloat16":
-        t = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
-    else:
-        t = torch.from_numpy(a)
-    return t if device is None or torch.device(device).type == "cpu" else t.to(device)
 
 
 def dtype_name(dtype: Any) -> Any:
