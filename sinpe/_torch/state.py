@@ -29,20 +29,6 @@ class Patched(Shadow):
     def __call__(self, *args: Any, **kw: Any) -> Any:
         return self.fn(*args, **kw)
 
-    @property
-    def __signature__(self) -> inspect.Signature:
-        return inspect.signature(self.original())
-
-    @property
-    def __wrapped__(self) -> Any:
-        return self.original()
-
-    def original(self) -> Callable[..., Any]:
-        """The method this attribute stands in for, bound to its module."""
-        if self.previous is not None:
-            return self.previous  # type: ignore[no-any-return]
-        return getattr(type(self.module), self.attr).__get__(self.module)  # type: ignore[no-any-return]
-
     def __reduce__(self) -> Any:
         return (_unpickled, (self.attr, self.spec),
                 {"module": self.module, "previous": self.previous})
