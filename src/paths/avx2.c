@@ -59,6 +59,10 @@ static const sinpe_verification avx2_records[] = {
       "tools/exhaustive sin --kernel avx2" },
     { "cos", "AMD EPYC family 26 (Zen 5, AVX-512F/DQ/BW/VL)", "2026-12-02 (loops from paths/body.h)", 4294967296u, 0, 180.1,
       "tools/exhaustive cos --kernel avx2" },
+    { "sin", "AMD EPYC family 25 (Zen 4, AVX-512F/DQ/BW/VL)", "2026-12-07 (sin/cos from paths/sincos_body.h; 2 cores shared with a CI run)",
+      4294967296u, 0, 941.8, "tools/exhaustive sin --kernel avx2" },
+    { "cos", "AMD EPYC family 25 (Zen 4, AVX-512F/DQ/BW/VL)", "2026-12-07 (sin/cos from paths/sincos_body.h; 2 cores shared with a CI run)",
+      4294967296u, 0, 610.9, "tools/exhaustive cos --kernel avx2" },
 };
 
 #define PATH_OPS sinpe_path_avx2

@@ -37,6 +37,10 @@ static const sinpe_verification avx512_records[] = {
       "tools/exhaustive sin --kernel avx512" },
     { "cos", "AMD EPYC family 26 (Zen 5, AVX-512F/DQ/BW/VL)", "2026-12-02 (loops from paths/body.h)", 4294967296u, 0, 173.4,
       "tools/exhaustive cos --kernel avx512" },
+    { "sin", "AMD EPYC family 25 (Zen 4, AVX-512F/DQ/BW/VL)", "2026-12-07 (sin/cos from paths/sincos_body.h; 2 cores shared with a CI run)",
+      4294967296u, 0, 381.3, "tools/exhaustive sin --kernel avx512" },
+    { "cos", "AMD EPYC family 25 (Zen 4, AVX-512F/DQ/BW/VL)", "2026-12-07 (sin/cos from paths/sincos_body.h; 2 cores shared with a CI run)",
+      4294967296u, 0, 855.6, "tools/exhaustive cos --kernel avx512" },
 };
 
 /* s0 c0 s1 c1 ... of 8 pairs in one two-source permute: index i < 16 picks s[i], 16 + i c[i] */
