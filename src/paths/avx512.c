@@ -1,13 +1,10 @@
 /* AVX-512F path of the built-in sin/cos: 8 double lanes per vector.
  *
- * Method.  The AVX2 path's (sinpe_avx2.c), lane for lane, on 8 doubles: Cody-Waite
- * reduction by pi/2 with two fused multiply-adds (|x| < 2^20), the Chebyshev P and Q of
- * degree 4 by Estrin's scheme, the quadrant's swap and signs, and the rounding test on the
- * bits (a lane whose double result lies within 2^13 ulps of a float midpoint, or with
- * |x| >= 2^20, |x| < 2^-120, NaN or an infinity, is redone by the scalar kernel).  Every
- * operation is the same IEEE double operation as in the AVX2 path, in the same order, so
- * each lane's double is the same and the same lanes are redone: the same bits as the
- * scalar kernel (correctly rounded).
+ * Method, range and error: paths/sincos_body.h's, compiled here over AVX-512F's lanes (the
+ * fused steps are vfmadd/vfnmadd, masks are mask registers, a sign flip is one
+ * ternary-logic op); every operation is the same IEEE double operation as on the AVX2 path,
+ * in the same order, so each lane's double is the same and the same lanes are redone: the
+ * same bits as the scalar kernel (correctly rounded).
  * Range: every float.  Measured: tools/exhaustive sin --kernel avx512 and cos over all
  * 2^32 inputs, 0 differences from the scalar kernel (the records below; the registry
  * chooses this path by itself only with them).
@@ -19,71 +16,11 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
-#include <math.h>
-
-#include "elem/constants.h"
 #include "elem/crmath.h"
 #include "elem/half.h"
 #include "platform/cpu.h"
 
 #define TARGET __attribute__((target("avx512f")))
-
-/* Lanes whose double result's 29 dropped bits lie within 2^13 of the midpoint 2^28. */
-TARGET static inline __mmask8 near_midpoint(__m512d v)
-{
-    __m512i t = _mm512_sub_epi64(_mm512_and_epi64(_mm512_castpd_si512(v),
-                                                  _mm512_set1_epi64((1 << 29) - 1)),
-                                 _mm512_set1_epi64((1 << 28) - (1 << 13)));
-    return _mm512_cmple_epu64_mask(t, _mm512_set1_epi64(2 << 13));
-}
-
-/* sin and cos of 8 floats; returns the mask of lanes to redo (checked = 0 skips the range
- * test for lanes known to have 2^-120 <= |x| < 2^20). */
-TARGET static inline __mmask8 sincos8(__m256 xf, __m256 *sf, __m256 *cf, int checked)
-{
-    const struct sinpe_consts *C = &SINPE_C;
-    const __m512d shifter = _mm512_set1_pd(C->shift);
-    __m512d x = _mm512_cvtps_pd(xf);
-    __m512d kt = _mm512_fmadd_pd(x, _mm512_set1_pd(C->two_over_pi), shifter);
-    __m512d k = _mm512_sub_pd(kt, shifter);
-    __m512d y = _mm512_fnmadd_pd(k, _mm512_set1_pd(C->pio2_hi), x);
-    y = _mm512_fnmadd_pd(k, _mm512_set1_pd(C->pio2_lo), y);
-    __m512d z = _mm512_mul_pd(y, y);
-    __m512d z2 = _mm512_mul_pd(z, z);
-    __m512d z4 = _mm512_mul_pd(z2, z2);
-    const double *p = C->sin_p, *q = C->cos_q;
-#define B(v) _mm512_set1_pd(v)
-    __m512d ps = _mm512_fmadd_pd(z2, _mm512_fmadd_pd(z, B(p[1]), B(p[2])),
-                                 _mm512_fmadd_pd(z, B(p[3]), B(p[4])));
-    ps = _mm512_fmadd_pd(z4, B(p[0]), ps);
-    __m512d s = _mm512_fmadd_pd(_mm512_mul_pd(y, z), ps, y);
-    __m512d pc = _mm512_fmadd_pd(z2, _mm512_fmadd_pd(z, B(q[1]), B(q[2])),
-                                 _mm512_fmadd_pd(z, B(q[3]), B(q[4])));
-    pc = _mm512_fmadd_pd(z4, B(q[0]), pc);
-    __m512d c = _mm512_fmadd_pd(z, pc, B(1.0));
-#undef B
-    /* quadrant k mod 4 from kt's low bits: swap on bit 0; sin's sign bit 1, cos's bit 1 ^ 0 */
-    __m512i kb = _mm512_castpd_si512(kt);
-    __mmask8 swap = _mm512_test_epi64_mask(kb, _mm512_set1_epi64(1));
-    __m512i b10 = _mm512_slli_epi64(kb, 62), b0 = _mm512_slli_epi64(kb, 63);
-    const __m512i sign = _mm512_set1_epi64((long long)(1ULL << 63));
-    __m512d sv = _mm512_mask_blend_pd(swap, s, c);
-    __m512d cv = _mm512_mask_blend_pd(swap, c, s);
-    /* one ternary-logic op each: a ^ (b & c) is truth table 0x78 */
-    sv = _mm512_castsi512_pd(_mm512_ternarylogic_epi64(_mm512_castpd_si512(sv), b10, sign, 0x78));
-    cv = _mm512_castsi512_pd(_mm512_ternarylogic_epi64(_mm512_castpd_si512(cv),
-                                                       _mm512_xor_epi64(b10, b0), sign, 0x78));
-    __mmask8 bad = near_midpoint(sv) | near_midpoint(cv);
-    if (checked) {
-        __m512d ax = _mm512_castsi512_pd(_mm512_andnot_epi64(_mm512_set1_epi64((long long)(1ULL << 63)),
-                                                             _mm512_castpd_si512(x)));
-        bad |= _mm512_cmp_pd_mask(ax, _mm512_set1_pd(0x1p20), _CMP_NLT_UQ);
-        bad |= _mm512_cmp_pd_mask(ax, _mm512_set1_pd(0x1p-120), _CMP_LT_OQ);
-    }
-    *sf = _mm512_cvtpd_ps(sv);
-    *cf = _mm512_cvtpd_ps(cv);
-    return bad;
-}
 
 static int avx512_supported(void)
 {
@@ -100,6 +37,10 @@ static const sinpe_verification avx512_records[] = {
       "tools/exhaustive sin --kernel avx512" },
     { "cos", "AMD EPYC family 26 (Zen 5, AVX-512F/DQ/BW/VL)", "2026-12-02 (loops from paths/body.h)", 4294967296u, 0, 173.4,
       "tools/exhaustive cos --kernel avx512" },
+    { "sin", "AMD EPYC family 25 (Zen 4, AVX-512F/DQ/BW/VL)", "2026-12-07 (sin/cos from paths/sincos_body.h; 2 cores shared with a CI run)",
+      4294967296u, 0, 381.3, "tools/exhaustive sin --kernel avx512" },
+    { "cos", "AMD EPYC family 25 (Zen 4, AVX-512F/DQ/BW/VL)", "2026-12-07 (sin/cos from paths/sincos_body.h; 2 cores shared with a CI run)",
+      4294967296u, 0, 855.6, "tools/exhaustive cos --kernel avx512" },
 };
 
 /* s0 c0 s1 c1 ... of 8 pairs in one two-source permute: index i < 16 picks s[i], 16 + i c[i] */
@@ -130,7 +71,6 @@ TARGET static inline void avx512_pairs16(float *dst, __m512 s, __m512 c)
 #define PATH_STORE _mm256_storeu_ps
 #define PATH_SET1 _mm256_set1_ps
 #define PATH_MUL _mm256_mul_ps
-#define PATH_SINCOS sincos8
 #define PATH_STORE_PAIRS avx512_pairs8
 #define PATH_SW 16
 #define PATH_SF __m512
@@ -141,6 +81,38 @@ TARGET static inline void avx512_pairs16(float *dst, __m512 s, __m512 c)
 #define PATH_SSET1 _mm512_set1_ps
 #define PATH_SPAIRS avx512_pairs16
 #define PATH_ALIGN 64
+
+/* The double lanes of paths/sincos_body.h (a sign flip a ^ (b & sign) in one ternary-logic
+ * op: truth table 0x78). */
+#define PATH_DW 8
+#define PATH_VD __m512d
+#define PATH_VI __m512i
+#define PATH_VM __mmask8
+#define PATH_DSET1 _mm512_set1_pd
+#define PATH_DSUB _mm512_sub_pd
+#define PATH_DMUL _mm512_mul_pd
+#define PATH_DFMA _mm512_fmadd_pd
+#define PATH_DFNMA _mm512_fnmadd_pd
+#define PATH_DABS(a)                                                                        \
+    _mm512_castsi512_pd(_mm512_andnot_epi64(PATH_ISET1(SINPE_SC.sign), _mm512_castpd_si512(a)))
+#define PATH_DNLT(a, b) _mm512_cmp_pd_mask((a), (b), _CMP_NLT_UQ)
+#define PATH_DLT(a, b) _mm512_cmp_pd_mask((a), (b), _CMP_LT_OQ)
+#define PATH_DBITS _mm512_castpd_si512
+#define PATH_ISET1(x) _mm512_set1_epi64((long long)(x))
+#define PATH_ISHL _mm512_slli_epi64
+#define PATH_IXOR _mm512_xor_epi64
+#define PATH_IAND _mm512_and_epi64
+#define PATH_ISUB _mm512_sub_epi64
+#define PATH_ILEU _mm512_cmple_epu64_mask
+#define PATH_IODD(a) _mm512_test_epi64_mask((a), PATH_ISET1(1))
+#define PATH_DBLEND _mm512_mask_blend_pd
+#define PATH_DFLIP(v, i)                                                                     \
+    _mm512_castsi512_pd(                                                                     \
+        _mm512_ternarylogic_epi64(_mm512_castpd_si512(v), (i), PATH_ISET1(SINPE_SC.sign), 0x78))
+#define PATH_MOR(a, b) ((__mmask8)((a) | (b)))
+#define PATH_MBITS(m) ((unsigned)(m))
+#define PATH_F2D _mm512_cvtps_pd
+#define PATH_D2F _mm512_cvtpd_ps
 
 /* The element conversions (elem/half.h's rules; as the AVX2 path's). */
 /* float32 bits x rounded to nearest even at bit 16 (bfloat16's rounding, before the low half

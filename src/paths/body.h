@@ -1,7 +1,7 @@
 /* The loops of a vector code path, written once and compiled per instruction set (paths
- * layer): a path file defines its vector math, then includes this header, which defines
- * its table of functions (sinpe_path_ops) from them, as SLEEF compiles one body per target
- * through a helper header.
+ * layer): a path file defines its lane operations, then includes this header, which
+ * defines its sin/cos (paths/sincos_body.h) and its table of functions (sinpe_path_ops)
+ * from them, as SLEEF compiles one body per target through a helper header.
  *
  * The path file defines:
  *   PATH_OPS              the name of its table (sinpe_path_avx2, ...)
@@ -10,10 +10,9 @@
  *   PATH_TARGET           the function attribute its code needs (or nothing)
  *   angle vectors, PATH_W floats, computed in double lanes:
  *     PATH_VF, PATH_LOAD(p), PATH_STORE(p, v), PATH_SET1(x), PATH_MUL(a, b)
- *     PATH_SINCOS(a, &s, &c, checked)  sin and cos of PATH_W floats, correctly rounded but
- *                                      for the lanes of the returned bit mask (redone
- *                                      here by the scalar kernel); checked = 0: every lane
- *                                      has 2^-120 <= |a| < 2^20
+ *     the double lanes' operations paths/sincos_body.h lists: from them it compiles the
+ *     sin and cos of PATH_W floats (FN(sincos_f)), correctly rounded but for the lanes
+ *     of the returned bit mask (redone here by the scalar kernel)
  *     PATH_STORE_PAIRS(dst, s, c)      dst[2i] = s[i], dst[2i+1] = c[i], i < PATH_W
  *   store vectors, PATH_SW floats (the widest float vector):
  *     PATH_SF, PATH_SLOAD(p), PATH_SSTORE(p, v), PATH_SADD(a, b), PATH_SMUL(a, b),
@@ -47,6 +46,8 @@
 #define PATH_CAT(a, b) PATH_CAT2(a, b)
 #define FN(name) PATH_CAT(PATH_OPS, name)
 
+#include "paths/sincos_body.h"
+
 /* W interleaved sin/cos pairs; the lanes in mask redone by the scalar kernel. */
 PATH_TARGET static inline void FN(pairs)(float *dst, PATH_VF a, PATH_VF s, PATH_VF c,
                                          unsigned mask)
@@ -75,14 +76,14 @@ PATH_TARGET static void FN(rows)(float *out, ptrdiff_t ostride, const float *pos
             PATH_VF a0 = PATH_MUL(vp, PATH_LOAD(div + j));
             PATH_VF a1 = PATH_MUL(vp, PATH_LOAD(div + j + PATH_W));
             PATH_VF s0, c0, s1, c1;
-            unsigned m0 = (unsigned)PATH_SINCOS(a0, &s0, &c0, checked);
-            unsigned m1 = (unsigned)PATH_SINCOS(a1, &s1, &c1, checked);
+            unsigned m0 = FN(sincos_f)(a0, &s0, &c0, checked);
+            unsigned m1 = FN(sincos_f)(a1, &s1, &c1, checked);
             FN(pairs)(dst + 2 * j, a0, s0, c0, m0);
             FN(pairs)(dst + 2 * j + 2 * PATH_W, a1, s1, c1, m1);
         }
         for (; j + PATH_W <= half; j += PATH_W) {
             PATH_VF a0 = PATH_MUL(vp, PATH_LOAD(div + j)), s0, c0;
-            unsigned m0 = (unsigned)PATH_SINCOS(a0, &s0, &c0, checked);
+            unsigned m0 = FN(sincos_f)(a0, &s0, &c0, checked);
             FN(pairs)(dst + 2 * j, a0, s0, c0, m0);
         }
         for (; j < half; j++)
@@ -96,7 +97,7 @@ PATH_TARGET static void FN(sincos)(const float *a, float *s, float *c, size_t n)
     size_t i = 0;
     for (; i + PATH_W <= n; i += PATH_W) {
         PATH_VF sv, cv;
-        unsigned m = (unsigned)PATH_SINCOS(PATH_LOAD(a + i), &sv, &cv, 1);
+        unsigned m = FN(sincos_f)(PATH_LOAD(a + i), &sv, &cv, 1);
         PATH_STORE(s + i, sv);
         PATH_STORE(c + i, cv);
         for (int l = 0; m && l < PATH_W; l++)

@@ -1,8 +1,8 @@
 /* Code paths of the built-in kernels (paths layer, pure C).
  *
  * One table of functions per path, each in its own file (paths/scalar.c, avx2.c,
- * avx512.c, neon.c); the vector paths write only their vector math and a few lines, and get
- * their loops from paths/body.h, written once.  paths/registry.c is the one table of paths
+ * avx512.c, neon.c); the vector paths write only their lane operations and a few lines, and
+ * get their loops and their sin/cos from paths/body.h and paths/sincos_body.h, written once.  paths/registry.c is the one table of paths
  * and the one place that probes and picks them.  Every path gives the same bits: the vector
  * paths prove each lane correctly rounded or redo it with the scalar kernel, and each path
  * carries the records of the exhaustive checks that showed it (machine-readable: the
