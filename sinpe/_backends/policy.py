@@ -153,8 +153,8 @@ def opts(backend: Any = None, threads: Any = None, torch_threads: Any = None) ->
             _OPTS_CACHE[key] = hit
         _UNSETTLED.clear()
     index, trig, lanes, default_tt, pow_lanes = hit
-    return (index, _STATE["path"], _STATE["threads"] if threads is None else threads, trig,
-            lanes, default_tt if torch_threads is None else torch_threads, pow_lanes)
+    return Opts(index, _STATE["path"], _STATE["threads"] if threads is None else threads, trig,
+                lanes, default_tt if torch_threads is None else torch_threads, pow_lanes)
 
 
 def load_mkl() -> bool:
@@ -187,7 +187,7 @@ def get_default() -> str:
 
 def set_threads(n: SupportsIndex) -> None:
     """Set the default number of worker threads (1 to 256)."""
-    _sinpe.check((0, _STATE["path"], n, 0, 4, 1, 0))
+    _sinpe.check(Opts(0, _STATE["path"], n, 0, 4, 1, 0))
     _STATE["threads"] = int(n)
 
 

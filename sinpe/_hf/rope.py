@@ -18,8 +18,7 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from .. import _cache, _dtypes
-from .._backends import policy
-from .._jobs import COS, SIN, _int, _round_to, _table, table_job
+from .._jobs import COS, SIN, _int, _opts, _round_to, _table, table_job
 from .axial import AXIAL, axial_rope, given_inv as _inv_given, positions as _array_positions
 from .config import Cfg, forget as _forget_reads, read as read_config
 from .families import HALF_WIDTH, INTERLEAVED, MROPE, NO_CAST, NTK_ALPHA, OTHER
@@ -31,15 +30,6 @@ F32 = np.float32
 #: the rope types hf_rope computes (besides the vision towers' "axial").
 ROPE_TYPES = tuple(ROPE_INIT_FUNCTIONS)
 NAMES = ("out", "position_ids", "head_dim")
-
-
-def _opts(dtype: Any, backend: Optional[str], threads: Optional[int],
-          torch_threads: Optional[int]) -> Dict[str, Any]:
-    """The call's options: dtype checked here; the core's (backend, threads, ...) are
-    checked by the core at the call's first job (no separate call for them)."""
-    if dtype is not None:
-        _dtypes.resolve(dtype)
-    return {"dtype": dtype, "out": None, "core": policy.opts(backend, threads, torch_threads)}
 
 
 # ---- inputs ----------------------------------------------------------------------------------
@@ -221,7 +211,8 @@ def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any 
       proportional: ``a = int(prf * head_dim // 2)`` angles ``1.0 / base ** (arange(0, 2a, 2)
         / head_dim)``, then head_dim / 2 - a zeros, all ``/ f32(factor)``; full head_dim.
     """
-    opts = _opts(dtype, backend, threads, torch_threads)
+    # the core's options are checked by the call's first job (no separate call for them)
+    opts = _opts(dtype, None, backend, threads, torch_threads, check=False)
     c = read_config(config, layer_type)
     if attention_scaling is not None:
         return _module_state(c, position_ids, inv_freq, attention_scaling, opts, dtype,
