@@ -29,7 +29,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
-from . import _jobs
+from . import _jobs, _memo
 from ._backends import records
 from ._types import Opts
 
@@ -158,13 +158,7 @@ def clear_cache() -> None:
         _ENTRIES.clear()
         _STATS["used"] = 0
         _forgotten()
-    for forget in _OTHERS:
-        forget()
-
-
-#: what else clear_cache forgets (the HF rope's frequencies register theirs: modules above
-#: this one add to it, so that no import points upward)
-_OTHERS: List[Callable[[], None]] = []
+    _memo.clear_all()  # every Memo: the HF rope's frequencies and readings, resolutions
 
 
 def cache_info() -> Dict[str, Any]:

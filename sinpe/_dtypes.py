@@ -8,6 +8,8 @@ from typing import Any, Callable, Dict, FrozenSet, List, Tuple
 
 import numpy as np
 
+from ._memo import Memo
+
 TABLE_DTYPES = ("float32", "float16", "bfloat16", "float64")
 
 
@@ -37,7 +39,7 @@ def resolve(obj: Any) -> np.dtype:
     if hit is not None:
         return hit
     d = _resolve(obj)
-    if (type(obj) in (str, type) or type(obj).__module__ == "torch") and len(_RESOLVED) < 64:
+    if type(obj) in (str, type) or type(obj).__module__ == "torch":
         _RESOLVED[(type(obj), obj)] = d
     return d
 
@@ -45,7 +47,7 @@ def resolve(obj: Any) -> np.dtype:
 _F32 = np.dtype(np.float32)
 #: names, scalar types and torch dtypes, which compare and hash by value (an np.dtype is
 #: not kept: one with metadata equals one without, and np.dtype() of it is quick anyway)
-_RESOLVED: Dict[Tuple[Any, Any], np.dtype] = {}
+_RESOLVED: Memo[Tuple[Any, Any], np.dtype] = Memo(64)
 
 
 def _resolve(obj: Any) -> np.dtype:

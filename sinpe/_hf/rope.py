@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import math
 import numbers
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from .. import _cache, _dtypes
+from .. import _dtypes
 from .._jobs import COS, SIN, _int, _opts, _round_to, _table, table_job
+from .._memo import Memo
 from .axial import AXIAL, axial_rope, given_inv as _inv_given, positions as _array_positions
-from .config import Cfg, forget as _forget_reads, read as read_config
+from .config import Cfg, read as read_config
 from .families import HALF_WIDTH, INTERLEAVED, MROPE, NO_CAST, NTK_ALPHA, OTHER
 from .inits import FAMILY_INITS, ROPE_INIT_FUNCTIONS, omp_factor
 
@@ -232,7 +231,7 @@ def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any 
         emb = np.ascontiguousarray(_emb(c.model_type, inv), F32)
         inv.flags.writeable = emb.flags.writeable = False  # shared by later calls
         if key is not None:
-            _memo.put(key, (inv, emb, scaling))
+            _memo[key] = (inv, emb, scaling)
     out_dtype = None if c.model_type in NO_CAST else dtype
     mrope = MROPE.get(c.model_type)
     if mrope is not None:
@@ -281,36 +280,7 @@ def _module_state(c: Cfg, position_ids: Any, inv_freq: Any, attention_scaling: A
 # a tensor alike: a write that bumps no version counter, through .data or a NumPy view, misses
 # too).  sinpe.clear_cache() forgets them.
 
-class _Memo:
-    """A small LRU of frequencies, safe across threads."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.d: "OrderedDict[Any, Any]" = OrderedDict()
-        self.lock = threading.Lock()
-
-    def get(self, key: Any) -> Any:
-        with self.lock:
-            v = self.d.get(key)
-            if v is not None:
-                self.d.move_to_end(key)
-            return v
-
-    def put(self, key: Any, value: Any) -> None:
-        with self.lock:
-            self.d[key] = value
-            self.d.move_to_end(key)
-            while len(self.d) > self.size:
-                self.d.popitem(last=False)
-
-    def clear(self) -> None:
-        with self.lock:
-            self.d.clear()
-
-
-_memo = _Memo(16)
-_cache._OTHERS.append(_memo.clear)
-_cache._OTHERS.append(_forget_reads)
+_memo: "Memo[Any, Any]" = Memo(16)  # (sinpe._memo: emptied by clear_cache)
 
 
 def _frozen(v: Any) -> Any:
@@ -395,7 +365,7 @@ def _emb(mt: str, inv: np.ndarray) -> np.ndarray:
     return np.concatenate([inv, inv])
 
 
-_COLS: Dict[int, np.ndarray] = {}
+_COLS: "Memo[int, np.ndarray]" = Memo(64)
 
 
 def _cos_sin_table(pos: Optional[np.ndarray], shape: Tuple[int, ...], freq: np.ndarray,
@@ -409,8 +379,7 @@ def _cos_sin_table(pos: Optional[np.ndarray], shape: Tuple[int, ...], freq: np.n
         k = 4 * np.arange(width, dtype=np.int64)
         col = np.concatenate([k + COS, k + SIN])
         col.flags.writeable = False
-        if len(_COLS) < 64:
-            _COLS[width] = col
+        _COLS[width] = col
     out_scale = None if scaling == 1.0 else scaling
     freq = np.ascontiguousarray(freq, F32)
     if pos is not None:  # (a decode step: straight to the job, without _table's options)
