@@ -1,6 +1,6 @@
 """The public functions: names and defaults resolved here (sinpe._backends.policy), everything
-else done by one core job each (sinpe._sinpe: table, add, map; sinpe._jobs makes the jobs
-shared with the presets and the rope)."""
+else done by one core job each (sinpe._jobs: pe_table, add_job, map_job; the jobs shared with
+the presets and the rope too)."""
 from __future__ import annotations
 
 import sys
@@ -9,9 +9,9 @@ from typing import Any, Literal, Optional, SupportsFloat, SupportsIndex
 import numpy as np
 import numpy.typing as npt
 
-from . import _cache, _held, _sinpe, _tensors
-from ._backends.policy import get_default as _default_backend, opts as _opts, torch_kernels
-from ._jobs import HUGE, LEAD, _PE_NAMES, _dtype_args
+from . import _cache, _held, _jobs, _tensors
+from ._backends.policy import get_default as _default_backend, torch_kernels
+from ._jobs import core_opts as _opts
 from ._types import Backend, DType, X
 
 _FUNCS = {"exp": 0, "sin": 1, "cos": 2}
@@ -61,10 +61,9 @@ def positional_encoding(max_len: Optional[SupportsIndex] = None,
     positions = _tensors.values(positions, "positions")
     if _tensors.writable(out, "out"):  # written outside autograd, as torch's out= moves
         _tensors.bump_version(out)  # its version (refused writes leave it moved: harmless)
-    args = (core, out, max_len, d_model, base, offset, positions, None, _dtype_args(dtype, out),
-            dtype, 0, None, _PE_NAMES, HUGE, True, LEAD if positions is None else 0)
     r = _leased(lambda: _cache.table_rows_lease(core, max_len, d_model, base, offset,
-                                                positions), _sinpe.table, *args)
+                                                positions), _jobs.pe_table, core, out, max_len,
+                d_model, base, offset, positions, dtype)
     if plain:
         _held.keep_table(core, key, max_len, d_model, offset)
     return r
@@ -118,7 +117,7 @@ def add_pe(x: X, /, base: SupportsFloat = 10000.0, *, offset: SupportsIndex = 0,
     if _tensors.writable(x, "x"):  # about to be written outside autograd: its version
         _tensors.bump_version(x)  # moves first, so no signal's handler runs between the write
     _leased(lambda: _cache.add_rows(core, x, base, offset, positions, table_rows, grow),
-            _sinpe.add, core, x, base, offset, positions, table_rows, grow)  # and the move
+            _jobs.add_job, core, x, base, offset, positions, table_rows, grow)  # and the move
     if plain:
         _held.keep(core, x, key, offset)
     return x
@@ -236,5 +235,6 @@ def elementwise(func: Literal["exp", "sin", "cos"], x: npt.NDArray[np.float32], 
     chosen backend computes it.  Returns a new C-contiguous array."""
     if func not in _FUNCS:
         raise ValueError(f"func must be 'exp', 'sin' or 'cos', got {func!r}")
-    r: npt.NDArray[np.float32] = _sinpe.map(_opts(backend, None, torch_threads), _FUNCS[func], x)
+    r: npt.NDArray[np.float32] = _jobs.map_job(_opts(backend, None, torch_threads), _FUNCS[func],
+                                                  x)
     return r

@@ -25,11 +25,11 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
-from . import _jobs
+from . import _jobs, _memo
 from ._backends import records
 from ._types import Opts
 
@@ -39,8 +39,47 @@ DEFAULT_BYTES = 64 << 20
 #: every step): computing them costs less than keeping them (docs/speed.md).  The rows of
 #: the tables and adds need no such floor: one entry per table, grown in place.
 MIN_VALUES = 4096
+
+
+class TableKey(NamedTuple):
+    """A table's rows, for a backend whose rows do not couple (records.INDEPENDENT)."""
+    backend: int
+    path: int
+    d: int
+    base: float
+
+
+class CoupledKey(NamedTuple):
+    """A table's rows, for a backend whose lanes couple (SLEEF): its profile and the length
+    of the tensor torch evaluates too."""
+    backend: int
+    path: int
+    trig: int
+    lanes: int
+    torch_threads: Any
+    d: int
+    base: float
+    tensor_rows: int
+
+
+class RopeKey(NamedTuple):
+    """apply_rope's cos/sin tables, by everything they depend on (rope_key)."""
+    backend: int
+    path: int
+    trig: int
+    lanes: int
+    torch_threads: Any
+    pow_lanes: int
+    rot: int
+    theta: float
+    layout: str
+    seq: int
+    where: Tuple[Any, ...]
+    rounded: Optional[str] = None  # the tables rounded to a half type (apply_rope's halves)
+
+
 #: An entry's key: a table's (_key, by what its bits depend on) or a result's (rope_key).
-Key = Tuple[Any, ...]
+Key = Union[TableKey, CoupledKey, RopeKey]
 
 
 class _Entry:
@@ -73,8 +112,7 @@ if hasattr(os, "register_at_fork"):
 
 def _physical() -> int:
     """This machine's physical memory in bytes (0: unknown), the core's figure."""
-    from . import _sinpe
-    return int(_sinpe.physical_memory())
+    return _jobs.physical_memory()
 
 
 _PHYSICAL: List[int] = []
@@ -120,13 +158,7 @@ def clear_cache() -> None:
         _ENTRIES.clear()
         _STATS["used"] = 0
         _forgotten()
-    for forget in _OTHERS:
-        forget()
-
-
-#: what else clear_cache forgets (the HF rope's frequencies register theirs: modules above
-#: this one add to it, so that no import points upward)
-_OTHERS: List[Callable[[], None]] = []
+    _memo.clear_all()  # every Memo: the HF rope's frequencies and readings, resolutions
 
 
 def cache_info() -> Dict[str, Any]:
@@ -173,14 +205,14 @@ def _forgotten() -> None:
         forget()
 
 
-def hold_rows(core: Tuple[Any, ...], d: int, base: Any, lo: int, hi: int,
+def hold_rows(core: Opts, d: int, base: Any, lo: int, hi: int,
               hold: Callable[[np.ndarray], None]) -> None:
     """hold(rows lo .. hi - 1 of a kept table of a backend whose rows do not couple: a view
     of the entry's filled rows, which are never written again), under the lock, so that no
     eviction runs between finding the rows and holding them (the holder is told of every
     later one: on_forget); nothing when the rows are not kept."""
     key = _key(core, d, base, 0)
-    if key is None or len(key) != 4:
+    if type(key) is not TableKey:  # coupled rows are never held
         return
     with _LOCK:
         e = _ENTRIES.get(key)
@@ -196,7 +228,8 @@ def _touch(key: Key) -> None:
 
 # ---- leases: the rows a call may read, and those it computes ------------------------------
 
-def _key(core: Opts, d: int, base: Any, tensor_rows: int) -> Optional[Key]:
+def _key(core: Opts, d: int, base: Any,
+         tensor_rows: int) -> Union[TableKey, CoupledKey, None]:
     """The entry's key, or None when the call's values are not plain (the core then checks
     and names them)."""
     if type(base) not in _PLAIN_REALS:  # a subclass's __float__ need not give what the core
@@ -207,10 +240,10 @@ def _key(core: Opts, d: int, base: Any, tensor_rows: int) -> Optional[Key]:
         return None
     if not (b > 0 and b != float("inf")):
         return None
-    index = core[0]
-    if records.INDEPENDENT[index]:
-        return (index, core[1], d, b)
-    return (index, core[1], core[3], core[4], core[5], d, b, tensor_rows)
+    if records.INDEPENDENT[core.backend]:
+        return TableKey(core.backend, core.path, d, b)
+    return CoupledKey(core.backend, core.path, core.trig, core.lanes, core.torch_threads, d, b,
+                      tensor_rows)
 
 
 #: the exact types whose float() / int() is the value the core reads (subclasses may define
@@ -340,8 +373,8 @@ def _miss(key: Key, d: int, lo: int, hi: int, budget: int) -> Optional[Lease]:
         if n * d * 4 > min(budget, _quarter()):
             return None  # a buffer that large would weigh on the call's own memory rule
         cap = max(n, 2 * (e.hi - e.lo)) if e is not None else n  # room to grow into
-        if len(key) == 8:  # coupled lanes: no rows past torch's tensor
-            cap = min(cap, key[7] - new_lo)
+        if type(key) is CoupledKey:  # coupled lanes: no rows past torch's tensor
+            cap = min(cap, key.tensor_rows - new_lo)
         if cap * d * 4 > min(budget, _quarter()):  # the largest buffer the rule allows: a
             cap = max(n, min(budget, _quarter()) // (d * 4))  # growing entry is copied once,
             #  not at every step (a decoder's one row per call), and stops being kept there
@@ -382,7 +415,7 @@ def table_rows_lease(core: Opts, rows: Any, d: Any, base: Any, offset: Any,
 
 
 def _position_rows(core: Opts, d: Any, base: Any, positions: Any) -> Any:
-    if not records.INDEPENDENT[core[0]] or not isinstance(positions, np.ndarray) \
+    if not records.INDEPENDENT[core.backend] or not isinstance(positions, np.ndarray) \
             or positions.dtype.kind not in "iu" or positions.size == 0:
         return None
     # a guess (a masked array's mask, another thread's writes may make it wrong): the core
@@ -398,7 +431,7 @@ def _position_rows(core: Opts, d: Any, base: Any, positions: Any) -> Any:
 # ---- whole results kept by their arguments (apply_rope's cos/sin) --------------------------
 
 def rope_key(core: Opts, rot: int, theta: float, layout: str, seq: int, offset: int,
-             pos: Any) -> Optional[Key]:
+             pos: Any) -> Optional[RopeKey]:
     """apply_rope's tables by everything they depend on (positions by their bytes, up to
     64 KiB of them); None: not kept."""
     if pos is None:
@@ -407,8 +440,8 @@ def rope_key(core: Opts, rot: int, theta: float, layout: str, seq: int, offset: 
         where = (pos.dtype.str, pos.shape, pos.tobytes())
     else:
         return None
-    return ("rope", core[0], core[1], core[3], core[4], core[5], core[6], rot, theta, layout,
-            seq, where)
+    return RopeKey(core.backend, core.path, core.trig, core.lanes, core.torch_threads,
+                   core.pow_lanes, rot, theta, layout, seq, where)
 
 
 def memo_get(key: Optional[Key]) -> Optional[np.ndarray]:

@@ -3,9 +3,11 @@ and 'float' are float64, as in NumPy), 'bfloat16' (through ml_dtypes, imported o
 and torch dtypes, to the np.dtype the core writes.  One resolver for every entry point."""
 from __future__ import annotations
 
-from typing import Any, Dict, Tuple
+from typing import Any, Tuple
 
 import numpy as np
+
+from ._memo import Memo
 
 TABLE_DTYPES = ("float32", "float16", "bfloat16", "float64")
 
@@ -36,7 +38,7 @@ def resolve(obj: Any) -> np.dtype:
     if hit is not None:
         return hit
     d = _resolve(obj)
-    if (type(obj) in (str, type) or type(obj).__module__ == "torch") and len(_RESOLVED) < 64:
+    if type(obj) in (str, type) or type(obj).__module__ == "torch":
         _RESOLVED[(type(obj), obj)] = d
     return d
 
@@ -44,7 +46,7 @@ def resolve(obj: Any) -> np.dtype:
 _F32 = np.dtype(np.float32)
 #: names, scalar types and torch dtypes, which compare and hash by value (an np.dtype is
 #: not kept: one with metadata equals one without, and np.dtype() of it is quick anyway)
-_RESOLVED: Dict[Tuple[Any, Any], np.dtype] = {}
+_RESOLVED: Memo[Tuple[Any, Any], np.dtype] = Memo(64)
 
 
 def _resolve(obj: Any) -> np.dtype:

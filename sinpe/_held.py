@@ -22,12 +22,13 @@ from __future__ import annotations
 import functools
 import math
 import sys
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, NamedTuple, Optional, Tuple, Union
 
 import numpy as np
 
-from . import _cache, _sinpe, _tensors
+from . import _cache, _jobs, _tensors
 from ._backends import policy, records
+from ._types import Opts
 
 MAX_VIEWS = 64
 
@@ -47,7 +48,46 @@ _LIMITS = {
 #: add_ (measured, docs/speed.md)
 _CORE_FLOAT32 = 1 << 16
 
-_VIEWS: Dict[Tuple[Any, ...], Any] = {}  # add's routes and table's rows
+class State(NamedTuple):
+    """What a call's core options were resolved from: the backend argument, the default as
+    set, the code path, and whether torch is imported ('auto' follows it)."""
+    backend: Any
+    default: Any
+    path: int
+    torch: bool
+
+
+class AddKey(NamedTuple):
+    """A plain add_pe call's route: x's type, dtype and shape, the exact types and values of
+    base and offset, the state, and the default thread count."""
+    x_type: Any
+    dtype: Any
+    shape: Any
+    base_type: Any
+    base: Any
+    offset_type: Any
+    offset: Any
+    state: State
+    threads: int
+
+
+class TableKey(NamedTuple):
+    """A plain positional_encoding call's held rows (kind "table": never an add's key)."""
+    kind: str
+    max_len_type: Any
+    max_len: Any
+    d_model_type: Any
+    d_model: Any
+    base_type: Any
+    base: Any
+    offset_type: Any
+    offset: Any
+    state: State
+
+
+#: the keys are made by tuple.__new__ (one C call: a warm add_pe makes one per call)
+_new = tuple.__new__
+_VIEWS: Dict[Union[AddKey, TableKey], Any] = {}  # add's routes and table's rows
 _STATE = policy._STATE
 _MODULES = sys.modules
 _STATS = _cache._STATS
@@ -62,8 +102,9 @@ def add(x: Any, base: Any, offset: Any, backend: Any) -> Any:
     the backend as resolved now (the argument, the default, the path, and whether torch is
     imported, which 'auto' follows)."""
     try:
-        key = (type(x), x.dtype, x.shape, type(base), base, type(offset), offset, backend,
-               _STATE["backend"], _STATE["path"], "torch" in _MODULES, _STATE["threads"])
+        key = _new(AddKey, (type(x), x.dtype, x.shape, type(base), base, type(offset), offset,
+                            _new(State, (backend, _STATE["backend"], _STATE["path"],
+                                         "torch" in _MODULES)), _STATE["threads"]))
         route = _VIEWS.get(key)
     except Exception:  # no dtype or shape, an unhashable argument, a nested tensor's shape:
         return None     # the core's way names what is wrong
@@ -82,9 +123,10 @@ def table(max_len: Any, d_model: Any, base: Any, offset: Any, backend: Any) -> A
     """A plain positional_encoding call's table as a copy of the held rows; else the call's
     key for keep_table() (None: the arguments have no key)."""
     try:
-        key = ("table", type(max_len), max_len, type(d_model), d_model, type(base), base,
-               type(offset), offset, backend, _STATE["backend"], _STATE["path"],
-               "torch" in _MODULES)
+        key = _new(TableKey, ("table", type(max_len), max_len, type(d_model), d_model,
+                              type(base), base, type(offset), offset,
+                              _new(State, (backend, _STATE["backend"], _STATE["path"],
+                                           "torch" in _MODULES))))
         rows = _VIEWS.get(key)
     except Exception:  # an unhashable argument: the core's way names it
         return None
@@ -94,28 +136,28 @@ def table(max_len: Any, d_model: Any, base: Any, offset: Any, backend: Any) -> A
     return key
 
 
-def keep_table(core: Tuple[Any, ...], key: Any, max_len: Any, d_model: Any, offset: Any) -> None:
+def keep_table(core: Opts, key: Any, max_len: Any, d_model: Any, offset: Any) -> None:
     """After a plain positional_encoding call that succeeded: hold its rows for table()."""
-    if type(key) is not tuple or type(max_len) is not int or type(d_model) is not int \
-            or type(offset) is not int or offset != 0 or not records.INDEPENDENT[core[0]] \
+    if type(key) is not TableKey or type(max_len) is not int or type(d_model) is not int \
+            or type(offset) is not int or offset != 0 or not records.INDEPENDENT[core.backend] \
             or not 0 < max_len * d_model <= TABLE_LIMIT:
         return
-    if _state_moved(core, key[9:]):
+    if _state_moved(core, key.state):
         return
-    _cache.hold_rows(core, d_model, key[6], 0, max_len, lambda rows: _store(key, rows))
+    _cache.hold_rows(core, d_model, key.base, 0, max_len, lambda rows: _store(key, rows))
 
 
-def _state_moved(core: Tuple[Any, ...], state: Tuple[Any, ...]) -> bool:
+def _state_moved(core: Opts, state: State) -> bool:
     """True when the backend's state changed while a call ran (another thread's set_backend
     or set_kernel, torch imported): the key's state (backend argument, default, path, torch)
     is no longer what the call's core options were resolved from, and its rows must not be
     held under that key."""
-    backend = state[0]
-    now = (backend, _STATE["backend"], _STATE["path"], "torch" in _MODULES)
-    return now != state[:4] or policy.opts(backend)[:2] != core[:2]
+    now = State(state.backend, _STATE["backend"], _STATE["path"], "torch" in _MODULES)
+    o = policy.opts(state.backend)
+    return now != state or (o.backend, o.path) != (core.backend, core.path)
 
 
-def _store(key: Tuple[Any, ...], value: Any) -> None:
+def _store(key: Union[AddKey, TableKey], value: Any) -> None:
     """Under the cache's lock (sinpe._cache.hold_rows): an entry forgotten since cannot be
     held."""
     if len(_VIEWS) >= MAX_VIEWS:
@@ -145,7 +187,7 @@ def _torch_route(torch: Any, rows: np.ndarray, path: int, threads: int,
     half = x.dtype in (torch.float16, torch.bfloat16) or (x.dtype == torch.float32
                                                           and x.numel() <= _CORE_FLOAT32)
     _tensors.torch_seen(torch)
-    add_held = _sinpe.add_held
+    add_held = _jobs.add_held
     values, size = x.numel(), x.element_size()  # every x of the key: its shape and dtype
 
     def route(x: Any) -> bool:
@@ -172,7 +214,7 @@ def _numpy_route(path: int, threads: int, rows: np.ndarray, dtype: Any) -> Calla
     no memory with the rows and returns False (nothing written) for anything else.
     float64: NumPy's add (the core's float64 add is a scalar loop, 1.7x NumPy's)."""
     if dtype != np.float64:
-        return functools.partial(_sinpe.add_held, path, threads, rows)
+        return functools.partial(_jobs.add_held, path, threads, rows)
     add_, quiet = np.add, np.errstate
 
     def route(x: Any) -> bool:
@@ -187,24 +229,24 @@ def _numpy_route(path: int, threads: int, rows: np.ndarray, dtype: Any) -> Calla
     return route
 
 
-def keep(core: Tuple[Any, ...], x: Any, key: Any, offset: Any) -> None:
+def keep(core: Opts, x: Any, key: Any, offset: Any) -> None:
     """After a plain add_pe call that succeeded (key: what add() returned): hold its rows for
     the route, when x's kind, dtype and size have one and the cache holds the rows (offset 0
     only: a decoder's offsets change at every step and would only churn the views)."""
-    if type(key) is not tuple or type(offset) is not int or offset != 0 \
-            or not records.INDEPENDENT[core[0]]:
+    if type(key) is not AddKey or type(offset) is not int or offset != 0 \
+            or not records.INDEPENDENT[core.backend]:
         return
     kind, torch = _kind(x)
     limit = _LIMITS.get((kind, str(x.dtype)), 0)
     shape = tuple(x.shape)
     if len(shape) < 2 or not 0 < math.prod(shape) <= limit:
         return
-    if _state_moved(core, key[7:]) or (torch is not None and _modes(torch)):
+    if _state_moved(core, key.state) or (torch is not None and _modes(torch)):
         return
-    threads = key[11]  # the default in force when the call began (the key says so)
-    _cache.hold_rows(core, shape[-1], key[4], 0, shape[-2], lambda rows: _store(
-        key, _torch_route(torch, rows, core[1], threads, x) if torch is not None
-        else _numpy_route(core[1], threads, rows, x.dtype)))
+    threads = key.threads  # the default in force when the call began (the key says so)
+    _cache.hold_rows(core, shape[-1], key.base, 0, shape[-2], lambda rows: _store(
+        key, _torch_route(torch, rows, core.path, threads, x) if torch is not None
+        else _numpy_route(core.path, threads, rows, x.dtype)))
 
 
 def _kind(x: Any) -> Tuple[Any, ...]:

@@ -44,11 +44,59 @@ def empty_table(max_len: SupportsIndex, d_model: SupportsIndex, base: SupportsFl
     """An uninitialized array of the shape and dtype positional_encoding would return, after
     every check it makes (sizes, base, dtype, memory), for callers that fill a table in
     pieces with out= and offset= (the command line)."""
-    t: np.ndarray = _sinpe.table(policy.opts(backend, threads, torch_threads), None, max_len,
-                                 d_model, base, 0, None, None, _dtypes.resolve(dtype), dtype, 0,
-                                 None, _PE_NAMES, HUGE, False, 0, None)
+    t: np.ndarray = _sinpe.table(opts=policy.opts(backend, threads, torch_threads), out=None,
+                                 rows=max_len, cols=d_model, base=base, offset=0,
+                                 positions=None, grid=None, dtype=_dtypes.resolve(dtype),
+                                 dtype_asked=dtype, table_rows=0, preset=None, names=_PE_NAMES,
+                                 huge=HUGE, fill=False, flags=0, kept=None)
     return t
 
+
+
+def pe_table(core: Opts, out: Any, max_len: Any, d_model: Any, base: Any, offset: Any,
+             positions: Any, dtype: Any, kept: Any) -> Any:
+    """positional_encoding's table (the TABLE job), kept: the cache's rows (sinpe._api)."""
+    return _sinpe.table(opts=core, out=out, rows=max_len, cols=d_model, base=base,
+                        offset=offset, positions=positions, grid=None,
+                        dtype=_dtype_args(dtype, out), dtype_asked=dtype, table_rows=0,
+                        preset=None, names=_PE_NAMES, huge=HUGE, fill=True,
+                        flags=LEAD if positions is None else 0, kept=kept)
+
+
+def add_job(core: Opts, x: Any, base: Any, offset: Any, positions: Any, table_rows: Any,
+            grow: bool, kept: Any) -> Any:
+    """add_pe's add (the ADD job), kept: the cache's rows (sinpe._api)."""
+    return _sinpe.add(opts=core, x=x, base=base, offset=offset, positions=positions,
+                      table_rows=table_rows, grow=grow, kept=kept)
+
+
+def rope_job(core: Opts, x: Any, cos: Any, sin: Any, seq_axis: int, batch_axis: int,
+             pairs: bool, src: Any = None, x2: Any = None, src2: Any = None,
+             names: Optional[Tuple[str, str, str, str, str, str]] = None) -> None:
+    """A rotation (the ROPE job): x (and x2) rotated by the tables cos and sin, from src
+    (and src2) or in place; the job checks core's options itself (one call)."""
+    _sinpe.rope(opts=core, x=x, cos=cos, sin=sin, seq_axis=seq_axis, batch_axis=batch_axis,
+                pairs=pairs, src=src, x2=x2, src2=src2, names=names)
+
+
+def map_job(core: Opts, func: int, x: Any) -> Any:
+    """func(x) elementwise (the MAP job: 0 exp, 1 sin, 2 cos)."""
+    return _sinpe.map(core, func, x)
+
+
+#: the core's held add (sinpe.h: sinpe_add_held): (path, threads, rows, x) -> whether done,
+#: called straight from C by add_pe's held route (functools.partial of it)
+add_held = _sinpe.add_held
+
+
+def physical_memory() -> int:
+    """This machine's physical memory in bytes (0: unknown), the core's figure."""
+    return int(_sinpe.physical_memory())
+
+
+def backend_name(core: Opts) -> str:
+    """The name of core's backend, as the core names it."""
+    return _sinpe.BACKENDS[core.backend]
 
 
 def _round(x: npt.NDArray[np.float32], dtype: DType) -> np.ndarray:
@@ -77,9 +125,11 @@ def table_job(core: Opts, *, rows: Any = None, positions: Any = None, grid: Any 
               out_scale)
     if fill and out is not None and _tensors.writable(out, names[0]):
         _tensors.bump_version(out)
-    return _sinpe.table(core, out, rows, None, 10000.0, offset, positions, grid,
-                        _dtype_args(dtype, out), dtype, table_rows, preset, names, HUGE, fill,
-                        (LEAD if lead else 0) | (OWN if own else 0), None)
+    return _sinpe.table(opts=core, out=out, rows=rows, cols=None, base=10000.0, offset=offset,
+                        positions=positions, grid=grid, dtype=_dtype_args(dtype, out),
+                        dtype_asked=dtype, table_rows=table_rows, preset=preset, names=names,
+                        huge=HUGE, fill=fill, flags=(LEAD if lead else 0) | (OWN if own else 0),
+                        kept=None)
 
 
 def admit(shape: Tuple[int, ...], dtype: Any = None, noun: str = "a table") -> None:
@@ -90,6 +140,12 @@ def admit(shape: Tuple[int, ...], dtype: Any = None, noun: str = "a table") -> N
     except TypeError:  # an input's type (positions, masks)
         d = np.dtype(dtype)
     _sinpe.admit(tuple(shape), d, noun)
+
+
+def core_opts(backend: Any = None, threads: Any = None, torch_threads: Any = None) -> Opts:
+    """A call's core options as resolved now (backend, path, threads, ...), not yet checked:
+    the call's core job checks them (the rope job, for the rotation forms: one call)."""
+    return policy.opts(backend, threads, torch_threads)
 
 
 def check_opts(core: Opts) -> Opts:
@@ -111,9 +167,10 @@ def freq_job(core: Opts, kind: str, n: int, *, start: int = 0, step: int = 1, gr
              a: float = 0.0, b: float = 1.0, m: float = 1.0, base: Any = 1.0,
              recip: bool = False, base_name: str = "base") -> np.ndarray:
     """A preset's frequency vector (sinpe.h: sinpe_freq) with resolved options core."""
-    v: np.ndarray = _sinpe.freqs(core, _FREQ_KINDS[kind], n, start, step, group, a, b, m, base,
-                                 recip, base_name)
-    if kind == "pow" and _sinpe.BACKENDS[core[0]] == "numpy":
+    v: np.ndarray = _sinpe.freqs(opts=core, kind=_FREQ_KINDS[kind], n=n, start=start,
+                                 step=step, group=group, a=a, b=b, m=m, base=base, recip=recip,
+                                 base_name=base_name)
+    if kind == "pow" and backend_name(core) == "numpy":
         v = numpy_pow(v.size, start, step, group, a, b, base, recip)
     return v
 
@@ -169,13 +226,15 @@ def _positive(value: Any, name: str) -> float:
 
 
 def _opts(dtype: Any, out: Any, backend: Optional[str], threads: Optional[int],
-          torch_threads: Optional[int]) -> PresetOpts:
-    """The call's options, resolved once: the core's (backend, path, threads, ...), checked
-    by the core's rules, and dtype= checked, before any work."""
+          torch_threads: Optional[int], *, check: bool = True) -> PresetOpts:
+    """The call's options, resolved once (the package's one resolver of a call's options: the
+    presets, apply_rope, the HF rope): dtype= checked, and the core's (backend, path,
+    threads, ...), checked by the core's rules before any work (check=False: by the call's
+    first job, no separate call for them)."""
     if dtype is not None:
         _dtypes.resolve(dtype)
-    core = check_opts(policy.opts(backend, threads, torch_threads))
-    return {"dtype": dtype, "out": out, "core": core}
+    core = core_opts(backend, threads, torch_threads)
+    return {"dtype": dtype, "out": out, "core": check_opts(core) if check else core}
 
 
 def _admit(shape: Tuple[int, ...], opts: PresetOpts, noun: str = "a table",

@@ -10,8 +10,8 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from . import _cache, _sinpe, _tensors
-from ._jobs import (COS, SIN, _admit, _freqs, _int, _opts, _positive, _rope_inv_freq, _round,
+from . import _cache, _tensors
+from ._jobs import (rope_job, COS, SIN, _admit, _freqs, _int, _opts, _positive, _rope_inv_freq, _round,
                     _table)
 from ._types import PresetOpts
 
@@ -67,8 +67,7 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
                              else None)
     if tensor:  # before the write: no signal's handler runs between the write and the move
         _tensors.bump_version(x)
-    _sinpe.rope(opts["core"], x, c, s_, sd, 0 if c.shape[0] > 1 else -1, layout == "pairs",
-                None, None, None, None)
+    rope_job(opts["core"], x, c, s_, sd, 0 if c.shape[0] > 1 else -1, layout == "pairs")
     return x
 
 
@@ -112,7 +111,7 @@ def _rope_tables(opts: PresetOpts, shape: Tuple[int, ...], sd: int, seq: int, d:
         key = _cache.rope_key(opts["core"], c.shape[-1], _positive(base, "base"), layout, seq,
                               _int(offset, "offset"), None if positions is None
                               else np.asarray(positions))
-        key = None if key is None else key + ("rounded", half)
+        key = None if key is None else key._replace(rounded=half)
         kept = _cache.memo_get(key)
         if kept is None:
             both = np.stack((c, s_))

@@ -1,7 +1,7 @@
 """The types of the public API's parameters (for mypy --strict; the core checks values)."""
 from __future__ import annotations
 
-from typing import Any, Dict, Literal, Optional, Tuple, TypeVar, Union
+from typing import Any, Dict, Literal, NamedTuple, Optional, TypeVar, Union
 
 import numpy.typing as npt
 
@@ -15,8 +15,17 @@ DType = Union[None, str, npt.DTypeLike, Any]
 X = TypeVar("X")
 
 # ---- the package's own (not the public API's) -----------------------------------------------
-#: The core's options for one call, as sinpe._backends.policy.opts resolves them: (backend,
-#: path, threads, trig, lanes, torch_threads, pow_lanes) (the binding's _Opts, _sinpe.pyi).
-Opts = Tuple[Any, Any, Any, Any, Any, Any, Any]
+class Opts(NamedTuple):
+    """The core's options for one call, as sinpe._backends.policy.opts resolves them (the
+    binding's _Opts, _sinpe.pyi: a 7-tuple read by position in C, convert.c to_opts)."""
+    backend: int        # the core's backend index (_sinpe.BACKENDS)
+    path: int           # the built-in backend's code path (_sinpe.PATHS)
+    threads: Any        # worker threads, as given (the core checks them)
+    trig: int           # a SLEEF profile's trig (1: u35)
+    lanes: int          # a SLEEF profile's lanes
+    torch_threads: Any  # torch's thread count for a SLEEF profile, as given (checked by the core)
+    pow_lanes: int      # the lanes of torch's pow on x86-64
+
+
 #: A preset's options, resolved once (sinpe._jobs._opts): {"dtype", "out", "core"}.
 PresetOpts = Dict[str, Any]

@@ -29,10 +29,10 @@ from typing import Any, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 
-from . import _dtypes, _rope, _sinpe, _tensors
+from . import _dtypes, _rope, _tensors
 from ._hf import hf_rope  # transformers' rotary modules from a config
 from ._jobs import (ANGLE, COS, SIN, ZERO, _admit, _freqs, _int, _opts, _positive, _real, _result,
-                    _rope_inv_freq, _round_to, _table)
+                    _rope_inv_freq, _round_to, _table, backend_name)
 from ._types import PresetOpts
 
 __all__ = [
@@ -336,7 +336,7 @@ def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
     L, d = shape[-2], shape[-1]
     wl = _positive(max_wavelength, "max_wavelength")
     opts = _opts(dtype, out, backend, threads, torch_threads)
-    fw = _sinpe.BACKENDS[opts["core"][0]]  # as resolved: set_backend and SINPE_BACKEND too
+    fw = backend_name(opts["core"])  # as resolved: set_backend and SINPE_BACKEND too
     pos = (_keras_start(start_index, L, fw) if positions is None
            else _keras_positions(positions, shape, fw))
     dst = _result(shape, opts)
@@ -385,7 +385,7 @@ def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor:
     zeros); NumPy's operations are torch's, with NumPy's pow, cos and sin. Keras has no ONNX
     Runtime backend: 'onnxruntime' raises NotImplementedError."""
     opts = _opts(None, None, backend, threads, torch_threads)
-    fw = _sinpe.BACKENDS[opts["core"][0]]  # as resolved: set_backend and SINPE_BACKEND too
+    fw = backend_name(opts["core"])  # as resolved: set_backend and SINPE_BACKEND too
     if fw == "onnxruntime":
         given = repr(backend) if backend is not None else f"None (the default, {fw!r})"
         raise NotImplementedError(

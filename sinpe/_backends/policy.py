@@ -1,7 +1,8 @@
 """Policy: which backend, code path and thread count a call uses, and whose bits that gives.
 
 The C core takes plain values (backend and path indices, counts); every name and default is
-decided here, once per call (``opts``), and nothing in C calls back into Python.
+decided here, once per call (``opts``); C calls back into Python only for the cache's buffer
+on a miss (docs/layout.md).
 
 The default backend is 'auto', resolved when a call needs it (not frozen at import), so a
 notebook that imports sinpe first and torch later gets torch's bits from then on:
@@ -24,6 +25,7 @@ import sys
 from typing import Any, Dict, List, Optional, Set, SupportsIndex, Tuple, cast
 
 from .. import _sinpe
+from .._memo import Memo
 from .._types import Kernel, Name, Opts
 from .._warn import warn_once
 
@@ -104,14 +106,16 @@ def _x86_pow_lanes() -> int:
     return {"AVX512": 16, "AVX2": 8}.get(str(cap).upper(), 0)
 
 
-_POW_LANES: Dict[Any, int] = {}
+_POW_LANES: Memo[Any, int] = Memo(16)
 
 
 def _pow_lanes() -> int:
     key = (id(sys.modules.get("torch")), os.environ.get("ATEN_CPU_CAPABILITY"))
-    if key not in _POW_LANES:
-        _POW_LANES[key] = _x86_pow_lanes()
-    return _POW_LANES[key]
+    try:
+        return _POW_LANES[key]
+    except KeyError:  # (not known yet, or forgotten by clear_cache meanwhile)
+        n = _POW_LANES[key] = _x86_pow_lanes()
+        return n
 
 
 def _resolve_opts(name: Any) -> Tuple[int, int, int, int, int]:
@@ -130,7 +134,7 @@ def _resolve_opts(name: Any) -> Tuple[int, int, int, int, int]:
 # Resolutions of a name, by what they depend on: the name, the imported torch (and on Arm its
 # thread count).  Libraries only ever become loaded, and a resolution is kept only once it
 # succeeded, so an entry stays true; set_backend and set_kernel need no invalidation.
-_OPTS_CACHE: Dict[Any, Tuple[int, int, int, int, int]] = {}
+_OPTS_CACHE: Memo[Any, Tuple[int, int, int, int, int]] = Memo(64)
 _RT = runtime._RT
 
 
@@ -149,12 +153,12 @@ def opts(backend: Any = None, threads: Any = None, torch_threads: Any = None) ->
         hit = None
     if hit is None:
         hit = _resolve_opts(name)
-        if isinstance(name, str) and len(_OPTS_CACHE) < 64 and not _UNSETTLED:
+        if isinstance(name, str) and not _UNSETTLED:
             _OPTS_CACHE[key] = hit
         _UNSETTLED.clear()
     index, trig, lanes, default_tt, pow_lanes = hit
-    return (index, _STATE["path"], _STATE["threads"] if threads is None else threads, trig,
-            lanes, default_tt if torch_threads is None else torch_threads, pow_lanes)
+    return Opts(index, _STATE["path"], _STATE["threads"] if threads is None else threads, trig,
+                lanes, default_tt if torch_threads is None else torch_threads, pow_lanes)
 
 
 def load_mkl() -> bool:
@@ -187,7 +191,7 @@ def get_default() -> str:
 
 def set_threads(n: SupportsIndex) -> None:
     """Set the default number of worker threads (1 to 256)."""
-    _sinpe.check((0, _STATE["path"], n, 0, 4, 1, 0))
+    _sinpe.check(Opts(0, _STATE["path"], n, 0, 4, 1, 0))
     _STATE["threads"] = int(n)
 
 

@@ -17,6 +17,7 @@ import threading
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from .. import _sinpe
+from .._memo import Memo
 from .mkl import DIFFERENT, EQUAL_TO_TORCH, TORCH_MKL_RELEASE, find_mkl, release, release_matches
 from .torchlib import find_torch_library, torch_version
 
@@ -208,7 +209,7 @@ def _installed(dists: str) -> Optional[str]:
 #: The frameworks' installed releases, read once per process (a read costs about 0.2 ms: the
 #: metadata's files are searched on sys.path).  The key holds the lookups themselves, so a
 #: replaced one (a test's monkeypatch) is read afresh.
-_RELEASES: Dict[Any, Optional[str]] = {}
+_RELEASES: Memo[Any, Optional[str]] = Memo(16)
 
 
 def installed_release(framework: str) -> Optional[str]:
@@ -216,9 +217,11 @@ def installed_release(framework: str) -> Optional[str]:
     from importlib import metadata
     dists = list(FRAMEWORKS[framework].values())[-1][1]
     key = (dists, _installed, metadata.version)
-    if key not in _RELEASES:
-        _RELEASES[key] = _installed(dists)
-    return _RELEASES[key]
+    try:
+        return _RELEASES[key]
+    except KeyError:  # (not read yet, or forgotten by clear_cache meanwhile)
+        r = _RELEASES[key] = _installed(dists)
+        return r
 
 
 def _release_of(version: str) -> str:

@@ -8,14 +8,13 @@ from __future__ import annotations
 import copy
 import json
 import math
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from .._jobs import _int
+from .._memo import Memo
 
 #: the config attributes transformers' init functions read (a layer type whose layers
 #: differ in one of them has no single view).
@@ -218,8 +217,8 @@ _Entered = List[Tuple[Any, Optional[List[Any]], Optional[List[type]]]]
 #: a kept reading: (config, snapshot, reading, the snapshot's keys, their values' types,
 #: _entered(snapshot))
 _Kept = Tuple[Any, Any, Cfg, List[Any], List[type], _Entered]
-_READS: "Dict[Tuple[int, Optional[str]], _Kept]" = {}
 _READS_MAX = 16
+_READS: "Memo[Tuple[int, Optional[str]], _Kept]" = Memo(_READS_MAX)
 
 
 def read(config: Any, layer_type: Optional[str]) -> Cfg:
@@ -243,8 +242,6 @@ def read(config: Any, layer_type: Optional[str]) -> Cfg:
     if snapshot is not None:
         try:
             if _same(snapshot, own, 0):  # values that compare by identity would never hit
-                if len(_READS) >= _READS_MAX:
-                    _READS.clear()
                 _READS[key] = (config, snapshot, c, list(snapshot),
                                list(map(type, snapshot.values())), _entered(snapshot))
         except Exception:  # a value that cannot be compared: never kept
@@ -253,7 +250,7 @@ def read(config: Any, layer_type: Optional[str]) -> Cfg:
 
 
 #: per config type: (its instances are what they say, it is a Mapping)
-_TYPES: "Dict[type, Tuple[bool, bool]]" = {}
+_TYPES: "Memo[type, Tuple[bool, bool]]" = Memo(256)
 _GETSET = type(type.__dict__["__dict__"])
 
 
@@ -282,8 +279,6 @@ def _own(config: Any) -> Any:
         return config
     known = _TYPES.get(t)
     if known is None:
-        if len(_TYPES) >= 256:
-            _TYPES.clear()
         known = _TYPES[t] = (_plain_type(t), issubclass(t, Mapping))
     if not known[0]:
         return config if isinstance(config, Mapping) else getattr(config, "__dict__", None)
@@ -482,20 +477,17 @@ def config_text(config: Any, layer_type: Optional[str] = None) -> str:
                       separators=(",", ":"), allow_nan=False)
 
 
-_FROM_TEXT: "OrderedDict[str, Dict[str, Any]]" = OrderedDict()
 _FROM_TEXT_MAX = 64
-_FROM_TEXT_LOCK = threading.Lock()
+_FROM_TEXT: "Memo[str, Dict[str, Any]]" = Memo(_FROM_TEXT_MAX)
 
 
 def config_from_text(text: str) -> Dict[str, Any]:
     """The snapshot a config_text gave, kept per text (the same dict for the same text, so
     that hf_rope's reading of it is kept too; the last 64 texts).  The dict is shared: not
     to be changed."""
-    with _FROM_TEXT_LOCK:
-        hit = _FROM_TEXT.get(text)  # (a str's hash is kept by the str)
-        if hit is not None:
-            _FROM_TEXT.move_to_end(text)
-            return hit
+    hit = _FROM_TEXT.get(text)  # (a str's hash is kept by the str)
+    if hit is not None:
+        return hit
     if type(text) is not str:
         raise TypeError(f"config must be a config's text (config_text), got "
                         f"{type(text).__name__}")
@@ -505,9 +497,5 @@ def config_from_text(text: str) -> Dict[str, Any]:
         raise ValueError(f"config is not a config's text (config_text): {exc}") from None
     if type(d) is not dict:
         raise ValueError("config is not a config's text (config_text): not a dict")
-    with _FROM_TEXT_LOCK:
-        d = _FROM_TEXT.setdefault(text, d)  # (a racing thread's dict, if it came first)
-        _FROM_TEXT.move_to_end(text)
-        while len(_FROM_TEXT) > _FROM_TEXT_MAX:
-            _FROM_TEXT.popitem(last=False)
-    return d
+    kept: Dict[str, Any] = _FROM_TEXT.setdefault(text, d)  # (a racing thread's, if first)
+    return kept

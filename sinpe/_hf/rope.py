@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import math
 import numbers
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from .. import _cache, _dtypes, _tensors
-from .._backends import policy
-from .._jobs import COS, SIN, _int, _round_to, _table, table_job
+from .. import _tensors
+from .._jobs import COS, SIN, _int, _opts, _round_to, _table, table_job
+from .._memo import Memo
 from .axial import AXIAL, axial_rope, given_inv as _inv_given, positions as _array_positions
-from .config import Cfg, forget as _forget_reads, read as read_config
+from .config import Cfg, read as read_config
 from .families import HALF_WIDTH, INTERLEAVED, MROPE, NO_CAST, NTK_ALPHA, OTHER
 from .inits import FAMILY_INITS, ROPE_INIT_FUNCTIONS, omp_factor
 
@@ -31,15 +29,6 @@ F32 = np.float32
 #: the rope types hf_rope computes (besides the vision towers' "axial").
 ROPE_TYPES = tuple(ROPE_INIT_FUNCTIONS)
 NAMES = ("out", "position_ids", "head_dim")
-
-
-def _opts(dtype: Any, backend: Optional[str], threads: Optional[int],
-          torch_threads: Optional[int]) -> Dict[str, Any]:
-    """The call's options: dtype checked here; the core's (backend, threads, ...) are
-    checked by the core at the call's first job (no separate call for them)."""
-    if dtype is not None:
-        _dtypes.resolve(dtype)
-    return {"dtype": dtype, "out": None, "core": policy.opts(backend, threads, torch_threads)}
 
 
 # ---- inputs ----------------------------------------------------------------------------------
@@ -221,7 +210,8 @@ def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any 
       proportional: ``a = int(prf * head_dim // 2)`` angles ``1.0 / base ** (arange(0, 2a, 2)
         / head_dim)``, then head_dim / 2 - a zeros, all ``/ f32(factor)``; full head_dim.
     """
-    opts = _opts(dtype, backend, threads, torch_threads)
+    # the core's options are checked by the call's first job (no separate call for them)
+    opts = _opts(dtype, None, backend, threads, torch_threads, check=False)
     c = read_config(config, layer_type)
     if attention_scaling is not None:
         return _module_state(c, position_ids, inv_freq, attention_scaling, opts, dtype,
@@ -241,7 +231,7 @@ def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any 
         emb = np.ascontiguousarray(_emb(c.model_type, inv), F32)
         inv.flags.writeable = emb.flags.writeable = False  # shared by later calls
         if key is not None:
-            _memo.put(key, (inv, emb, scaling))
+            _memo[key] = (inv, emb, scaling)
     out_dtype = None if c.model_type in NO_CAST else dtype
     mrope = MROPE.get(c.model_type)
     if mrope is not None:
@@ -290,36 +280,7 @@ def _module_state(c: Cfg, position_ids: Any, inv_freq: Any, attention_scaling: A
 # a tensor alike: a write that bumps no version counter, through .data or a NumPy view, misses
 # too).  sinpe.clear_cache() forgets them.
 
-class _Memo:
-    """A small LRU of frequencies, safe across threads."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.d: "OrderedDict[Any, Any]" = OrderedDict()
-        self.lock = threading.Lock()
-
-    def get(self, key: Any) -> Any:
-        with self.lock:
-            v = self.d.get(key)
-            if v is not None:
-                self.d.move_to_end(key)
-            return v
-
-    def put(self, key: Any, value: Any) -> None:
-        with self.lock:
-            self.d[key] = value
-            self.d.move_to_end(key)
-            while len(self.d) > self.size:
-                self.d.popitem(last=False)
-
-    def clear(self) -> None:
-        with self.lock:
-            self.d.clear()
-
-
-_memo = _Memo(16)
-_cache._OTHERS.append(_memo.clear)
-_cache._OTHERS.append(_forget_reads)
+_memo: "Memo[Any, Any]" = Memo(16)  # (sinpe._memo: emptied by clear_cache)
 
 
 def _frozen(v: Any) -> Any:
@@ -404,7 +365,7 @@ def _emb(mt: str, inv: np.ndarray) -> np.ndarray:
     return np.concatenate([inv, inv])
 
 
-_COLS: Dict[int, np.ndarray] = {}
+_COLS: "Memo[int, np.ndarray]" = Memo(64)
 
 
 def _cos_sin_table(pos: Optional[np.ndarray], shape: Tuple[int, ...], freq: np.ndarray,
@@ -418,8 +379,7 @@ def _cos_sin_table(pos: Optional[np.ndarray], shape: Tuple[int, ...], freq: np.n
         k = 4 * np.arange(width, dtype=np.int64)
         col = np.concatenate([k + COS, k + SIN])
         col.flags.writeable = False
-        if len(_COLS) < 64:
-            _COLS[width] = col
+        _COLS[width] = col
     out_scale = None if scaling == 1.0 else scaling
     freq = np.ascontiguousarray(freq, F32)
     if pos is not None:  # (a decode step: straight to the job, without _table's options)

@@ -12,9 +12,8 @@ from typing import Any, Callable, Dict, Optional, Tuple, cast
 
 import torch
 
-from .. import _sinpe, _tensors
-from .._backends import policy as _policy
-from .._jobs import check_opts as _check_opts
+from .. import _tensors
+from .._jobs import core_opts as _core_opts, rope_job as _rope
 
 
 _Pair = Tuple[torch.Tensor, torch.Tensor]
@@ -214,19 +213,20 @@ def _rotate_into(q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor,
         assert plan.q is not None  # (_Plan makes it for every q with elements)
         c, s = plan.q.tables(cos, sin, ud, lq, kept)
         if plan.one:
-            _sinpe.rope(opts, qe, c, s, lq[0], lq[1], pairs, src_q, ke, src_k, _NAMES)
+            _rope(opts, qe, c, s, lq[0], lq[1], pairs, src_q, ke, src_k, _NAMES)
             return qe, ke
-        _sinpe.rope(opts, qe, c, s, lq[0], lq[1], pairs, src_q, None, None,
-                    _NAMES if one == "q" else _X_NAMES)
+        _rope(opts, qe, c, s, lq[0], lq[1], pairs, src_q, None, None,
+              _NAMES if one == "q" else _X_NAMES)
     if ke is not None and ke.numel():
         views = plan.k if plan.k is not None else _Views(ke, lk, plan.r, cos, sin, ud, True)
         c, s = views.tables(cos, sin, ud, lk, kept and plan.k is not None)
-        _sinpe.rope(opts, ke, c, s, lk[0], lk[1], pairs, src_k, None, None, _K_NAMES)
+        _rope(opts, ke, c, s, lk[0], lk[1], pairs, src_k, None, None, _K_NAMES)
     return qe, ke
 
 
 def core_opts() -> Any:
-    return _check_opts(_policy.opts(None, None, None))
+    """The default core options, checked by the rope job itself (no call of their own)."""
+    return _core_opts()
 
 
 def _deinterleave(x: torch.Tensor) -> torch.Tensor:

@@ -390,7 +390,7 @@ def test_eviction_is_least_recently_used_and_constant_time():
         sinpe.apply_rope(q.copy(), offset=t)
     sinpe.apply_rope(q.copy(), offset=0)  # a hit: offset 0 is now the most recent
     sinpe.apply_rope(q.copy(), offset=3)  # evicts offset 1, the least recently used
-    offsets = [k[-1][1] for k in _cache._ENTRIES]
+    offsets = [k.where[1] for k in _cache._ENTRIES]
     assert offsets == [2, 0, 3]
 
 

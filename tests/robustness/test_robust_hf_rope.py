@@ -573,7 +573,7 @@ def test_memo_misses_on_an_inv_freq_written_without_a_version_bump(write):
     m = LlamaRotaryEmbedding(cfg)
     _freq_memo.clear()
     first = hf_rope(cfg, POS, inv_freq=m.inv_freq)
-    assert len(_freq_memo.d) == 1  # a tensor inv_freq is kept (a size check once keyed none)
+    assert len(_freq_memo) == 1  # a tensor inv_freq is kept (a size check once keyed none)
     v = m.inv_freq._version
     if write == "data":
         m.inv_freq.data.mul_(2)
@@ -585,9 +585,9 @@ def test_memo_misses_on_an_inv_freq_written_without_a_version_bump(write):
     assert same(got, tuple(t.numpy() for t in ref))
     assert not np.array_equal(got[0], first[0])
     hf_rope(cfg, POS)
-    assert len(_freq_memo.d) > 0
+    assert len(_freq_memo) > 0
     sinpe.clear_cache()
-    assert len(_freq_memo.d) == 0
+    assert len(_freq_memo) == 0
 
 
 def test_inv_freq_made_in_inference_mode():
@@ -624,7 +624,7 @@ def test_memo_is_bounded_and_thread_safe():
     for th in threads:
         th.join()
     assert not errors, errors
-    assert 0 < len(_freq_memo.d) <= _freq_memo.size
+    assert 0 < len(_freq_memo) <= _freq_memo.bound
 
 
 # ---- cos/sin given as bf16/f16 broadcast views: read as they are, bits equal transformers' --
