@@ -5,6 +5,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from conftest import TESTS
@@ -35,6 +36,11 @@ def test_bad_calls_rejected():
 
 
 @pytest.mark.needs_torch  # sinpe.torch and the patches are typed against torch's own annotations
+@pytest.mark.skipif(
+    np.lib.NumpyVersion(np.__version__) < "2.0.0",
+    reason="the package is typed against NumPy 2's stubs (NumPy 1.26's ndarray and dtype need "
+           "type arguments there: 120 type-arg errors in CI's NumPy 1 pass); checked in every "
+           "NumPy 2 pass")
 def test_package_is_strict_clean():
     """mypy --strict -p sinpe: the installed package's own code checks clean (targeted
     ignores only where a library ships no types).  Its cost is torch's annotations, read
