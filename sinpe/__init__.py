@@ -5,7 +5,8 @@
     >>> sinpe.add_pe(x)                               # in place, returns x
     >>> sinpe.numerics()                              # which numerics are in use
 
-The work is done by the C core (``sinpe._sinpe``, which decides nothing); this package
+The work is done by the C core (``sinpe._sinpe``, which decides nothing; ``sinpe._jobs`` is
+its one caller); this package
 owns the names and the policy: which backend 'auto' means, the SLEEF profiles, the
 defaults, and finding the optional oneMKL libraries (``sinpe._backends``).
 """
@@ -15,7 +16,7 @@ import os
 from typing import TYPE_CHECKING, Any, cast
 
 try:
-    from . import _sinpe
+    from . import _jobs  # noqa: F401 (the core's one caller: imports the C extension)
 except ImportError:  # a message for a common mistake
     import importlib.machinery
 

@@ -135,9 +135,9 @@ def _main(argv: Optional[List[str]]) -> int:
     backend = None if args.numerics == "auto" else args.numerics
     try:
         # every check (sizes, base, dtype, memory) before the (possibly long) fill
-        table = sinpe._jobs.empty_table(args.max_len, args.d_model, args.base, dtype=args.dtype,
-                                         backend=backend, torch_threads=args.torch_threads,
-                                         threads=args.threads)
+        core = sinpe._backends.policy.opts(backend, args.threads, args.torch_threads)
+        table = sinpe._jobs.empty_table(core, args.max_len, args.d_model, args.base,
+                                         dtype=args.dtype)
         _fill(sinpe, table, args, backend)
     except (TypeError, ValueError, OverflowError, MemoryError, RuntimeError, Warning) as exc:
         # (a warning turned into an error by the user's filters: PYTHONWARNINGS=error)

@@ -10,8 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _cache, _held, _jobs, _tensors
-from ._backends.policy import get_default as _default_backend, torch_kernels
-from ._jobs import core_opts as _opts
+from ._backends.policy import get_default as _default_backend, opts as _opts, torch_kernels
 from ._types import Backend, DType, X
 
 _FUNCS = {"exp": 0, "sin": 1, "cos": 2}
@@ -60,7 +59,7 @@ def positional_encoding(max_len: Optional[SupportsIndex] = None,
     core = _opts(backend, threads, torch_threads)
     positions = _tensors.values(positions, "positions")
     if _tensors.writable(out, "out"):  # written outside autograd, as torch's out= moves
-        _tensors.bump_version(out)  # its version (refused writes leave it moved: harmless)
+        _jobs.bump_version(out)  # its version (refused writes leave it moved: harmless)
     r = _leased(lambda: _cache.table_rows_lease(core, max_len, d_model, base, offset,
                                                 positions), _jobs.pe_table, core, out, max_len,
                 d_model, base, offset, positions, dtype)
@@ -115,7 +114,7 @@ def add_pe(x: X, /, base: SupportsFloat = 10000.0, *, offset: SupportsIndex = 0,
     core = _opts(backend, threads, torch_threads)
     positions = _tensors.values(positions, "positions")
     if _tensors.writable(x, "x"):  # about to be written outside autograd: its version
-        _tensors.bump_version(x)  # moves first, so no signal's handler runs between the write
+        _jobs.bump_version(x)  # moves first, so no signal's handler runs between the write
     _leased(lambda: _cache.add_rows(core, x, base, offset, positions, table_rows, grow),
             _jobs.add_job, core, x, base, offset, positions, table_rows, grow)  # and the move
     if plain:

@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple, Union
 import numpy as np
 
 from . import _jobs, _memo
-from ._backends import records
+from ._backends import policy, records
 from ._types import Opts
 
 ENV = "SINPE_CACHE_MB"
@@ -351,7 +351,7 @@ def _fresh(rows: int, d: int) -> np.ndarray:
     are (a first call writes every page of it; 2048 page faults cost about 0.5 ms)."""
     if rows * d * 4 < (4 << 20):
         return np.empty((rows, d), np.float32)
-    return _jobs.empty_table(rows, d)
+    return _jobs.empty_table(policy.opts(), rows, d)
 
 
 def _miss(key: Key, d: int, lo: int, hi: int, budget: int) -> Optional[Lease]:

@@ -186,7 +186,7 @@ def _torch_route(torch: Any, rows: np.ndarray, path: int, threads: int,
     # add_ was faster: 1 x 1024 x 1024 0.88, 8 x 512 x 512 0.93 of add_'s speed on a Zen 4)
     half = x.dtype in (torch.float16, torch.bfloat16) or (x.dtype == torch.float32
                                                           and x.numel() <= _CORE_FLOAT32)
-    _tensors.torch_seen(torch)
+    _jobs.torch_seen(torch)
     add_held = _jobs.add_held
     values, size = x.numel(), x.element_size()  # every x of the key: its shape and dtype
 

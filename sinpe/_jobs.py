@@ -1,24 +1,24 @@
-"""The core's jobs as the package's modules make them: arguments converted (integers, reals,
-bases), a call's options resolved and checked, arrays admitted by the core's memory rule before
-anything is allocated, tables and frequency vectors (sinpe.h: the TABLE and FREQS jobs), and
-the float32 roundings to other dtypes.
+"""The package's one caller of the C core (``sinpe._sinpe``), by keyword: the core's jobs
+(sinpe.h: TABLE, ADD, ROPE, MAP, FREQS), its rules (options, memory, bases), its registry and
+thread runtime, and torch's C-level routes; with the presets' building blocks on these
+(arguments converted, arrays admitted before anything is allocated, the float32 roundings).
 
-The public modules (sinpe._api, sinpe.presets, sinpe._rope, sinpe.torch, the HF rope) build
-on these; this module imports none of them.
+Options come in resolved (sinpe._backends.policy resolves a call's options); every other
+module of the package reaches the core through this one, which imports only the floors below
+it (_types, _dtypes, _tensors).
 """
 from __future__ import annotations
 
 import math
 import operator
 import os
-from typing import Any, Optional, Sequence, SupportsFloat, SupportsIndex, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, SupportsFloat, SupportsIndex, Tuple
 
 import numpy as np
 import numpy.typing as npt
 
 from . import _dtypes, _sinpe, _tensors
-from ._backends import policy
-from ._types import Backend, DType, Opts, PresetOpts
+from ._types import DType, Opts, PresetOpts
 
 #: A fresh table of 4 MiB or more is advised to use transparent huge pages (docs/speed.md);
 #: SINPE_FRESH=plain turns that off (for measurements).
@@ -37,14 +37,12 @@ def _dtype_args(dtype: Any, out: Any) -> Any:
 
 # ---- the core's jobs with resolved options --------------------------------------------------
 
-def empty_table(max_len: SupportsIndex, d_model: SupportsIndex, base: SupportsFloat = 10000.0,
-                *, dtype: DType = None, backend: Backend = None,
-                torch_threads: Optional[SupportsIndex] = None,
-                threads: Optional[SupportsIndex] = None) -> np.ndarray:
+def empty_table(core: Opts, max_len: SupportsIndex, d_model: SupportsIndex,
+                base: SupportsFloat = 10000.0, *, dtype: DType = None) -> np.ndarray:
     """An uninitialized array of the shape and dtype positional_encoding would return, after
     every check it makes (sizes, base, dtype, memory), for callers that fill a table in
-    pieces with out= and offset= (the command line)."""
-    t: np.ndarray = _sinpe.table(opts=policy.opts(backend, threads, torch_threads), out=None,
+    pieces with out= and offset= (the command line); core: resolved options."""
+    t: np.ndarray = _sinpe.table(opts=core, out=None,
                                  rows=max_len, cols=d_model, base=base, offset=0,
                                  positions=None, grid=None, dtype=_dtypes.resolve(dtype),
                                  dtype_asked=dtype, table_rows=0, preset=None, names=_PE_NAMES,
@@ -124,7 +122,7 @@ def table_job(core: Opts, *, rows: Any = None, positions: Any = None, grid: Any 
     preset = (freq, np.asarray(col, np.int64), comp, scale, zero_row, trow_shift, f64_div,
               out_scale)
     if fill and out is not None and _tensors.writable(out, names[0]):
-        _tensors.bump_version(out)
+        bump_version(out)
     return _sinpe.table(opts=core, out=out, rows=rows, cols=None, base=10000.0, offset=offset,
                         positions=positions, grid=grid, dtype=_dtype_args(dtype, out),
                         dtype_asked=dtype, table_rows=table_rows, preset=preset, names=names,
@@ -140,12 +138,6 @@ def admit(shape: Tuple[int, ...], dtype: Any = None, noun: str = "a table") -> N
     except TypeError:  # an input's type (positions, masks)
         d = np.dtype(dtype)
     _sinpe.admit(tuple(shape), d, noun)
-
-
-def core_opts(backend: Any = None, threads: Any = None, torch_threads: Any = None) -> Opts:
-    """A call's core options as resolved now (backend, path, threads, ...), not yet checked:
-    the call's core job checks them (the rope job, for the rotation forms: one call)."""
-    return policy.opts(backend, threads, torch_threads)
 
 
 def check_opts(core: Opts) -> Opts:
@@ -190,6 +182,64 @@ def numpy_pow(n: int, start: int, step: int, group: int, a: float, b: float, bas
         return np.float32(1) / r if recip else r
 
 
+# ---- the core's registry, thread runtime and torch routes ------------------------------------
+
+#: the core's backends and code paths, by index (sinpe.h: sinpe_backend_id, sinpe_path_id)
+BACKENDS: Tuple[str, ...] = tuple(_sinpe.BACKENDS)
+PATHS: Tuple[str, ...] = tuple(_sinpe.PATHS)
+
+
+def registry() -> Dict[str, Any]:
+    """The core's backends as data (name, kind, library, symbols, ...), one record each."""
+    return _sinpe.registry()
+
+
+def backend_info(index: int) -> Optional[Dict[str, Any]]:
+    """What the core knows now of backend index (loaded, its library's path, ...)."""
+    return _sinpe.backend_info(index)
+
+
+def load(index: int, path: str) -> None:
+    """The core loads backend index's library from path (raises OSError if it cannot)."""
+    _sinpe.load(index, path)
+
+
+def adopt_openmp(lib: Any) -> None:
+    """The core's workers run on lib's OpenMP runtime from now on (None: its own threads)."""
+    _sinpe.adopt_openmp(lib)
+
+
+def openmp_adopted() -> bool:
+    """Whether the core's workers run on an adopted OpenMP runtime."""
+    return bool(_sinpe.openmp_adopted())
+
+
+_TORCH_C: List[Callable[..., Any]] = []  # torch's C-level version bump, once torch was seen
+
+
+def bump_version(x: Any) -> None:
+    """A torch tensor written outside autograd: its version counter moves, as torch's own
+    in-place ops move it (a graph that saved it then refuses to backpropagate).  Inference
+    tensors have none."""
+    torch = _tensors.torch_of(x)
+    if torch is not None and not x.is_inference():
+        torch_seen(torch)
+        _TORCH_C[0]((x,))
+
+
+def torch_seen(torch: Any) -> None:
+    """Once per process, when torch tensors reach the core (a tensor written, sinpe.torch
+    imported): the binding takes torch's C-level export of a tensor from then on (instead of
+    the Python-level __dlpack__; docs/speed.md), and torch's C-level version bump is kept."""
+    if _TORCH_C:
+        return
+    to_dlpack = getattr(torch._C, "_to_dlpack_versioned", None)
+    bump = getattr(torch._C, "_increment_version", None)
+    if to_dlpack is not None:  # (the held add moves a version in C, right after its write)
+        _sinpe.tensor_route(torch.Tensor, to_dlpack, bump)
+    _TORCH_C.append(bump if bump is not None else torch.autograd.graph.increment_version)
+
+
 # ---- the presets' arguments, options, admission, tables -------------------------------------
 
 def _int(value: Any, name: str, minimum: int = 0) -> int:
@@ -225,28 +275,16 @@ def _positive(value: Any, name: str) -> float:
     return positive(value, name)
 
 
-def _opts(dtype: Any, out: Any, backend: Optional[str], threads: Optional[int],
-          torch_threads: Optional[int], *, check: bool = True) -> PresetOpts:
-    """The call's options, resolved once (the package's one resolver of a call's options: the
-    presets, apply_rope, the HF rope): dtype= checked, and the core's (backend, path,
-    threads, ...), checked by the core's rules before any work (check=False: by the call's
-    first job, no separate call for them)."""
-    if dtype is not None:
-        _dtypes.resolve(dtype)
-    core = core_opts(backend, threads, torch_threads)
-    return {"dtype": dtype, "out": out, "core": check_opts(core) if check else core}
-
-
 def _admit(shape: Tuple[int, ...], opts: PresetOpts, noun: str = "a table",
            dtype: Any = None) -> None:
     """Refuse, before any work, an array that cannot be made (the core's rule and figures):
     the result (not with out=, whose shape the core checks), or an input built here."""
-    if noun != "a table" or opts.get("out") is None:
-        admit(shape, dtype if noun != "a table" else opts.get("dtype"), noun)
+    if noun != "a table" or opts.out is None:
+        admit(shape, dtype if noun != "a table" else opts.dtype, noun)
 
 
 def _freqs(kind: str, n: int, opts: PresetOpts, **kw: Any) -> np.ndarray:
-    return freq_job(opts["core"], kind, n, **kw)
+    return freq_job(opts.core, kind, n, **kw)
 
 
 def _table(rows: Any, freq: np.ndarray, col: Sequence[int], opts: PresetOpts,
@@ -254,8 +292,8 @@ def _table(rows: Any, freq: np.ndarray, col: Sequence[int], opts: PresetOpts,
     """The preset table of rows: an int (positions offset .. offset + rows - 1), an array of
     positions, or a grid (grid=(h, w, lead))."""
     where = {"rows": rows} if isinstance(rows, int) else {} if rows is None else {"positions": rows}
-    t: np.ndarray = table_job(opts["core"], freq=freq, col=col, dtype=opts["dtype"],
-                              out=opts["out"], **where, **kw)
+    t: np.ndarray = table_job(opts.core, freq=freq, col=col, dtype=opts.dtype,
+                              out=opts.out, **where, **kw)
     return t
 
 
@@ -263,18 +301,18 @@ def _result(shape: Tuple[int, ...], opts: PresetOpts) -> np.ndarray:
     """The array a batch-repeated result goes into: out= (checked by the core's rules for a
     result of that shape: a writable buffer of the result's dtype whose elements do not
     share memory, else untouched), as an ndarray view, or a fresh array (admitted first)."""
-    out = opts["out"]
+    out = opts.out
     if out is None:
         _admit(shape, opts)
-        return np.empty(shape, _dtypes.resolve(opts["dtype"]))
+        return np.empty(shape, _dtypes.resolve(opts.dtype))
     # torch's rules for an in-place write first (nested, vmapped, inference tensors: named
     # before the core reaches for the memory), then the core's
     tensor = _tensors.writable(out, "out")
     rows = np.broadcast_to(np.float32(0), shape[:-1])
-    table_job(opts["core"], positions=rows, freq=np.zeros(1, np.float32),
-                   col=[ZERO] * shape[-1], dtype=opts["dtype"], out=out, fill=False)
+    table_job(opts.core, positions=rows, freq=np.zeros(1, np.float32),
+                   col=[ZERO] * shape[-1], dtype=opts.dtype, out=out, fill=False)
     if tensor:  # about to be written outside autograd
-        _tensors.bump_version(out)
+        bump_version(out)
     return _tensors.memory(out)
 
 

@@ -10,9 +10,10 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from . import _cache, _tensors
-from ._jobs import (rope_job, COS, SIN, _admit, _freqs, _int, _opts, _positive, _rope_inv_freq, _round,
+from . import _cache, _jobs, _tensors
+from ._jobs import (rope_job, COS, SIN, _admit, _freqs, _int, _positive, _rope_inv_freq, _round,
                     _table)
+from ._backends.policy import call_opts as _opts
 from ._types import PresetOpts
 
 
@@ -66,8 +67,8 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
                              half if half is not None and math.prod(shape) >= 2 * seq * d
                              else None)
     if tensor:  # before the write: no signal's handler runs between the write and the move
-        _tensors.bump_version(x)
-    rope_job(opts["core"], x, c, s_, sd, 0 if c.shape[0] > 1 else -1, layout == "pairs")
+        _jobs.bump_version(x)
+    rope_job(opts.core, x, c, s_, sd, 0 if c.shape[0] > 1 else -1, layout == "pairs")
     return x
 
 
@@ -108,7 +109,7 @@ def _rope_tables(opts: PresetOpts, shape: Tuple[int, ...], sd: int, seq: int, d:
     float16 352 -> 290 us, bfloat16 555 -> 422 us)."""
     if half is not None:
         c, s_ = _rope_tables(opts, shape, sd, seq, d, positions, base, layout, offset, rot_dim)
-        key = _cache.rope_key(opts["core"], c.shape[-1], _positive(base, "base"), layout, seq,
+        key = _cache.rope_key(opts.core, c.shape[-1], _positive(base, "base"), layout, seq,
                               _int(offset, "offset"), None if positions is None
                               else np.asarray(positions))
         key = None if key is None else key._replace(rounded=half)
@@ -145,20 +146,20 @@ def _rope_tables(opts: PresetOpts, shape: Tuple[int, ...], sd: int, seq: int, d:
         _check_rows(opts, rot, theta, layout, seq, off, pos)  # x) after the same checks
         none = np.zeros((1, 0, rot), np.float32)
         return none, none
-    key = _cache.rope_key(opts["core"], rot, theta, layout, seq, off, pos)
+    key = _cache.rope_key(opts.core, rot, theta, layout, seq, off, pos)
     kept = _cache.memo_get(key)
     if kept is not None:
         return kept[0], kept[1]
-    _admit((2, tables, seq, rot), dict(opts, dtype=np.float32), "its cos and sin tables",
+    _admit((2, tables, seq, rot), opts._replace(dtype=np.float32), "its cos and sin tables",
            np.float32)
     freq = _rope_freq(opts, rot, theta, layout)
     both = np.empty((2, tables, seq, rot), np.float32)
     for i, kind in enumerate((COS, SIN)):  # emb.cos(), emb.sin(): two tensors of emb's shape
         col = [4 * k + kind for k in range(rot)]
         if pos is None:  # arange(offset, offset + seq): the core checks the last position
-            _table(seq, freq, col, dict(opts, out=both[i, 0]), offset=off, own=True)
+            _table(seq, freq, col, opts._replace(out=both[i, 0]), offset=off, own=True)
         else:
-            _table(pos, freq, col, dict(opts, out=both[i]))
+            _table(pos, freq, col, opts._replace(out=both[i]))
     _cache.memo_put(key, both)
     return both[0], both[1]
 
@@ -178,12 +179,12 @@ def _check_rows(opts: PresetOpts, rot: int, theta: float, layout: str, seq: int,
     freq = _rope_freq(opts, rot, theta, layout)
     col = [4 * k + COS for k in range(rot)]
     if pos is not None:
-        _table(pos, freq, col, dict(opts, out=None), fill=False)
+        _table(pos, freq, col, opts._replace(out=None), fill=False)
     elif seq > 0:
         if off > (1 << 63) - seq:
             raise OverflowError(f"offset={off} is too large for {seq} rows: the last position, "
                                 f"offset + {seq - 1}, does not fit in int64")
-        _table(1, freq, col, dict(opts, out=None), offset=off + seq - 1, own=True, fill=False)
+        _table(1, freq, col, opts._replace(out=None), offset=off + seq - 1, own=True, fill=False)
 
 
 def _given_tables(cos: Any, sin: Any, shape: Tuple[int, ...], sd: int, layout: str,

@@ -12,13 +12,13 @@ each way.  torch is never imported here (a tensor's own module is used).
 - :func:`values` (a tensor's values as a NumPy array, as torch's ops read them) and
   :func:`memory` (an ndarray over a tensor's own memory, for results filled by NumPy) one way;
   :func:`to_torch` the other.
-- :func:`writable` (a tensor about to be written in place), :func:`bump_version` after the
-  write, :func:`torch_seen` (the binding takes torch's C-level export from then on).
+- :func:`writable` (a tensor about to be written in place; sinpe._jobs.bump_version moves
+  its version after the write: the core's routes of torch are there).
 """
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable, FrozenSet, List, Optional, Tuple
+from typing import Any, FrozenSet, List, Optional, Tuple
 
 import numpy as np
 
@@ -277,33 +277,3 @@ def to_torch(a: Any, device: Any = None) -> Any:
 
 
 # ---- writes and torch's C-level routes -----------------------------------------------------------
-
-def bump_version(x: Any) -> None:
-    """A torch tensor written outside autograd: its version counter moves, as torch's own
-    in-place ops move it (a graph that saved it then refuses to backpropagate).  Inference
-    tensors have none."""
-    torch = torch_of(x)
-    if torch is not None and not x.is_inference():
-        torch_seen(torch)
-        _TORCH_C[0]((x,))
-
-
-_TORCH_C: List[Callable[..., Any]] = []  # torch's C-level version bump, once a tensor was written
-
-
-def torch_seen(torch: Any) -> None:
-    """Once per process, when torch tensors reach the core (a tensor written, sinpe.torch
-    imported): the C-level routes of _tensor_route."""
-    if not _TORCH_C:
-        _tensor_route(torch)
-
-
-def _tensor_route(torch: Any) -> None:
-    """Hands the binding torch's C-level export of a tensor (later calls take it instead of
-    the Python-level __dlpack__; docs/speed.md) and keeps torch's C-level version bump."""
-    from . import _sinpe
-    to_dlpack = getattr(torch._C, "_to_dlpack_versioned", None)
-    bump = getattr(torch._C, "_increment_version", None)
-    if to_dlpack is not None:  # (the held add moves a version in C, right after its write)
-        _sinpe.tensor_route(torch.Tensor, to_dlpack, bump)
-    _TORCH_C.append(bump if bump is not None else torch.autograd.graph.increment_version)

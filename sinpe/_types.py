@@ -1,7 +1,7 @@
 """The types of the public API's parameters (for mypy --strict; the core checks values)."""
 from __future__ import annotations
 
-from typing import Any, Dict, Literal, NamedTuple, Optional, TypeVar, Union
+from typing import Any, Literal, NamedTuple, Optional, TypeVar, Union
 
 import numpy.typing as npt
 
@@ -27,5 +27,9 @@ class Opts(NamedTuple):
     pow_lanes: int      # the lanes of torch's pow on x86-64
 
 
-#: A preset's options, resolved once (sinpe._jobs._opts): {"dtype", "out", "core"}.
-PresetOpts = Dict[str, Any]
+class PresetOpts(NamedTuple):
+    """A call's options, resolved once (sinpe._backends.policy.call_opts): the presets,
+    apply_rope and the HF rope carry them to their jobs."""
+    dtype: Any          # dtype= as given (None: float32, or out='s own)
+    out: Any            # out= as given (None: a fresh result)
+    core: Opts          # the core's options (backend, path, threads, ...)

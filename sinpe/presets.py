@@ -31,8 +31,9 @@ import numpy as np
 
 from . import _dtypes, _rope, _tensors
 from ._hf import hf_rope  # transformers' rotary modules from a config
-from ._jobs import (ANGLE, COS, SIN, ZERO, _admit, _freqs, _int, _opts, _positive, _real, _result,
+from ._jobs import (ANGLE, COS, SIN, ZERO, _admit, _freqs, _int, _positive, _real, _result,
                     _rope_inv_freq, _round_to, _table, backend_name)
+from ._backends.policy import call_opts as _opts
 from ._types import PresetOpts
 
 __all__ = [
@@ -336,7 +337,7 @@ def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
     L, d = shape[-2], shape[-1]
     wl = _positive(max_wavelength, "max_wavelength")
     opts = _opts(dtype, out, backend, threads, torch_threads)
-    fw = backend_name(opts["core"])  # as resolved: set_backend and SINPE_BACKEND too
+    fw = backend_name(opts.core)  # as resolved: set_backend and SINPE_BACKEND too
     pos = (_keras_start(start_index, L, fw) if positions is None
            else _keras_positions(positions, shape, fw))
     dst = _result(shape, opts)
@@ -348,7 +349,7 @@ def keras_hub(inputs: Any, max_wavelength: float = 10000, start_index: int = 0,
                   **by)
     col = [4 * j + (SIN if j % 2 == 0 else COS) for j in range(d)]
     odd = _keras_odd(pos, freq)
-    one = dict(opts, out=None, dtype=np.float32 if odd else dst.dtype)
+    one = opts._replace(out=None, dtype=np.float32 if odd else dst.dtype)
     if not isinstance(pos, int):
         _admit(pos.shape, opts, "its positions", pos.dtype)
 
@@ -385,7 +386,7 @@ def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor:
     zeros); NumPy's operations are torch's, with NumPy's pow, cos and sin. Keras has no ONNX
     Runtime backend: 'onnxruntime' raises NotImplementedError."""
     opts = _opts(None, None, backend, threads, torch_threads)
-    fw = backend_name(opts["core"])  # as resolved: set_backend and SINPE_BACKEND too
+    fw = backend_name(opts.core)  # as resolved: set_backend and SINPE_BACKEND too
     if fw == "onnxruntime":
         given = repr(backend) if backend is not None else f"None (the default, {fw!r})"
         raise NotImplementedError(
@@ -429,7 +430,7 @@ def keras_hub_rotary(inputs: Any, max_wavelength: float = 10000, scaling_factor:
             raise ValueError(f"positions must have shape (seq,) or (batch, seq) = "
                              f"({moved.shape[0]}, {S}), got {np.shape(positions)}")
     b = 1 if pos is None else pos.shape[0]
-    _admit(moved.shape, dict(opts, dtype=np.float32))
+    _admit(moved.shape, opts._replace(dtype=np.float32))
     _admit((2, b, S, d), opts, "its cos and sin tables", np.float32)
     xm = np.array(moved, dtype=np.float32, order="C")  # the layer's compute dtype, a new array
     # the frequencies first: their rules (max_wavelength in float32's range) hold for an empty
@@ -475,7 +476,7 @@ def _keras_cos_sin(p32: np.ndarray, inv: np.ndarray, opts: PresetOpts) -> Tuple[
     """cos and sin of the layer's embedding ``p * [inv | inv]`` for positions p32 (b, seq),
     each as one (b, seq, d) tensor (a framework's tails fall where the layer's do)."""
     freq = np.concatenate([inv, inv])
-    one = dict(opts, out=None, dtype=None)
+    one = opts._replace(out=None, dtype=None)
     d = len(freq)
     return (_table(p32, freq, [4 * k + COS for k in range(d)], one),
             _table(p32, freq, [4 * k + SIN for k in range(d)], one))
@@ -817,10 +818,10 @@ def llama_rope(head_dim: int, position_ids: Any, rope_theta: float = 10000.0,
     pos = None if count else np.asarray(position_ids)
     shape = ((rows,) if pos is None else pos.shape) + (dim,)
     f32 = dtype is None or _dtypes.resolve(dtype) == np.float32
-    _admit((2 if scaling == 1.0 or f32 else 3,) + shape, dict(opts, dtype=np.float32))
+    _admit((2 if scaling == 1.0 or f32 else 3,) + shape, opts._replace(dtype=np.float32))
     inv = _rope_inv_freq(dim, theta, opts, "rope_theta")
     freq = np.concatenate([inv, inv])
-    direct = dict(opts, dtype=dtype if scaling == 1.0 else None)  # rounded by the store
+    direct = opts._replace(dtype=dtype if scaling == 1.0 else None)  # rounded by the store
     tables = []
     for kind in (COS, SIN):  # emb.cos(), emb.sin(): two tensors of emb's shape
         t = _table(rows if count else pos, freq, [4 * k + kind for k in range(dim)], direct,
@@ -898,7 +899,7 @@ def _tatp_shape(tensor: Any, ndim: int) -> Tuple[Tuple[int, ...], Any]:
 
 def _tatp_axis(n: int, c: int, inv: np.ndarray, opts: PresetOpts) -> np.ndarray:
     """tatp22's get_emb: interleaved sin, cos of arange(n) * inv_freq, c columns."""
-    return _table(n, inv, _interleaved(c), dict(opts, out=None))
+    return _table(n, inv, _interleaved(c), opts._replace(out=None))
 
 
 def tatp22_1d(channels: int, tensor: Any, *, dtype: Any = None, out: Any = None,
@@ -917,7 +918,7 @@ def tatp22_1d(channels: int, tensor: Any, *, dtype: Any = None, out: Any = None,
     if dst.size == 0:  # nothing to fill: the axis is not computed (it may be long)
         return dst if out is None else out
     inv = _rope_inv_freq(c, 10000.0, opts)
-    dst[...] = _tatp_axis(X, width, inv, dict(opts, dtype=dst.dtype))  # the same dtype: copies
+    dst[...] = _tatp_axis(X, width, inv, opts._replace(dtype=dst.dtype))  # the same dtype: copies
     return dst if out is None else out
 
 
@@ -937,7 +938,7 @@ def tatp22_2d(channels: int, tensor: Any, *, dtype: Any = None, out: Any = None,
     if dst.size == 0:  # nothing to fill: no axis is computed (one may be long)
         return dst if out is None else out
     inv = _rope_inv_freq(c, 10000.0, opts)
-    one = dict(opts, dtype=dst.dtype)
+    one = opts._replace(dtype=dst.dtype)
     nx = min(c, width)
     dst[..., :nx] = _tatp_axis(X, c, inv, one)[None, :, None, :nx]
     if width > c:
@@ -962,7 +963,7 @@ def tatp22_3d(channels: int, tensor: Any, *, dtype: Any = None, out: Any = None,
     if dst.size == 0:  # nothing to fill: no axis is computed (one may be long)
         return dst if out is None else out
     inv = _rope_inv_freq(c, 10000.0, opts)
-    one = dict(opts, dtype=dst.dtype)
+    one = opts._replace(dtype=dst.dtype)
     for k, (n, index) in enumerate([(X, np.s_[None, :, None, None]), (Y, np.s_[None, None, :, None]),
                                     (Z, np.s_[None, None, None, :])]):
         lo, hi = k * c, min(width, (k + 1) * c)
@@ -1049,7 +1050,7 @@ def alibi_bias(attention_mask: Any = None, num_heads: int = 8, *, seq_length: Op
     opts = _opts(dtype, None, backend, None, torch_threads)
     batch = 1 if m is None else m.shape[0]
     rows = heads if method == "paper" else batch * heads
-    _admit((rows, 1, L), dict(opts, dtype=np.float32))
+    _admit((rows, 1, L), opts._replace(dtype=np.float32))
     _admit((3, batch, L), opts, "its positions", np.int64)
     slopes = alibi_slopes(heads, method=method, backend=backend, torch_threads=torch_threads)
     if method == "paper":

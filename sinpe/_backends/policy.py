@@ -24,9 +24,9 @@ import os
 import sys
 from typing import Any, Dict, List, Optional, Set, SupportsIndex, Tuple, cast
 
-from .. import _sinpe
+from .. import _dtypes, _jobs
 from .._memo import Memo
-from .._types import Kernel, Name, Opts
+from .._types import Kernel, Name, Opts, PresetOpts
 from .._warn import warn_once
 
 #: names whose warning a filter ignored during this resolution (not kept: it is said later)
@@ -161,6 +161,18 @@ def opts(backend: Any = None, threads: Any = None, torch_threads: Any = None) ->
                 lanes, default_tt if torch_threads is None else torch_threads, pow_lanes)
 
 
+def call_opts(dtype: Any, out: Any, backend: Any, threads: Any, torch_threads: Any, *,
+              check: bool = True) -> PresetOpts:
+    """A call's options, resolved once (the package's one resolver of a call's options: the
+    presets, apply_rope, the HF rope): dtype= checked, and the core's (backend, path,
+    threads, ...), checked by the core's rules before any work (check=False: by the call's
+    first job, no separate call for them)."""
+    if dtype is not None:
+        _dtypes.resolve(dtype)
+    core = opts(backend, threads, torch_threads)
+    return PresetOpts(dtype, out, _jobs.check_opts(core) if check else core)
+
+
 def load_mkl() -> bool:
     """The mkl wheel's library (opened at import: it is small and has no side effects)."""
     return records.load("mkl")
@@ -191,7 +203,7 @@ def get_default() -> str:
 
 def set_threads(n: SupportsIndex) -> None:
     """Set the default number of worker threads (1 to 256)."""
-    _sinpe.check(Opts(0, _STATE["path"], n, 0, 4, 1, 0))
+    _jobs.check_opts(Opts(0, _STATE["path"], n, 0, 4, 1, 0))
     _STATE["threads"] = int(n)
 
 

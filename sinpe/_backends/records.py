@@ -4,7 +4,7 @@ A record says where the backend's library is (its finder, or none), whether 'aut
 (and when), the sentence numerics() gives for it, and its profiles (the SLEEF backend's torch
 releases on 64-bit Arm).  ``sinpe.backends()``, the names a call may pass, the resolution of a
 name and numerics() are derived from ``BACKENDS``; a test checks that every backend of the
-core's registry (``_sinpe.registry()``) has a record and every record a backend.  Libraries are
+core's registry (``_jobs.registry()``) has a record and every record a backend.  Libraries are
 loaded here, once per process; a caller that needs one while another thread loads it waits.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 import threading
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
-from .. import _sinpe
+from .. import _jobs
 from .._memo import Memo
 from .mkl import DIFFERENT, EQUAL_TO_TORCH, TORCH_MKL_RELEASE, find_mkl, release, release_matches
 from .torchlib import find_torch_library, torch_version
@@ -27,11 +27,11 @@ ARM64 = MACHINE in ("aarch64", "arm64")
 
 #: The core's registries: backend and path indices are the options' values; the names are
 #: the core's one list of each (backends/backend.h, paths/path.h).
-REGISTRY = _sinpe.registry()
-BACKEND_INDEX: Dict[str, int] = {name: i for i, name in enumerate(_sinpe.BACKENDS)}
+REGISTRY = _jobs.registry()
+BACKEND_INDEX: Dict[str, int] = {name: i for i, name in enumerate(_jobs.BACKENDS)}
 #: per backend index: 1 when a result depends on its argument alone (SLEEF's vectors couple)
 INDEPENDENT = tuple(bool(b[2]) for b in REGISTRY["backends"])
-PATH_NAMES: List[str] = list(_sinpe.PATHS)
+PATH_NAMES: List[str] = list(_jobs.PATHS)
 
 #: What torch on 64-bit Arm computes, per release and CPU capability (measured under qemu:
 #: docs/backends.md, tests/data/torch_arm64_*.json; 0 differences in every table and thread
@@ -57,7 +57,7 @@ _LOAD_LOCK = threading.Lock()
 
 def library_info(lib: str) -> Optional[Dict[str, Any]]:
     """The core's view of a library backend: None until it is loaded."""
-    return _sinpe.backend_info(BACKEND_INDEX[lib])
+    return _jobs.backend_info(BACKEND_INDEX[lib])
 
 
 def load(lib: str) -> bool:
@@ -77,7 +77,7 @@ def load(lib: str) -> bool:
             state["reason"] = reason
         else:
             try:
-                _sinpe.load(BACKEND_INDEX[lib], path)
+                _jobs.load(BACKEND_INDEX[lib], path)
                 state["path"], state["reason"] = path, ""
             except OSError as exc:
                 state["reason"] = f"{path}: {exc}"
@@ -355,7 +355,7 @@ def _vml_sentence(name: str, torch_threads: Optional[int]) -> str:
 
 class Record(NamedTuple):
     """One backend of the core's registry, as the package sees it."""
-    name: str  # the core's name for it (_sinpe.registry())
+    name: str  # the core's name for it (_jobs.registry())
     finder: Optional[Callable[[], Tuple[Optional[str], str]]]  # its library: (path, why not)
     library: str  # what its library is called in messages (with a finder)
     auto: Optional[Callable[[], bool]]  # None: 'auto' never picks it; else when it does

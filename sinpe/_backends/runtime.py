@@ -26,7 +26,7 @@ import sys
 import threading
 from typing import Any, Dict, Optional
 
-from .. import _sinpe
+from .. import _jobs
 
 NAMES = ("auto", "sinpe")
 
@@ -85,7 +85,7 @@ def _choose(torch: Any) -> None:
         if lib is None:
             return
         try:
-            _sinpe.adopt_openmp(lib)
+            _jobs.adopt_openmp(lib)
         except OSError:  # not loaded after all, or another runtime was adopted before
             return
         _RT["library"] = lib
@@ -119,7 +119,7 @@ def set_thread_runtime(name: str) -> None:
     with _LOCK:  # not between another thread's check of the setting and its adoption
         _RT["want"] = name
         if name == "sinpe":
-            _sinpe.adopt_openmp(None)
+            _jobs.adopt_openmp(None)
             _RT["library"] = None
         else:
             _RT["torch"] = None  # looked at again at the next call
@@ -130,13 +130,13 @@ def set_thread_runtime(name: str) -> None:
 def get_thread_runtime() -> str:
     """Which threads run sinpe's parallel work now: 'openmp' (an adopted OpenMP runtime:
     torch's) or 'sinpe'."""
-    return "openmp" if _sinpe.openmp_adopted() else "sinpe"
+    return "openmp" if _jobs.openmp_adopted() else "sinpe"
 
 
 def report() -> Dict[str, Any]:
     """For numerics(): the setting, what runs the work now and the runtime's library."""
     return {"default": _RT["want"], "runs": get_thread_runtime(),
-            "library": _RT["library"] if _sinpe.openmp_adopted() else None}
+            "library": _RT["library"] if _jobs.openmp_adopted() else None}
 
 
 def configure(value: Optional[str]) -> None:

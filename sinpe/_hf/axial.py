@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import _tensors
 from .._jobs import COS, SIN, _int, _table
+from .._types import PresetOpts
 from .inits import inv_freq as _inv_freq, theta as _theta
 
 F32 = np.float32
@@ -148,7 +149,7 @@ def _columns(layout: str, n: int, axes: int) -> Tuple[np.ndarray, np.ndarray]:
     return a, f
 
 
-def axial_rope(c: Any, position_ids: Any, inv_freq: Any, opts: Dict[str, Any], dtype: Any,
+def axial_rope(c: Any, position_ids: Any, inv_freq: Any, opts: PresetOpts, dtype: Any,
                layer_type: Optional[str],
                scaling: Optional[float] = None) -> Tuple[np.ndarray, np.ndarray]:
     """The (cos, sin) of a vision tower's axial rotary (c: sinpe._hf's view of the config):
@@ -213,7 +214,7 @@ def _check_shape(pos: np.ndarray, layout: str, model_type: str) -> None:
                          f"{pos.shape}")
 
 
-def _tables(pos: np.ndarray, inv: np.ndarray, layout: str, opts: Dict[str, Any],
+def _tables(pos: np.ndarray, inv: np.ndarray, layout: str, opts: PresetOpts,
             dtype: Any, out_scale: Optional[float] = None) -> Tuple[np.ndarray, np.ndarray]:
     """freqs.cos() and freqs.sin() of the (..., axes, n) freqs in one table job (rounded to
     dtype there: the layouts only move values), recomposed by the layout."""
@@ -222,7 +223,7 @@ def _tables(pos: np.ndarray, inv: np.ndarray, layout: str, opts: Dict[str, Any],
     shape = ((1,) if layout == "sam" else ()) + pos.shape[:-1] + (len(a),)
     k = 4 * np.arange(n, dtype=np.int64)
     col: Any = np.concatenate([k + COS, k + SIN])
-    t = _table(pos, inv, col, dict(opts, dtype=dtype),
+    t = _table(pos, inv, col, opts._replace(dtype=dtype),
                names=("out", "position_ids", "head_dim"), out_scale=out_scale)
     t = t.reshape(pos.shape + (2 * n,))
     # column c from axis a[c], frequency f[c]; cos first, then sin

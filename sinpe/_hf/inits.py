@@ -22,11 +22,12 @@ from typing import Any, Callable, Dict, Optional, Tuple
 import numpy as np
 
 from .._jobs import _freqs, _int
+from .._types import PresetOpts
 from .config import Cfg, plain_number
 from .families import PARTIAL_DEFAULT, PARTIAL_FALLBACK
 
 F32 = np.float32
-Init = Callable[[Cfg, Dict[str, Any], Optional[Any]], Tuple[np.ndarray, float]]
+Init = Callable[[Cfg, PresetOpts, Optional[Any]], Tuple[np.ndarray, float]]
 
 
 def f32(x: Any) -> Any:
@@ -69,7 +70,7 @@ def theta(c: Cfg) -> float:
     return f
 
 
-def pow_(base: float, n: int, b: float, opts: Dict[str, Any]) -> np.ndarray:
+def pow_(base: float, n: int, b: float, opts: PresetOpts) -> np.ndarray:
     """``base ** (arange(0, 2n, 2).float() / b)`` (torch's float32 pow, base rounded to float32
     first; base > 0 checked by the caller).  An infinite float32 base is IEEE's: 1 at
     exponent 0, inf after (no call into the core)."""
@@ -88,7 +89,7 @@ def recip(x: np.ndarray) -> np.ndarray:
         return F32(1) / x
 
 
-def inv_freq(base: float, dim: int, opts: Dict[str, Any], n: Optional[int] = None) -> np.ndarray:
+def inv_freq(base: float, dim: int, opts: PresetOpts, n: Optional[int] = None) -> np.ndarray:
     """``1.0 / (base ** (arange(0, dim, 2).float() / dim))``: the inverse frequencies every
     init starts from (n of them: ceil(dim / 2) unless given)."""
     return recip(pow_(base, (dim + 1) // 2 if n is None else n, dim, opts))
@@ -96,7 +97,7 @@ def inv_freq(base: float, dim: int, opts: Dict[str, Any], n: Optional[int] = Non
 
 # ---- one function per rope_type ---------------------------------------------------------------
 
-def _default(c: Cfg, opts: Dict[str, Any], seq_len: Any = None) -> Tuple[np.ndarray, float]:
+def _default(c: Cfg, opts: PresetOpts, seq_len: Any = None) -> Tuple[np.ndarray, float]:
     fallback = PARTIAL_FALLBACK.get(c.model_type)  # MiMo-V2-Flash: 0.334
     if fallback is not None and c.p.get("partial_rotary_factor") is None:
         c.p["partial_rotary_factor"] = fallback
@@ -104,12 +105,12 @@ def _default(c: Cfg, opts: Dict[str, Any], seq_len: Any = None) -> Tuple[np.ndar
     return inv_freq(theta(c), dim, opts), 1.0
 
 
-def _linear(c: Cfg, opts: Dict[str, Any], seq_len: Any = None) -> Tuple[np.ndarray, float]:
+def _linear(c: Cfg, opts: PresetOpts, seq_len: Any = None) -> Tuple[np.ndarray, float]:
     dim = c.dim()
     return inv_freq(theta(c), dim, opts) / F32(c.num("factor")), 1.0
 
 
-def _dynamic(c: Cfg, opts: Dict[str, Any], seq_len: Any = None) -> Tuple[np.ndarray, float]:
+def _dynamic(c: Cfg, opts: PresetOpts, seq_len: Any = None) -> Tuple[np.ndarray, float]:
     base, dim = theta(c), c.dim(False)
     factor = c.num("factor")
     mpe = _int(c.max_position_embeddings, "config.max_position_embeddings", minimum=1)
@@ -178,7 +179,7 @@ def _yarn_attention(c: Cfg, factor: float) -> float:
     return float(_scalar(attention_factor, "attention_factor"))
 
 
-def _yarn(c: Cfg, opts: Dict[str, Any], seq_len: Any = None) -> Tuple[np.ndarray, float]:
+def _yarn(c: Cfg, opts: PresetOpts, seq_len: Any = None) -> Tuple[np.ndarray, float]:
     base, dim = theta(c), c.dim(False)
     if dim % 2:
         raise ValueError(f"the yarn rope needs an even rotary dim (torch broadcasting fails), "
@@ -237,7 +238,7 @@ def _factors(c: Cfg, key: str, n: int) -> np.ndarray:
     return ext
 
 
-def _longrope(c: Cfg, opts: Dict[str, Any], seq_len: Any = None) -> Tuple[np.ndarray, float]:
+def _longrope(c: Cfg, opts: PresetOpts, seq_len: Any = None) -> Tuple[np.ndarray, float]:
     base, dim = theta(c), c.dim(False)
     omp, factor = omp_factor(c, "longrope", 1)
     attention_factor = c.p.get("attention_factor")
@@ -255,7 +256,7 @@ def _longrope(c: Cfg, opts: Dict[str, Any], seq_len: Any = None) -> Tuple[np.nda
     return recip(ext * pow_(base, n, dim, opts)), float(attention_factor)
 
 
-def _llama3(c: Cfg, opts: Dict[str, Any], seq_len: Any = None) -> Tuple[np.ndarray, float]:
+def _llama3(c: Cfg, opts: PresetOpts, seq_len: Any = None) -> Tuple[np.ndarray, float]:
     dim = c.dim()
     inv = inv_freq(theta(c), dim, opts)
     factor = c.num("factor")
@@ -276,7 +277,7 @@ def _llama3(c: Cfg, opts: Dict[str, Any], seq_len: Any = None) -> Tuple[np.ndarr
     return np.where(medium, smoothed, ill).astype(F32), 1.0
 
 
-def _proportional(c: Cfg, opts: Dict[str, Any], seq_len: Any = None) -> Tuple[np.ndarray, float]:
+def _proportional(c: Cfg, opts: PresetOpts, seq_len: Any = None) -> Tuple[np.ndarray, float]:
     head = c.head(True)
     base = theta(c)
     factor = c.num("factor", c.p.get("factor", 1.0))
@@ -288,7 +289,7 @@ def _proportional(c: Cfg, opts: Dict[str, Any], seq_len: Any = None) -> Tuple[np
     return (inv / F32(factor)).astype(F32), 1.0
 
 
-def _ntk_alpha(c: Cfg, opts: Dict[str, Any], seq_len: Any = None) -> Tuple[np.ndarray, float]:
+def _ntk_alpha(c: Cfg, opts: PresetOpts, seq_len: Any = None) -> Tuple[np.ndarray, float]:
     """HunYuan-VL's ``compute_ntk_alpha_rope_parameters``: ``base = rope_theta * alpha ** (dim
     / (dim - 2))`` in Python floats with dim = config.head_dim, then the default form."""
     if c.head_dim is None:

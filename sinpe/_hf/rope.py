@@ -16,7 +16,9 @@ from typing import Any, Dict, Optional, Tuple
 import numpy as np
 
 from .. import _tensors
-from .._jobs import COS, SIN, _int, _opts, _round_to, _table, table_job
+from .._jobs import COS, SIN, _int, _round_to, _table, table_job
+from .._types import PresetOpts
+from .._backends.policy import call_opts as _opts
 from .._memo import Memo
 from .axial import AXIAL, axial_rope, given_inv as _inv_given, positions as _array_positions
 from .config import Cfg, read as read_config
@@ -111,7 +113,7 @@ def _regrowth(c: Cfg, rope_type: str, pos: Optional[np.ndarray],
     return top
 
 
-def _first_inv(c: Cfg, rope_type: str, opts: Dict[str, Any], seq: Any,
+def _first_inv(c: Cfg, rope_type: str, opts: PresetOpts, seq: Any,
                given: Any) -> Tuple[np.ndarray, float]:
     """The inv_freq and attention scaling of the module's first forward: its init's, or the
     regrown ones (the same init function, called with seq_len), or the given buffer."""
@@ -251,7 +253,7 @@ def _scaling(v: Any) -> float:
 
 
 def _module_state(c: Cfg, position_ids: Any, inv_freq: Any, attention_scaling: Any,
-                  opts: Dict[str, Any], dtype: Any,
+                  opts: PresetOpts, dtype: Any,
                   layer_type: Optional[str]) -> Tuple[np.ndarray, np.ndarray]:
     """The tables of a module's state: its inv_freq buffer and attention_scaling, in the
     family's layout (no init function, no regrowth)."""
@@ -337,7 +339,7 @@ class _Part:
                                  and self.t == other.t)
 
 
-def _memo_key(c: Cfg, rope_type: str, opts: Dict[str, Any], seq: Any, given: Any) -> Any:
+def _memo_key(c: Cfg, rope_type: str, opts: PresetOpts, seq: Any, given: Any) -> Any:
     """The key of the frequencies of this call, or None when a value cannot be keyed (then
     nothing is kept)."""
     try:
@@ -347,7 +349,7 @@ def _memo_key(c: Cfg, rope_type: str, opts: Dict[str, Any], seq: Any, given: Any
                 c.model_type, _frozen((c.hidden_size, c.num_attention_heads,
                                        c.max_position_embeddings, c.has_head_dim, c.head_dim,
                                        c.omp_attr, c.top_truncate)), _frozen(c.p)))
-        key = (rope_type, _frozen(seq), opts["core"], part, _given_key(given))
+        key = (rope_type, _frozen(seq), opts.core, part, _given_key(given))
         hash(key)
     except TypeError:
         return None
@@ -369,7 +371,7 @@ _COLS: "Memo[int, np.ndarray]" = Memo(64)
 
 
 def _cos_sin_table(pos: Optional[np.ndarray], shape: Tuple[int, ...], freq: np.ndarray,
-                   scaling: float, opts: Dict[str, Any], dtype: Any, grid: bool = False
+                   scaling: float, opts: PresetOpts, dtype: Any, grid: bool = False
                    ) -> np.ndarray:
     """``emb.cos()`` then ``emb.sin()`` side by side, shape + (2 * len(freq),), in one job
     (scaled by attention_scaling in float32, then rounded to dtype)."""
@@ -383,10 +385,10 @@ def _cos_sin_table(pos: Optional[np.ndarray], shape: Tuple[int, ...], freq: np.n
     out_scale = None if scaling == 1.0 else scaling
     freq = np.ascontiguousarray(freq, F32)
     if pos is not None:  # (a decode step: straight to the job, without _table's options)
-        t: np.ndarray = table_job(opts["core"], positions=pos, freq=freq, col=col, dtype=dtype,
+        t: np.ndarray = table_job(opts.core, positions=pos, freq=freq, col=col, dtype=dtype,
                                   names=NAMES, out_scale=out_scale)
         return t.reshape(shape + (2 * width,))
-    job = dict(opts, dtype=dtype)
+    job = opts._replace(dtype=dtype)
     kw: Dict[str, Any] = {"names": NAMES, "out_scale": out_scale}
     if grid:  # arange(n) in each of the 3 rows: grid row r has position r % n
         t = _table(None, freq, col, job, grid=(shape[0], shape[-1], 0),
@@ -397,7 +399,7 @@ def _cos_sin_table(pos: Optional[np.ndarray], shape: Tuple[int, ...], freq: np.n
 
 
 def _cos_sin(pos: Optional[np.ndarray], shape: Tuple[int, ...], freq: np.ndarray,
-             scaling: float, opts: Dict[str, Any], dtype: Any) -> Tuple[np.ndarray, np.ndarray]:
+             scaling: float, opts: PresetOpts, dtype: Any) -> Tuple[np.ndarray, np.ndarray]:
     """(cos, sin): two views of one table."""
     t = _cos_sin_table(pos, shape, freq, scaling, opts, dtype)
     w = len(freq)
@@ -448,7 +450,7 @@ def _full_sections(c: Cfg, h: int) -> Tuple[int, np.ndarray]:
 
 
 def _mrope(pos: Optional[np.ndarray], shape: Tuple[int, ...], inv: np.ndarray, scaling: float,
-           spec: Tuple[Any, ...], c: Cfg, opts: Dict[str, Any],
+           spec: Tuple[Any, ...], c: Cfg, opts: PresetOpts,
            dtype: Any) -> Tuple[np.ndarray, np.ndarray]:
     """freqs.cos(), freqs.sin() on the (axes, batch, seq, dim/2) tensor, as the module computes
     them, then each half column from its section's row, expanded (cat or interleave); or, for

@@ -17,6 +17,6 @@ Importing any part tells the binding that torch tensors may reach the core.
 """
 import torch
 
-from .. import _tensors
+from .. import _jobs
 
-_tensors.torch_seen(torch)  # the binding takes torch's C-level export of a tensor from now on
+_jobs.torch_seen(torch)  # the binding takes torch's C-level export of a tensor from now on

@@ -230,7 +230,7 @@ def _axial_pair(positions: np.ndarray, inv_freq: torch.Tensor, layout: str,
     positions and the module's (float32) inv_freq, shaped lead + (columns,) when given, on
     like's device in like's dtype (the modules' closing ``.to``)."""
     from .._hf import axial
-    from .._jobs import _opts
+    from .._backends.policy import call_opts as _opts
     inv = inv_freq.detach().to("cpu", torch.float32).numpy()
     c, s = axial._tables(positions, inv, layout, _opts(None, None, backend, None, None), None)
     if lead is not None:

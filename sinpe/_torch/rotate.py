@@ -13,7 +13,8 @@ from typing import Any, Callable, Dict, Optional, Tuple, cast
 import torch
 
 from .. import _tensors
-from .._jobs import core_opts as _core_opts, rope_job as _rope
+from .._backends.policy import opts as _core_opts
+from .._jobs import rope_job as _rope
 
 
 _Pair = Tuple[torch.Tensor, torch.Tensor]

@@ -325,7 +325,7 @@ def test_tables_larger_than_memory_refused_first(dt):
     with pytest.raises(MemoryError, match=r"needs \d+\.\d GiB .*more than this machine's \d+\.\d GiB"):
         PE(rows, 1024, dtype=dt)
     with pytest.raises(MemoryError, match=r"\d+\.\d GiB"):
-        sinpe._jobs.empty_table(rows, 1024, dtype=dt)
+        sinpe._jobs.empty_table(sinpe._backends.policy.opts(), rows, 1024, dtype=dt)
     assert time.perf_counter() - t0 < 0.5 * TIME_SCALE
 
 

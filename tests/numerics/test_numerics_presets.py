@@ -682,7 +682,7 @@ def test_shift_matrix_relative_position_property():
     assert worst[(1, 0)] < 2 ** -22
     # the exact sinusoids satisfy it to float64 rounding
     R = sinpe.shift_matrix(7, 8)
-    div = sinpe._jobs._freqs("exp_mul", 4, sinpe._jobs._opts(None, None, None, None, None), step=2, a=-math.log(10000) / 8).astype(np.float64)
+    div = sinpe._jobs._freqs("exp_mul", 4, sinpe._backends.policy.call_opts(None, None, None, None, None), step=2, a=-math.log(10000) / 8).astype(np.float64)
     exact = lambda p: np.stack([np.sin(p * div), np.cos(p * div)], 1).ravel()
     assert np.abs(exact(12.0 + 7) - R @ exact(12.0)).max() < 1e-12
 
