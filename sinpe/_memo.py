@@ -1,9 +1,10 @@
 """The package's one small memo: a dict bounded to its last `bound` entries, the least
 recently used going first, that sinpe.clear_cache() empties with every other (clear_all).
 
-The private caches of values that are pure functions of their keys (dtype names, backend
-resolutions, config readings, frequencies) are Memos; the rows' cache (sinpe._cache, a
-budget in bytes) and the held views (sinpe._held) keep their own rules.  A Memo is an
+Every private cache is a Memo (dtype names, backend resolutions, config readings,
+frequencies; the torch wing's rotation plans, backward captures, recognised functions and
+routers), but the rows' cache (sinpe._cache, a budget in bytes) and the held views
+(sinpe._held), which keep their own rules and are emptied by clear_cache too.  A Memo is an
 OrderedDict, so code that reads it as a dict (get, in, [], len) works unchanged: get and []
 mark the entry used, a store past the bound forgets the oldest.  Each operation is one
 C-level dict operation under the GIL; racing threads may at worst compute a value twice.

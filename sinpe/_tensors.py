@@ -18,7 +18,7 @@ each way.  torch is never imported here (a tensor's own module is used).
 from __future__ import annotations
 
 import sys
-from typing import Any, FrozenSet, List, Optional, Tuple
+from typing import Any, Callable, FrozenSet, List, Optional, Tuple
 
 import numpy as np
 
@@ -42,8 +42,18 @@ def torch_of(obj: Any) -> Any:
 def _transformed(torch: Any, t: Any) -> bool:
     """Inside a torch function transform: vmap's batched tensors, grad's tracking wrappers and
     functionalize's tensors alike."""
+    return bool((_WRAPPED[0] if _WRAPPED else _wrapped_of(torch))(t))
+
+
+_WRAPPED: List[Callable[[Any], Any]] = []
+
+
+def _wrapped_of(torch: Any) -> Callable[[Any], Any]:
+    """torch's predicate of a transformed tensor, looked up once (a decode step asks it at
+    every call)."""
     ft = getattr(getattr(torch, "_C", None), "_functorch", None)
-    return ft is not None and bool(ft.is_functorch_wrapped_tensor(t))
+    _WRAPPED.append(ft.is_functorch_wrapped_tensor if ft is not None else lambda t: False)
+    return _WRAPPED[0]
 
 
 def refusal(torch: Any, t: Any, name: str, cpu: bool = True) -> Optional[Exception]:
@@ -74,8 +84,8 @@ def check(torch: Any, t: Any, name: str, cpu: bool = True) -> None:
 def plain(torch: Any, t: Any) -> bool:
     """The rule's fast yes, for hot paths that fall back instead of raising: a CPU, strided,
     not nested, not transformed tensor."""
-    return bool(t.is_cpu and t.layout is torch.strided and not t.is_nested
-                and not torch._C._functorch.is_functorch_wrapped_tensor(t))
+    wrapped = _WRAPPED[0] if _WRAPPED else _wrapped_of(torch)
+    return bool(t.is_cpu and t.layout is torch.strided and not t.is_nested and not wrapped(t))
 
 
 def storage_check(t: Any, name: str) -> None:

@@ -11,6 +11,8 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 import torch
 
+from .._memo import Memo
+
 from .._backends.policy import torch_kernels
 from .._hf.config import MAPPING_KEYS, VIEW_KEYS, config_from_text, config_text
 from .operators import OPERATORS, lazy_op, use_operator
@@ -47,7 +49,7 @@ _PRIMES = (13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73)
 
 
 #: the fake kernel's findings: (text, sizes, ...) -> (result's sizes, dtype, fixed sizes)
-_FAKE_SHAPES: Dict[Any, Any] = {}
+_FAKE_SHAPES: "Memo[Any, Any]" = Memo(256)
 
 
 def _np_dtype(dtype: torch.dtype) -> Any:
@@ -126,8 +128,6 @@ def _hf_shapes(config: str, position_ids: torch.Tensor, inv_freq: Optional[torch
             pattern = [("d", i) if q == ("n", p) else q for q in pattern]
         tdt = torch.bfloat16 if out_dt.name == "bfloat16" else getattr(torch, np.dtype(out_dt).name)
         kept = (pattern, tdt, fixed)
-        if len(_FAKE_SHAPES) >= 256:
-            _FAKE_SHAPES.clear()
         _FAKE_SHAPES[key] = kept
     pattern, tdt, fixed = kept
     return [dims[v] if kind == "d" else v for kind, v in pattern], tdt, fixed

@@ -14,6 +14,8 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import torch
 
+from .._memo import Memo
+
 from .shadow import Shadow
 
 
@@ -120,13 +122,11 @@ def classify(fn: Any) -> Optional[Tuple[str, str]]:
         return kept[1]  # type: ignore[no-any-return]
     fp = _fingerprint(fn)
     got = None if fp is None else _known().get(fp)
-    if len(_CLASSIFIED) >= 1024:
-        _CLASSIFIED.clear()
     _CLASSIFIED[id(fn)] = (fn, got)
     return got
 
 
-_CLASSIFIED: Dict[int, Tuple[Any, Any]] = {}
+_CLASSIFIED: "Memo[int, Tuple[Any, Any]]" = Memo(1024)  # (fn kept: its id stays its own)
 
 
 def is_rotation_name(name: str) -> bool:

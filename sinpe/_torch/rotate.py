@@ -12,6 +12,8 @@ from typing import Any, Callable, Dict, Optional, Tuple, cast
 
 import torch
 
+from .._memo import Memo
+
 from .. import _tensors
 from .._backends.policy import opts as _core_opts
 from .._jobs import rope_job as _rope
@@ -157,7 +159,7 @@ def _rope_strides(t: torch.Tensor, ud: int, nd: int, shape: Tuple[int, int, int]
     return None if v is t else cast(Tuple[int, int, int], tuple(v.stride()))
 
 
-_PLANS: Dict[Any, _Plan] = {}
+_PLANS: "Memo[Any, _Plan]" = Memo(256)  # a bound for shapes that change at every call
 
 
 #: the rope call's arrays (x, cos, sin, src, x2, src2) by the names the rotations' callers
@@ -177,10 +179,7 @@ def _plan(q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor, sin: to
            cos.shape, cos.stride(), cos.dtype, sin.shape, sin.stride(), sin.dtype)
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _Plan(q, k, cos, sin, ud)
-        if len(_PLANS) >= 256:  # a bound for shapes that change at every call
-            _PLANS.clear()
-        _PLANS[key] = plan
+        plan = _PLANS[key] = _Plan(q, k, cos, sin, ud)
     return plan
 
 

@@ -10,6 +10,8 @@ from typing import Any, Callable, Dict, List, Set
 
 import torch
 
+from .._memo import Memo
+
 from .compare import same_bits
 from .forms import FORMS, call, route
 from .recognise import classify, is_rotation_name, code_names
@@ -203,7 +205,7 @@ def _same_rotation(fn: Callable[..., Any], form: str) -> bool:
     return compared > 0
 
 
-_ROUTERS: Dict[int, Router] = {}
+_ROUTERS: "Memo[int, Router]" = Memo(1024)  # by the globals' id (the router holds them)
 
 
 def router(g: Dict[str, Any]) -> Router:

@@ -12,10 +12,11 @@ backward reads q or k.  Which calls come here is sinpe/_torch/forms.py's decisio
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
+
+from .._memo import Memo
 
 
 
@@ -183,14 +184,8 @@ def _same_outputs(a: Any, b: Any) -> bool:
         for x, y in zip(a, b))
 
 
-_CAPTURES: "OrderedDict[Any, _Capture]" = OrderedDict()
-
-
-_CAPTURES_LOCK = threading.Lock()
-
-
 #: layouts whose backward is kept (a training run's sequence lengths; each capture ~30 ms)
-_CAPTURES_MAX = 512
+_CAPTURES: "Memo[Any, _Capture]" = Memo(512)
 
 
 def _capture(form: Any, graph: Callable[..., Any], ts: Tuple[torch.Tensor, ...], ud: int,
@@ -210,10 +205,7 @@ def _capture(form: Any, graph: Callable[..., Any], ts: Tuple[torch.Tensor, ...],
         cap.replay((True,) * (len(ts) - 2))  # a graph that refuses these inputs: its own path
     except Exception:
         return None
-    with _CAPTURES_LOCK:
-        _CAPTURES[key] = cap
-        while len(_CAPTURES) > _CAPTURES_MAX:  # the oldest first
-            _CAPTURES.popitem(last=False)
+    _CAPTURES[key] = cap  # (racing threads: each keeps a capture, the last one stays)
     return cap
 
 

@@ -89,6 +89,51 @@ def test_the_package_has_no_import_circle():
     assert _cycles(graph) == []
 
 
+def test_only_jobs_calls_the_core():
+    """sinpe._jobs is the package's one caller of the C core: no other module imports
+    sinpe._sinpe (the package's __init__ imports _jobs, which imports it)."""
+    callers = set()
+    for name, path in _modules().items():
+        with open(path) as f:
+            tree = ast.parse(f.read())
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                words = [w for a in node.names for w in a.name.split(".")]
+                if isinstance(node, ast.ImportFrom):
+                    words += (node.module or "").split(".")
+                if "_sinpe" in words:
+                    callers.add(name)
+    assert callers == {"sinpe._jobs"}, callers
+
+
+def test_module_caches_are_memos():
+    """Every module-level cache of the package is a Memo (sinpe/_memo.py: bounded, emptied
+    by sinpe.clear_cache()), but for the ones with rules of their own, named here: no module
+    keeps a dict that a name ending in a cache's words (..._PLANS, _CAPTURES, ...) fills."""
+    own_rules = {"_ENTRIES",      # the rows' cache: a budget in bytes (sinpe/_cache.py)
+                 "_VIEWS",        # the held views (sinpe/_held.py), emptied with the rows
+                 "_LIB",          # the loaded libraries (loaded once per process)
+                 "_FORMS", "_LAZY"}  # the torch custom operators' registrations
+    found = []
+    for name, path in _modules().items():
+        with open(path) as f:
+            tree = ast.parse(f.read())
+        for node in tree.body:
+            target, value = None, None
+            if isinstance(node, ast.AnnAssign):
+                target, value = node.target, node.value
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0], node.value
+            if not isinstance(target, ast.Name) or value is None:
+                continue
+            empty = (isinstance(value, ast.Dict) and not value.keys) or (
+                isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+                and value.func.id in ("dict", "OrderedDict") and not value.args)
+            if empty and target.id not in own_rules:
+                found.append(f"{name}.{target.id}")
+    assert not found, found
+
+
 def test_docs_layout_names_every_package_module():
     with open(os.path.join(ROOT, "docs", "layout.md")) as f:
         layout = f.read()

@@ -518,3 +518,23 @@ def test_one_far_position_is_not_kept():
         assert same(a, sinpe.positional_encoding(d_model=64, positions=np.array([250_000])))
     finally:
         sinpe.set_cache_size(saved)
+
+
+@pytest.mark.needs_torch
+def test_clear_cache_empties_the_torch_wings_memos():
+    """The torch wing's caches (rotation plans, recognised functions, ...) are Memos:
+    sinpe.clear_cache() empties them with the rows, and the next rotation gives the same
+    bits (a plan made again)."""
+    import torch
+    import sinpe.torch as st
+    from sinpe._torch import rotate
+    q = torch.randn(1, 4, 3, 8)
+    cos, sin = torch.randn(1, 3, 8), torch.randn(1, 3, 8)
+    first = st.apply_rotary_pos_emb(q, q.clone(), cos, sin)
+    assert len(rotate._PLANS) > 0
+    sinpe.clear_cache()
+    assert len(rotate._PLANS) == 0
+    again = st.apply_rotary_pos_emb(q, q.clone(), cos, sin)
+    assert len(rotate._PLANS) > 0
+    for a, b in zip(first, again):
+        assert torch.equal(a.view(torch.int32), b.view(torch.int32))
