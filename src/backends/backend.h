@@ -56,6 +56,25 @@ typedef struct {
                 int64_t n);
 } sinpe_backend_ops;
 
+/* A backend with no library to load (builtin, sleef, the frameworks) is always ready. */
+static inline int sinpe_backend_no_library(void)
+{
+    return 1;
+}
+
+/* The table of such a backend (backends/vml.c writes its own, with the library's load,
+ * version and threading layer); rows_fn NULL: the engine forms the angles. */
+#define SINPE_BACKEND_OPS(indep, check_fn, exp_fn, sincos_fn, rows_fn, pow_fn)               \
+    {                                                                                        \
+        .independent = (indep),                                                              \
+        .ready = sinpe_backend_no_library,                                                   \
+        .check = (check_fn),                                                                 \
+        .exp = (exp_fn),                                                                     \
+        .sincos = (sincos_fn),                                                               \
+        .rows = (rows_fn),                                                                   \
+        .pow = (pow_fn),                                                                     \
+    }
+
 /* The registry (backends/registry.c). */
 /* The backends by index: the one list of their names (the registry, the public API and,
  * through the binding's BACKENDS, the package read it). */

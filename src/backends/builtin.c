@@ -6,11 +6,6 @@
 
 #define BLOCK 2048
 
-static int builtin_ready(void)
-{
-    return 1;
-}
-
 static int builtin_check(const sinpe_bctx *ctx)
 {
     return ctx->path ? 0 : 1;
@@ -53,12 +48,5 @@ static void builtin_pow(const sinpe_bctx *ctx, float base, const float *y, float
         out[i] = sinpe_powf_cr(base, y[i]);
 }
 
-const sinpe_backend_ops sinpe_backend_builtin = {
-    .independent = 1,
-    .ready = builtin_ready,
-    .check = builtin_check,
-    .exp = builtin_exp,
-    .sincos = builtin_sincos,
-    .rows = builtin_rows,
-    .pow = builtin_pow,
-};
+const sinpe_backend_ops sinpe_backend_builtin = SINPE_BACKEND_OPS(
+    1, builtin_check, builtin_exp, builtin_sincos, builtin_rows, builtin_pow);

@@ -34,11 +34,6 @@
 
 #define FUSED 1
 
-static int fw_ready(void)
-{
-    return 1;
-}
-
 static int fw_check(const sinpe_bctx *ctx)
 {
     (void)ctx;
@@ -73,14 +68,50 @@ static void with_tail(vec_fn vec, int flag, lib_fn lib, int ftz, int width, int6
     }
 }
 
+/* Eigen's sin and cos (ftz: under FTZ/DAZ) of elements e0 .. e0+n-1 of a tensor of len
+ * elements, the last len % width through glibc's sinf and cosf (s or c NULL: not wanted). */
+static void eigen_sincos(int ftz, int width, int64_t len, int64_t e0, const float *a, float *s,
+                         float *c, size_t n)
+{
+    if (s)
+        with_tail(sinpe_eigen_sinf, ftz, sinpe_glibc_sinf, 0, width, len, e0, a, s, n);
+    if (c)
+        with_tail(sinpe_eigen_cosf, ftz, sinpe_glibc_cosf, 0, width, len, e0, a, c, n);
+}
+
+/* s[i] = sin(a[i]) and c[i] = cos(a[i]) by a C library's functions, every element (s or c
+ * NULL: not wanted). */
+static void lib_sincos(lib_fn sin_fn, lib_fn cos_fn, const float *a, float *s, float *c,
+                       size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (s)
+            s[i] = sin_fn(a[i], FUSED);
+        if (c)
+            c[i] = cos_fn(a[i], FUSED);
+    }
+}
+
+typedef float (*pow_fn)(float x, float y, int fused);
+
+/* out[i] = f(base, y[i]), every element. */
+static void lib_pow(pow_fn f, float base, const float *y, float *out, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        out[i] = f(base, y[i], FUSED);
+}
+
 static void glibc_pow(const sinpe_bctx *ctx, float base, const float *y, float *out, int64_t e0,
                       int64_t n)
 {
     (void)ctx;
     (void)e0;
-    for (int64_t i = 0; i < n; i++)
-        out[i] = sinpe_powf_glibc(base, y[i], FUSED);
+    lib_pow(sinpe_powf_glibc, base, y, out, n);
 }
+
+/* A framework's table: every context suits it, the engine forms the angles. */
+#define FW_BACKEND(indep, exp_fn, sincos_fn, pow_fn_)                                        \
+    SINPE_BACKEND_OPS(indep, fw_check, exp_fn, sincos_fn, NULL, pow_fn_)
 
 /* ---- numpy ---------------------------------------------------------------------------- */
 
@@ -97,22 +128,10 @@ static void numpy_sincos(const sinpe_bctx *ctx, int64_t e0, const float *a, floa
 {
     (void)ctx;
     (void)e0;
-    for (size_t i = 0; i < n; i++) {
-        if (s)
-            s[i] = sinpe_numpy_sinf(a[i], FUSED);
-        if (c)
-            c[i] = sinpe_numpy_cosf(a[i], FUSED);
-    }
+    lib_sincos(sinpe_numpy_sinf, sinpe_numpy_cosf, a, s, c, n);
 }
 
-const sinpe_backend_ops sinpe_backend_numpy = {
-    .independent = 1,
-    .ready = fw_ready,
-    .check = fw_check,
-    .exp = numpy_exp,
-    .sincos = numpy_sincos,
-    .pow = glibc_pow,
-};
+const sinpe_backend_ops sinpe_backend_numpy = FW_BACKEND(1, numpy_exp, numpy_sincos, glibc_pow);
 
 /* ---- tensorflow ------------------------------------------------------------------------ */
 
@@ -126,12 +145,7 @@ static void tf_exp(const sinpe_bctx *ctx, int64_t e0, const float *in, float *ou
 static void tf_sincos(const sinpe_bctx *ctx, int64_t e0, const float *a, float *s, float *c,
                       size_t n)
 {
-    if (s)
-        with_tail(sinpe_eigen_sinf, 1, sinpe_glibc_sinf, 0, TF_WIDTH, ctx->tensor_len, e0, a, s,
-                  n);
-    if (c)
-        with_tail(sinpe_eigen_cosf, 1, sinpe_glibc_cosf, 0, TF_WIDTH, ctx->tensor_len, e0, a, c,
-                  n);
+    eigen_sincos(1, TF_WIDTH, ctx->tensor_len, e0, a, s, c, n);
 }
 
 static void tf_pow(const sinpe_bctx *ctx, float base, const float *y, float *out, int64_t e0,
@@ -143,14 +157,8 @@ static void tf_pow(const sinpe_bctx *ctx, float base, const float *y, float *out
                             : sinpe_flush_subnormal(sinpe_powf_glibc_ftz(base, y[i], FUSED));
 }
 
-const sinpe_backend_ops sinpe_backend_tensorflow = {
-    .independent = 0, /* an element's function depends on where it lies (the tail) */
-    .ready = fw_ready,
-    .check = fw_check,
-    .exp = tf_exp,
-    .sincos = tf_sincos,
-    .pow = tf_pow,
-};
+/* not independent: an element's function depends on where it lies (the tail) */
+const sinpe_backend_ops sinpe_backend_tensorflow = FW_BACKEND(0, tf_exp, tf_sincos, tf_pow);
 
 /* ---- jax ------------------------------------------------------------------------------- */
 
@@ -180,12 +188,7 @@ static void jax_sincos(const sinpe_bctx *ctx, int64_t e0, const float *a, float 
 {
     (void)ctx;
     (void)e0;
-    for (size_t i = 0; i < n; i++) {
-        if (s)
-            s[i] = sinpe_glibc_sinf(a[i], FUSED);
-        if (c)
-            c[i] = sinpe_glibc_cosf(a[i], FUSED);
-    }
+    lib_sincos(sinpe_glibc_sinf, sinpe_glibc_cosf, a, s, c, n);
 }
 
 static void jax_pow(const sinpe_bctx *ctx, float base, const float *y, float *out, int64_t e0,
@@ -193,18 +196,10 @@ static void jax_pow(const sinpe_bctx *ctx, float base, const float *y, float *ou
 {
     (void)ctx;
     (void)e0;
-    for (int64_t i = 0; i < n; i++)
-        out[i] = sinpe_powf_glibc_ftz(base, y[i], FUSED);
+    lib_pow(sinpe_powf_glibc_ftz, base, y, out, n);
 }
 
-const sinpe_backend_ops sinpe_backend_jax = {
-    .independent = 1,
-    .ready = fw_ready,
-    .check = fw_check,
-    .exp = jax_exp,
-    .sincos = jax_sincos,
-    .pow = jax_pow,
-};
+const sinpe_backend_ops sinpe_backend_jax = FW_BACKEND(1, jax_exp, jax_sincos, jax_pow);
 
 /* ---- onnxruntime ----------------------------------------------------------------------- */
 
@@ -221,19 +216,8 @@ static void ort_exp(const sinpe_bctx *ctx, int64_t e0, const float *in, float *o
 static void ort_sincos(const sinpe_bctx *ctx, int64_t e0, const float *a, float *s, float *c,
                        size_t n)
 {
-    if (s)
-        with_tail(sinpe_eigen_sinf, 0, sinpe_glibc_sinf, 0, ORT_WIDTH, ctx->tensor_len, e0, a, s,
-                  n);
-    if (c)
-        with_tail(sinpe_eigen_cosf, 0, sinpe_glibc_cosf, 0, ORT_WIDTH, ctx->tensor_len, e0, a, c,
-                  n);
+    eigen_sincos(0, ORT_WIDTH, ctx->tensor_len, e0, a, s, c, n);
 }
 
-const sinpe_backend_ops sinpe_backend_onnxruntime = {
-    .independent = 0, /* sin/cos: the tail */
-    .ready = fw_ready,
-    .check = fw_check,
-    .exp = ort_exp,
-    .sincos = ort_sincos,
-    .pow = glibc_pow,
-};
+/* not independent: sin/cos have the tail */
+const sinpe_backend_ops sinpe_backend_onnxruntime = FW_BACKEND(0, ort_exp, ort_sincos, glibc_pow);

@@ -18,11 +18,6 @@
 #include "elem/powf.h"
 #include "elem/sleef.h"
 
-static int sleef_ready(void)
-{
-    return 1;
-}
-
 static int sleef_check(const sinpe_bctx *ctx)
 {
     int trig_ok = ctx->trig == SINPE_SLEEF_U10 || ctx->trig == SINPE_SLEEF_U35;
@@ -84,11 +79,6 @@ static void sleef_pow(const sinpe_bctx *ctx, float base, const float *y, float *
     sinpe_torch_powf(base, y, out, e0, n, ctx->tensor_len, &prof);
 }
 
-const sinpe_backend_ops sinpe_backend_sleef = {
-    .independent = 0,
-    .ready = sleef_ready,
-    .check = sleef_check,
-    .exp = sleef_exp,
-    .sincos = sleef_sincos,
-    .pow = sleef_pow,
-};
+/* not independent: SLEEF's vectors couple lanes */
+const sinpe_backend_ops sinpe_backend_sleef =
+    SINPE_BACKEND_OPS(0, sleef_check, sleef_exp, sleef_sincos, NULL, sleef_pow);

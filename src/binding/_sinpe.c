@@ -236,6 +236,27 @@ static int to_rows(call *c, PyObject *rows, PyObject *positions, PyObject *grid)
     return rows == Py_None ? 0 : to_int64(rows, c->rows_name, &j->rows);
 }
 
+/* A job's call on the module's route: its names of the result, rows and columns (messages). */
+static sinpe_job *job_call(call *c, PyObject *self, sinpe_job_kind kind, const char *what,
+                           const char *rows_name, const char *cols_name)
+{
+    call_init(c, what, rows_name, cols_name);
+    c->route = PyModule_GetState(self);
+    c->job.kind = kind;
+    return &c->job;
+}
+
+/* Where a TABLE's or ADD's rows sit in the table: base, offset, and the length of the table
+ * they come from (max_len). */
+static int to_placement(call *c, PyObject *base, PyObject *offset, PyObject *table_rows)
+{
+    sinpe_job *j = &c->job;
+    c->base_obj = base;
+    return to_real(base, "base", &j->base) < 0 || to_int64(offset, "offset", &j->offset) < 0
+                   || to_int64(table_rows, "max_len", &j->table_rows) < 0
+               ? -1 : 0;
+}
+
 static const char *utf8_or(PyObject *o, const char *fallback)
 {
     const char *s = o && PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
@@ -244,7 +265,6 @@ static const char *utf8_or(PyObject *o, const char *fallback)
 
 #define TABLE_PARAMS(X) X(opts) X(out) X(rows) X(cols) X(base) X(offset) X(positions) X(grid) \
     X(dtype) X(dtype_asked) X(table_rows) X(preset) X(names) X(huge) X(fill) X(flags) X(kept)
-static const char *const TABLE_KW[] = KEYWORDS(TABLE_PARAMS);
 
 PyDoc_STRVAR(table_doc,
 SIGNATURE("table", TABLE_PARAMS)
@@ -259,44 +279,34 @@ SIGNATURE("table", TABLE_PARAMS)
 "sinpe_job.kept), or (reserve, make): make() returns None or such a tuple once the job is\n"
 "checked (reserve bytes admitted with its result).\n");
 
-static PyObject *py_table(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                          PyObject *kwnames)
+ENTRY_POINT(table, TABLE_PARAMS)
+
+static PyObject *table_call(PyObject *self, const table_args *a)
 {
-    (void)self;
-    ARGS(TABLE_PARAMS) a;
-    if (parse_args("table", args, nargs, kwnames, TABLE_KW, NPARAMS(TABLE_PARAMS), a.a) < 0)
-        return NULL;
-    PyObject *o_opts = a.p.opts, *out = a.p.out, *rows = a.p.rows, *cols = a.p.cols;
-    PyObject *base = a.p.base, *offset = a.p.offset, *positions = a.p.positions;
-    PyObject *grid = a.p.grid, *dtype = a.p.dtype, *asked = a.p.dtype_asked;
-    PyObject *table_rows = a.p.table_rows, *preset = a.p.preset, *names = a.p.names;
-    PyObject *huge = a.p.huge, *fill = a.p.fill, *flags = a.p.flags, *kept = a.p.kept;
-    long f = PyLong_AsLong(flags);
+    PyObject *out = a->p.out, *names = a->p.names;
+    long f = PyLong_AsLong(a->p.flags);
     if (f == -1 && PyErr_Occurred())
         return NULL;
     call c;
     PyObject *n0 = PyTuple_Check(names) && PyTuple_GET_SIZE(names) == 3 ? names : NULL;
-    call_init(&c, n0 ? utf8_or(PyTuple_GET_ITEM(n0, 0), "out") : "out",
-              n0 ? utf8_or(PyTuple_GET_ITEM(n0, 1), "max_len") : "max_len",
-              n0 ? utf8_or(PyTuple_GET_ITEM(n0, 2), "d_model") : "d_model");
-    c.route = PyModule_GetState(self);
-    sinpe_job *j = &c.job;
-    j->kind = SINPE_JOB_TABLE;
-    c.base_obj = base;
-    c.huge = PyObject_IsTrue(huge) == 1;
+    sinpe_job *j = job_call(&c, self, SINPE_JOB_TABLE,
+                            n0 ? utf8_or(PyTuple_GET_ITEM(n0, 0), "out") : "out",
+                            n0 ? utf8_or(PyTuple_GET_ITEM(n0, 1), "max_len") : "max_len",
+                            n0 ? utf8_or(PyTuple_GET_ITEM(n0, 2), "d_model") : "d_model");
+    c.huge = PyObject_IsTrue(a->p.huge) == 1;
     j->lead_one = (f & 1) != 0;
     j->own_tensor = (f & 2) != 0;
-    if (to_opts(o_opts, &c) < 0 || (cols != Py_None && to_int64(cols, c.cols_name, &j->cols) < 0)
-        || to_real(base, "base", &j->base) < 0
-        || to_int64(offset, "offset", &j->offset) < 0
-        || to_int64(table_rows, "max_len", &j->table_rows) < 0
-        || (preset != Py_None && to_preset(&c, preset) < 0)
-        || to_rows(&c, rows, positions, grid) < 0 || to_dtype(&c, dtype, asked) < 0
-        || to_dst(&c, out) < 0 || to_kept(&c, kept) < 0) {
+    if (to_opts(a->p.opts, &c) < 0
+        || (a->p.cols != Py_None && to_int64(a->p.cols, c.cols_name, &j->cols) < 0)
+        || to_placement(&c, a->p.base, a->p.offset, a->p.table_rows) < 0
+        || (a->p.preset != Py_None && to_preset(&c, a->p.preset) < 0)
+        || to_rows(&c, a->p.rows, a->p.positions, a->p.grid) < 0
+        || to_dtype(&c, a->p.dtype, a->p.dtype_asked) < 0 || to_dst(&c, out) < 0
+        || to_kept(&c, a->p.kept) < 0) {
         call_clear(&c);
         return NULL;
     }
-    if (PyObject_IsTrue(fill) != 1) { /* checked (and a fresh result allocated), not filled */
+    if (PyObject_IsTrue(a->p.fill) != 1) { /* checked (and a fresh result allocated), not filled */
         int st = sinpe_job_prepare(j, &c.opts);
         PyObject *r = NULL;
         if (st != SINPE_OK)
@@ -312,45 +322,33 @@ static PyObject *py_table(PyObject *self, PyObject *const *args, Py_ssize_t narg
 }
 
 #define ADD_PARAMS(X) X(opts) X(x) X(base) X(offset) X(positions) X(table_rows) X(grow) X(kept)
-static const char *const ADD_KW[] = KEYWORDS(ADD_PARAMS);
 
 PyDoc_STRVAR(add_doc,
 SIGNATURE("add", ADD_PARAMS)
 "x += the table, in place (an ADD job); returns x.  table_rows: the length of the table the\n"
 "rows come from (grow: it may be too short, then the rows' own).  kept: as for table.\n");
 
-static PyObject *py_add(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                        PyObject *kwnames)
+ENTRY_POINT(add, ADD_PARAMS)
+
+static PyObject *add_call(PyObject *self, const add_args *a)
 {
-    (void)self;
-    ARGS(ADD_PARAMS) a;
-    if (parse_args("add", args, nargs, kwnames, ADD_KW, NPARAMS(ADD_PARAMS), a.a) < 0)
-        return NULL;
-    PyObject *o_opts = a.p.opts, *x = a.p.x, *base = a.p.base, *offset = a.p.offset;
-    PyObject *positions = a.p.positions, *table_rows = a.p.table_rows, *grow = a.p.grow;
-    PyObject *kept = a.p.kept;
     call c;
-    call_init(&c, "x", "seq_len", "d_model");
-    c.route = PyModule_GetState(self);
+    sinpe_job *j = job_call(&c, self, SINPE_JOB_ADD, "x", "seq_len", "d_model");
     c.noun = "adding to an array";
-    sinpe_job *j = &c.job;
-    j->kind = SINPE_JOB_ADD;
-    c.base_obj = base;
-    j->table_grow = PyObject_IsTrue(grow) == 1;
-    if (to_opts(o_opts, &c) < 0 || to_real(base, "base", &j->base) < 0
-        || to_int64(offset, "offset", &j->offset) < 0
-        || to_int64(table_rows, "max_len", &j->table_rows) < 0
-        || to_rows(&c, Py_None, positions, Py_None) < 0 /* its __array__ runs before x is */
-        || view_get(&c, 0, x, "x", &j->dst) < 0 || to_kept(&c, kept) < 0) { /* exported */
+    j->table_grow = PyObject_IsTrue(a->p.grow) == 1;
+    /* positions first: their __array__ runs before x is exported */
+    if (to_opts(a->p.opts, &c) < 0
+        || to_placement(&c, a->p.base, a->p.offset, a->p.table_rows) < 0
+        || to_rows(&c, Py_None, a->p.positions, Py_None) < 0
+        || view_get(&c, 0, a->p.x, "x", &j->dst) < 0 || to_kept(&c, a->p.kept) < 0) {
         call_clear(&c);
         return NULL;
     }
-    return run_call(&c, x);
+    return run_call(&c, a->p.x);
 }
 
 #define ROPE_PARAMS(X) X(opts) X(x) X(cos) X(sin) X(seq_axis) X(batch_axis) X(pairs) X(src) \
     X(x2) X(src2) X(names)
-static const char *const ROPE_KW[] = KEYWORDS(ROPE_PARAMS);
 
 PyDoc_STRVAR(rope_doc,
 SIGNATURE("rope", ROPE_PARAMS)
@@ -359,34 +357,30 @@ SIGNATURE("rope", ROPE_PARAMS)
 "(None: x) is read; x2 (None: none) is rotated too, from src2 (None: x2).  names: None, or\n"
 "the caller's names of (x, cos, sin, src, x2, src2) for messages.  Returns x.\n");
 
-static PyObject *py_rope(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                         PyObject *kwnames)
+ENTRY_POINT(rope, ROPE_PARAMS)
+
+static PyObject *rope_call(PyObject *self, const rope_args *a)
 {
-    ARGS(ROPE_PARAMS) a;
     int seq_axis, batch_axis, pairs;
     const char *nm[6];
-    if (parse_args("rope", args, nargs, kwnames, ROPE_KW, NPARAMS(ROPE_PARAMS), a.a) < 0
-        || to_int(a.p.seq_axis, "seq_axis", &seq_axis) < 0
-        || to_int(a.p.batch_axis, "batch_axis", &batch_axis) < 0 || to_bool(a.p.pairs, &pairs) < 0
-        || rope_names(a.p.names, nm) < 0)
+    if (to_int(a->p.seq_axis, "seq_axis", &seq_axis) < 0
+        || to_int(a->p.batch_axis, "batch_axis", &batch_axis) < 0 || to_bool(a->p.pairs, &pairs) < 0
+        || rope_names(a->p.names, nm) < 0)
         return NULL;
-    PyObject *o_opts = a.p.opts, *x = a.p.x, *cos = a.p.cos, *sin = a.p.sin;
+    PyObject *o_opts = a->p.opts, *x = a->p.x, *cos = a->p.cos, *sin = a->p.sin;
     call c;
-    call_init(&c, "x", "seq_len", "head_dim");
-    c.route = PyModule_GetState(self);
+    sinpe_job *j = job_call(&c, self, SINPE_JOB_ROPE, "x", "seq_len", "head_dim");
     c.noun = "rotating an array";
-    sinpe_job *j = &c.job;
-    j->kind = SINPE_JOB_ROPE;
     j->rope.seq_axis = seq_axis;
     j->rope.batch_axis = batch_axis;
     j->rope.pairs = pairs;
-    j->rope.second = a.p.x2 != Py_None;
+    j->rope.second = a->p.x2 != Py_None;
     if (to_opts(o_opts, &c) < 0 || view_get(&c, 0, x, nm[0], &j->dst) < 0
         || rope_view(&c, cos, nm[1], &j->rope.cos, 0) < 0
         || rope_view(&c, sin, nm[2], &j->rope.sin, 0) < 0
-        || rope_view(&c, a.p.src, nm[3], &j->rope.src, 1) < 0
-        || rope_view(&c, a.p.x2, nm[4], &j->rope.dst2, 1) < 0
-        || rope_view(&c, a.p.src2, nm[5], &j->rope.src2, 1) < 0) {
+        || rope_view(&c, a->p.src, nm[3], &j->rope.src, 1) < 0
+        || rope_view(&c, a->p.x2, nm[4], &j->rope.dst2, 1) < 0
+        || rope_view(&c, a->p.src2, nm[5], &j->rope.src2, 1) < 0) {
         call_clear(&c);
         return NULL;
     }
@@ -425,7 +419,6 @@ static PyObject *py_map(PyObject *self, PyObject *args)
 
 #define FREQS_PARAMS(X) X(opts) X(kind) X(n) X(start) X(step) X(group) X(a) X(b) X(m) X(base) \
     X(recip) X(base_name)
-static const char *const FREQS_KW[] = KEYWORDS(FREQS_PARAMS);
 
 PyDoc_STRVAR(freqs_doc,
 SIGNATURE("freqs", FREQS_PARAMS)
@@ -433,27 +426,28 @@ SIGNATURE("freqs", FREQS_PARAMS)
 "exp_muldiv, 2 pow (float32; a, b, m and base rounded to float32 first, as torch rounds\n"
 "Python scalars) or 3 pow64 (float64); base_name names base in messages.\n");
 
-static PyObject *py_freqs(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                          PyObject *kwnames)
+ENTRY_POINT(freqs, FREQS_PARAMS)
+
+static PyObject *freqs_call(PyObject *self, const freqs_args *p)
 {
     (void)self;
-    ARGS(FREQS_PARAMS) p;
     int kind, recip;
     int64_t n, start, step, group;
     double a, b, m, base;
-    if (parse_args("freqs", args, nargs, kwnames, FREQS_KW, NPARAMS(FREQS_PARAMS), p.a) < 0
-        || to_int(p.p.kind, "kind", &kind) < 0 || to_int64(p.p.n, "n", &n) < 0
-        || to_int64(p.p.start, "start", &start) < 0 || to_int64(p.p.step, "step", &step) < 0
-        || to_int64(p.p.group, "group", &group) < 0 || to_double(p.p.a, &a) < 0
-        || to_double(p.p.b, &b) < 0 || to_double(p.p.m, &m) < 0 || to_bool(p.p.recip, &recip) < 0)
+    if (to_int(p->p.kind, "kind", &kind) < 0 || to_int64(p->p.n, "n", &n) < 0
+        || to_int64(p->p.start, "start", &start) < 0 || to_int64(p->p.step, "step", &step) < 0
+        || to_int64(p->p.group, "group", &group) < 0 || to_double(p->p.a, &a) < 0
+        || to_double(p->p.b, &b) < 0 || to_double(p->p.m, &m) < 0
+        || to_bool(p->p.recip, &recip) < 0)
         return NULL;
-    const char *base_name = PyUnicode_Check(p.p.base_name) ? PyUnicode_AsUTF8(p.p.base_name) : NULL;
+    PyObject *o_name = p->p.base_name;
+    const char *base_name = PyUnicode_Check(o_name) ? PyUnicode_AsUTF8(o_name) : NULL;
     if (!base_name) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "freqs: base_name must be a str");
         return NULL;
     }
-    PyObject *o_opts = p.p.opts, *o_base = p.p.base;
+    PyObject *o_opts = p->p.opts, *o_base = p->p.base;
     call c;
     call_init(&c, "frequencies", "n", "n");
     c.noun = "a frequency vector";

@@ -118,7 +118,8 @@ int to_bool(PyObject *o, int *v);
 
 /* One declaration of an entry point's parameters, LIST(X) = X(first) X(second) ...: from it
  * come the docstring's text signature (SIGNATURE), the parser's keyword names (KEYWORDS)
- * and the parsed arguments by name (ARGS: a.p.name, or a.a[] for the parser). */
+ * and the parsed arguments by name (ARGS: a.p.name, or a.a[] for the parser); ENTRY_POINT
+ * puts them together. */
 #define BINDING_SIG_(n) ", " #n
 #define BINDING_KW_(n) #n,
 #define BINDING_FIELD_(n) PyObject *n;
@@ -127,5 +128,21 @@ int to_bool(PyObject *o, int *v);
 #define KEYWORDS(LIST) { LIST(BINDING_KW_) NULL }
 #define NPARAMS(LIST) (0 LIST(BINDING_ONE_))
 #define ARGS(LIST) union { struct { LIST(BINDING_FIELD_) } p; PyObject *a[NPARAMS(LIST)]; }
+
+/* An entry point of the parameters LIST (METH_FASTCALL | METH_KEYWORDS), written once:
+ * py_NAME parses them (parse_args) and calls NAME_call(self, a) with the parsed arguments
+ * by name (a->p.first ...), which the entry point's file defines. */
+#define ENTRY_POINT(name, LIST)                                                              \
+    typedef ARGS(LIST) name##_args;                                                          \
+    static const char *const name##_kw[] = KEYWORDS(LIST);                                   \
+    static PyObject *name##_call(PyObject *self, const name##_args *a);                      \
+    static PyObject *py_##name(PyObject *self, PyObject *const *args, Py_ssize_t nargs,      \
+                               PyObject *kwnames)                                            \
+    {                                                                                        \
+        name##_args a;                                                                       \
+        if (parse_args(#name, args, nargs, kwnames, name##_kw, NPARAMS(LIST), a.a) < 0)      \
+            return NULL;                                                                     \
+        return name##_call(self, &a);                                                        \
+    }
 
 #endif

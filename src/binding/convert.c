@@ -358,10 +358,8 @@ PyObject *py_tensor_route(PyObject *self, PyObject *args)
                         "callable or None, or None, None, None");
         return NULL;
     }
+    module_clear(self);
     tensor_route *r = PyModule_GetState(self);
-    Py_CLEAR(r->tensor_type);
-    Py_CLEAR(r->to_dlpack);
-    Py_CLEAR(r->bump);
     if (type != Py_None) {
         Py_INCREF(type);
         Py_INCREF(fn);
@@ -375,21 +373,25 @@ PyObject *py_tensor_route(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* The route's references, listed once: DO(each) for traverse and clear. */
+#define ROUTE_REFS(DO, r)                                                                    \
+    do {                                                                                     \
+        DO((r)->tensor_type);                                                                \
+        DO((r)->to_dlpack);                                                                  \
+        DO((r)->bump);                                                                       \
+    } while (0)
+
 int module_traverse(PyObject *m, visitproc visit, void *arg)
 {
     tensor_route *r = PyModule_GetState(m);
-    Py_VISIT(r->tensor_type);
-    Py_VISIT(r->to_dlpack);
-    Py_VISIT(r->bump);
+    ROUTE_REFS(Py_VISIT, r);
     return 0;
 }
 
 int module_clear(PyObject *m)
 {
     tensor_route *r = PyModule_GetState(m);
-    Py_CLEAR(r->tensor_type);
-    Py_CLEAR(r->to_dlpack);
-    Py_CLEAR(r->bump);
+    ROUTE_REFS(Py_CLEAR, r);
     return 0;
 }
 

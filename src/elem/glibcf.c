@@ -17,7 +17,7 @@
  *
  * `fused`: glibc on x86-64 ships these compiled twice and picks the FMA build on CPUs with
  * FMA and AVX2, where GCC contracts every a * b + c of the source into one fused step; each
- * such step is written here as madd(.., fused).
+ * such step is written here as sinpe_madd(.., fused).
  * Error against float64 sin/cos/exp on every 251st bit pattern: sin, cos 0.561 ulp
  * (|x| <= 10^4), exp 0.502 ulp (x in (-87, 88.7)).
  * Verified (tools/fwcheck.py, 2026-12-02, Intel Xeon (family 6 model 167, AVX-512 incl.
@@ -36,7 +36,7 @@
 #include <stdint.h>
 
 #include "elem/bits.h"
-#include "elem/exp2f_table.h"
+#include "elem/exp2f.h"
 
 static const struct {
     double sign[4];
@@ -72,11 +72,6 @@ static const struct {
       0x1.62e42ff0c52d6p-1 / 32 },
 };
 
-static inline double madd(double a, double b, double c, int fused)
-{
-    return fused ? fma(a, b, c) : a * b + c;
-}
-
 static inline uint32_t abstop12(float x)
 {
     return (sinpe_f32_bits(x) >> 20) & 0x7ff;
@@ -88,17 +83,17 @@ static float poly(double x, double x2, int neg, int n, int fused)
 {
     if ((n & 1) == 0) {
         double x3 = x * x2;
-        double s1 = madd(x2, G.s3, G.s2, fused);
+        double s1 = sinpe_madd(x2, G.s3, G.s2, fused);
         double x7 = x3 * x2;
-        double s = madd(x3, G.s1, x, fused);
-        return (float)madd(x7, s1, s, fused);
+        double s = sinpe_madd(x3, G.s1, x, fused);
+        return (float)sinpe_madd(x7, s1, s, fused);
     }
     double x4 = x2 * x2;
-    double c2 = madd(x2, G.c4[neg], G.c3[neg], fused);
-    double c1 = madd(x2, G.c1[neg], G.c0[neg], fused);
+    double c2 = sinpe_madd(x2, G.c4[neg], G.c3[neg], fused);
+    double c1 = sinpe_madd(x2, G.c1[neg], G.c0[neg], fused);
     double x6 = x4 * x2;
-    double c = madd(x4, G.c2[neg], c1, fused);
-    return (float)madd(x6, c2, c, fused);
+    double c = sinpe_madd(x4, G.c2[neg], c1, fused);
+    return (float)sinpe_madd(x6, c2, c, fused);
 }
 
 /* |x| in [pi/4, 120): the quadrant by the scaled truncation, r = x - n pi/2. */
@@ -107,7 +102,7 @@ static double reduce_fast(double x, int *np, int fused)
     double r = x * G.hpi_inv;
     int n = ((int32_t)r + 0x800000) >> 24;
     *np = n;
-    return madd(-(double)n, G.hpi, x, fused);
+    return sinpe_madd(-(double)n, G.hpi, x, fused);
 }
 
 /* Payne-Hanek for finite |x| >= 120 (bits xi, sign ignored). */
@@ -185,13 +180,6 @@ float sinpe_glibc_expf(float x, int fused)
     double kd = z + G.shift;
     uint64_t ki = sinpe_asuint64(kd);
     kd -= G.shift;
-    double r = madd(G.invln2n, xd, -kd, fused); /* the FMA build contracts z - kd */
-    uint64_t t = G.tab[ki % 32];
-    t += ki << (52 - 5);
-    double s = sinpe_asdouble(t);
-    double zz = madd(G.poly[0], r, G.poly[1], fused);
-    double r2 = r * r;
-    double y = madd(G.poly[2], r, 1.0, fused);
-    y = madd(zz, r2, y, fused);
-    return (float)(y * s);
+    double r = sinpe_madd(G.invln2n, xd, -kd, fused); /* the FMA build contracts z - kd */
+    return sinpe_exp2f_scaled(G.tab, G.poly, ki, 0, r, fused);
 }

@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "elem/bits.h"
-#include "elem/exp2f_table.h"
+#include "elem/exp2f.h"
 #include "platform/cpu.h"
 #include "elem/sleef.h"
 
@@ -50,12 +50,6 @@ static const struct {
     { 0x1.c6af84b912394p-5, 0x1.ebfce50fac4f3p-3, 0x1.62e42ff0c52d6p-1 },
 };
 
-/* a * b + c, fused (one rounding) or as written (two). */
-static inline double madd(double a, double b, double c, int fused)
-{
-    return fused ? fma(a, b, c) : a * b + c;
-}
-
 /* log2(x) for the bits ix of a positive normal x (or a normalized subnormal). */
 static double log2_inline(uint32_t ix, int fused)
 {
@@ -65,15 +59,15 @@ static double log2_inline(uint32_t ix, int fused)
     uint32_t iz = ix - top;
     int k = (int32_t)top >> 23; /* arithmetic shift */
     double z = (double)sinpe_bits_f32(iz);
-    double r = madd(z, G.invc[i], -1.0, fused);
+    double r = sinpe_madd(z, G.invc[i], -1.0, fused);
     double y0 = G.logc[i] + (double)k;
     double r2 = r * r;
-    double y = madd(G.poly[0], r, G.poly[1], fused);
-    double p = madd(G.poly[2], r, G.poly[3], fused);
+    double y = sinpe_madd(G.poly[0], r, G.poly[1], fused);
+    double p = sinpe_madd(G.poly[2], r, G.poly[3], fused);
     double r4 = r2 * r2;
-    double q = madd(G.poly[4], r, y0, fused);
-    q = madd(p, r2, q, fused);
-    return madd(y, r4, q, fused);
+    double q = sinpe_madd(G.poly[4], r, y0, fused);
+    q = sinpe_madd(p, r2, q, fused);
+    return sinpe_madd(y, r4, q, fused);
 }
 
 static float exp2_inline(double xd, uint64_t sign_bias, int fused)
@@ -82,14 +76,7 @@ static float exp2_inline(double xd, uint64_t sign_bias, int fused)
     uint64_t ki = sinpe_asuint64(kd);
     kd -= G.shift_scaled;
     double r = xd - kd;
-    uint64_t t = G.tab[ki % 32];
-    t += (ki + sign_bias) << (52 - 5);
-    double s = sinpe_asdouble(t);
-    double z = madd(G.c[0], r, G.c[1], fused);
-    double r2 = r * r;
-    double y = madd(G.c[2], r, 1.0, fused);
-    y = madd(z, r2, y, fused);
-    return (float)(y * s);
+    return sinpe_exp2f_scaled(G.tab, G.c, ki, sign_bias, r, fused);
 }
 
 /* 0: not an integer, 1: odd, 2: even (iy: a nonzero finite float's bits). */

@@ -137,7 +137,37 @@ static df FN(reduce)(float a, int32_t *k)
     return x;
 }
 
+/* Path C of sin (is_cos 0) and cos (1), u10 and u35 alike: d reduced to r (a double-float)
+ * and the quadrant q. */
+static df FN(long_path)(float d, int is_cos, int32_t *q)
+{
+    int32_t k;
+    df r = FN(reduce)(d, &k);
+    if (!is_cos) {
+        *q = (2 * (k & 3) + (r.h > 0 ? 2 : 1)) >> 2;
+        if (k & 1)
+            r = FN(twosum_pp)(r, (df){ xorsign(K.hh, r.h), xorsign(K.hl, r.h) });
+    } else {
+        *q = (2 * (k & 3) + (r.h > 0 ? 8 : 7)) >> 1;
+        if (!(k & 1)) {
+            float g = r.h > 0 ? 0.0f : -1.0f;
+            r = FN(twosum_pp)(r, (df){ xorsign(K.hh, g), xorsign(K.hl, g) });
+        }
+    }
+    return r;
+}
+
 /* ---- u10 (sections 7, 8) ------------------------------------------------------------------ */
+
+/* Path C's reduced argument (sin: is_cos = 0, cos: 1), normalized (NaN for an infinite or
+ * NaN d), and q. */
+static df FN(u10_long)(float d, int is_cos, int32_t *q)
+{
+    df s = FN(norm)(FN(long_path)(d, is_cos, q));
+    if (FN(is_nan_or_inf)(d))
+        s.h = from_bits(0xffffffffu);
+    return s;
+}
 
 static float FN(u10_tail)(df s, int q_odd_or_flip, float d, int is_sin)
 {
@@ -155,53 +185,37 @@ static float FN(u10_tail)(df s, int q_odd_or_flip, float d, int is_sin)
     return u;
 }
 
+/* Path A of sin: d - q pi as a double-float, q = rint(d / pi). */
+static df FN(sin_u10_a)(float d, int32_t *q)
+{
+    float u = rintf(d * K.invpi);
+    *q = FN(cvtn)(u);
+    float v = fmaf(u, K.c1, d);
+    df s = FN(twosum)(v, u * K.c2);
+    return FN(quick_pf)(s, u * K.c3);
+}
+
 static float FN(sin_u10)(float d, int path)
 {
     int32_t q;
-    df s;
-    if (path == 0) {
-        float u = rintf(d * K.invpi);
-        q = FN(cvtn)(u);
-        float v = fmaf(u, K.c1, d);
-        s = FN(twosum)(v, u * K.c2);
-        s = FN(quick_pf)(s, u * K.c3);
-    } else {
-        int32_t k;
-        df r = FN(reduce)(d, &k);
-        int32_t c = r.h > 0 ? 2 : 1;
-        q = (2 * (k & 3) + c) >> 2;
-        if (k & 1)
-            r = FN(twosum_pp)(r, (df){ xorsign(K.hh, r.h), xorsign(K.hl, r.h) });
-        s = FN(norm)(r);
-        if (FN(is_nan_or_inf)(d))
-            s.h = from_bits(0xffffffffu);
-    }
+    df s = path == 0 ? FN(sin_u10_a)(d, &q) : FN(u10_long)(d, 0, &q);
     return FN(u10_tail)(s, q & 1, d, 1);
+}
+
+/* Path A of cos: d - q pi/2, q = 2 rint(d / pi - 1/2) + 1. */
+static df FN(cos_u10_a)(float d, int32_t *q)
+{
+    float m = fmaf(rintf(fmaf(d, K.invpi, -0.5f)), 2.0f, 1.0f);
+    *q = FN(cvtn)(m);
+    df s = FN(twosum)(d, m * K.d1);
+    s = FN(twosum_pf)(s, m * K.d2);
+    return FN(twosum_pf)(s, m * K.d3);
 }
 
 static float FN(cos_u10)(float d, int path)
 {
     int32_t q;
-    df s;
-    if (path == 0) {
-        float m = fmaf(rintf(fmaf(d, K.invpi, -0.5f)), 2.0f, 1.0f);
-        q = FN(cvtn)(m);
-        s = FN(twosum)(d, m * K.d1);
-        s = FN(twosum_pf)(s, m * K.d2);
-        s = FN(twosum_pf)(s, m * K.d3);
-    } else {
-        int32_t k;
-        df r = FN(reduce)(d, &k);
-        int32_t c = r.h > 0 ? 8 : 7;
-        q = (2 * (k & 3) + c) >> 1;
-        if (!(k & 1)) {
-            float g = r.h > 0 ? 0.0f : -1.0f;
-            r = FN(twosum_pp)(r, (df){ xorsign(K.hh, g), xorsign(K.hl, g) });
-        }
-        s = FN(norm)(r);
-        if (FN(is_nan_or_inf)(d))
-            s.h = from_bits(0xffffffffu);
-    }
+    df s = path == 0 ? FN(cos_u10_a)(d, &q) : FN(u10_long)(d, 1, &q);
     return FN(u10_tail)(s, (q & 2) == 0, d, 0);
 }
 
@@ -221,70 +235,57 @@ static float FN(u35_tail)(float x, int flip, float d, int is_sin)
     return u;
 }
 
-/* Path C's reduced argument (sin: half = 0, cos: half = 1) and q. */
+/* Path C's reduced argument (sin: is_cos = 0, cos: 1) as one float, and q. */
 static float FN(u35_long)(float d, int is_cos, int32_t *q)
 {
-    int32_t k;
-    df r = FN(reduce)(d, &k);
-    if (!is_cos) {
-        *q = (2 * (k & 3) + (r.h > 0 ? 2 : 1)) >> 2;
-        if (k & 1)
-            r = FN(twosum_pp)(r, (df){ xorsign(K.hh, r.h), xorsign(K.hl, r.h) });
-    } else {
-        *q = (2 * (k & 3) + (r.h > 0 ? 8 : 7)) >> 1;
-        if (!(k & 1)) {
-            float g = r.h > 0 ? 0.0f : -1.0f;
-            r = FN(twosum_pp)(r, (df){ xorsign(K.hh, g), xorsign(K.hl, g) });
-        }
-    }
+    df r = FN(long_path)(d, is_cos, q);
     float x = r.h + r.l;
     return FN(is_nan_or_inf)(d) ? from_bits(0xffffffffu) : x;
+}
+
+/* Paths A and B: d + u c1 + u c2 + u c3 (+ u c4), each step one fused multiply-add (the
+ * constants are minus pi in parts, for cos halved). */
+static inline float FN(cw3)(float u, float d, float c1, float c2, float c3)
+{
+    float x = fmaf(u, c1, d);
+    x = fmaf(u, c2, x);
+    return fmaf(u, c3, x);
+}
+
+static inline float FN(cw4)(float u, float d, float c1, float c2, float c3, float c4)
+{
+    return fmaf(u, c4, FN(cw3)(u, d, c1, c2, c3));
+}
+
+/* Paths A and B of sin: d - q pi, q = rint(d / pi). */
+static float FN(sin_u35_ab)(float d, int path, int32_t *q)
+{
+    *q = FN(cvtn)(d * K.invpi);
+    float u = (float)*q;
+    return path == 0 ? FN(cw3)(u, d, K.a1, K.a2, K.a3) : FN(cw4)(u, d, K.b1, K.b2, K.b3, K.b4);
 }
 
 static float FN(sin_u35)(float d, int path)
 {
     int32_t q;
-    float x;
-    if (path < 2) {
-        q = FN(cvtn)(d * K.invpi);
-        float u = (float)q;
-        if (path == 0) {
-            x = fmaf(u, K.a1, d);
-            x = fmaf(u, K.a2, x);
-            x = fmaf(u, K.a3, x);
-        } else {
-            x = fmaf(u, K.b1, d);
-            x = fmaf(u, K.b2, x);
-            x = fmaf(u, K.b3, x);
-            x = fmaf(u, K.b4, x);
-        }
-    } else {
-        x = FN(u35_long)(d, 0, &q);
-    }
+    float x = path < 2 ? FN(sin_u35_ab)(d, path, &q) : FN(u35_long)(d, 0, &q);
     return FN(u35_tail)(x, q & 1, d, 1);
+}
+
+/* Paths A and B of cos: d - q pi/2, q = 2 rint(d / pi - 1/2) + 1. */
+static float FN(cos_u35_ab)(float d, int path, int32_t *q)
+{
+    int32_t m = FN(cvtn)((d * K.invpi) - 0.5f);
+    *q = 2 * m + 1;
+    float u = (float)*q;
+    return path == 0 ? FN(cw3)(u, d, K.a1 * 0.5f, K.a2 * 0.5f, K.a3 * 0.5f)
+                     : FN(cw4)(u, d, K.b1h, K.b2h, K.b3h, K.b4h);
 }
 
 static float FN(cos_u35)(float d, int path)
 {
     int32_t q;
-    float x;
-    if (path < 2) {
-        int32_t m = FN(cvtn)((d * K.invpi) - 0.5f);
-        q = 2 * m + 1;
-        float u = (float)q;
-        if (path == 0) {
-            x = fmaf(u, K.a1 * 0.5f, d);
-            x = fmaf(u, K.a2 * 0.5f, x);
-            x = fmaf(u, K.a3 * 0.5f, x);
-        } else {
-            x = fmaf(u, K.b1h, d);
-            x = fmaf(u, K.b2h, x);
-            x = fmaf(u, K.b3h, x);
-            x = fmaf(u, K.b4h, x);
-        }
-    } else {
-        x = FN(u35_long)(d, 1, &q);
-    }
+    float x = path < 2 ? FN(cos_u35_ab)(d, path, &q) : FN(u35_long)(d, 1, &q);
     return FN(u35_tail)(x, (q & 2) == 0, d, 0);
 }
 

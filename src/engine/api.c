@@ -104,10 +104,9 @@ int sinpe_path_best(void)
 
 int sinpe_path_record(int path, int k, sinpe_record *out)
 {
-    const sinpe_path_ops *ops = sinpe_paths_entry(path);
-    if (!ops || k < 0 || k >= ops->nrecords || !out)
+    const sinpe_verification *r = sinpe_paths_record(path, k);
+    if (!r || !out)
         return 0;
-    const sinpe_verification *r = &ops->records[k];
     out->func = r->func;
     out->cpu = r->cpu;
     out->date = r->date;

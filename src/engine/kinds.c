@@ -6,56 +6,43 @@
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
+/* TABLE and ADD run the table's functions (engine/table.c); an ADD writes into x, so only a
+ * TABLE has a fresh result. */
+#define TABLE_FUNCTIONS(fresh_shape)                                                         \
+    {                                                                                        \
+        .own_axes = 1,                                                                       \
+        .check = sinpe_table_check,                                                          \
+        .kept = sinpe_table_kept,                                                            \
+        .fresh = (fresh_shape),                                                              \
+        .complete = sinpe_table_complete,                                                    \
+        .layout = sinpe_table_layout,                                                        \
+        .scratch = sinpe_table_scratch,                                                      \
+        .alloc = sinpe_table_alloc,                                                          \
+        .bind = sinpe_table_bind,                                                            \
+        .release = sinpe_table_release,                                                      \
+        .stages = sinpe_table_stages,                                                        \
+        .nstages = COUNT(sinpe_table_stages),                                                \
+    }
+
+/* ROPE, MAP and FREQS: a check, a fresh shape (or NULL), a layout and stages, no axes, kept
+ * rows or memory of their own. */
+#define STAGED(check_fn, fresh_shape, layout_fn, stage_list)                                 \
+    {                                                                                        \
+        .check = (check_fn),                                                                 \
+        .fresh = (fresh_shape),                                                              \
+        .layout = (layout_fn),                                                               \
+        .stages = (stage_list),                                                              \
+        .nstages = COUNT(stage_list),                                                        \
+    }
+
 static const sinpe_kind kinds[SINPE_JOB_KIND_COUNT] = {
-    [SINPE_JOB_TABLE] = {
-        .own_axes = 1,
-        .check = sinpe_table_check,
-        .kept = sinpe_table_kept,
-        .fresh = sinpe_table_fresh,
-        .complete = sinpe_table_complete,
-        .layout = sinpe_table_layout,
-        .scratch = sinpe_table_scratch,
-        .alloc = sinpe_table_alloc,
-        .bind = sinpe_table_bind,
-        .release = sinpe_table_release,
-        .stages = sinpe_table_stages,
-        .nstages = COUNT(sinpe_table_stages),
-    },
-    [SINPE_JOB_ADD] = {
-        .own_axes = 1,
-        .check = sinpe_table_check,
-        .kept = sinpe_table_kept,
-        .fresh = NULL,
-        .complete = sinpe_table_complete,
-        .layout = sinpe_table_layout,
-        .scratch = sinpe_table_scratch,
-        .alloc = sinpe_table_alloc,
-        .bind = sinpe_table_bind,
-        .release = sinpe_table_release,
-        .stages = sinpe_table_stages,
-        .nstages = COUNT(sinpe_table_stages),
-    },
-    [SINPE_JOB_ROPE] = {
-        .check = sinpe_rope_check,
-        .fresh = NULL,
-        .layout = sinpe_rope_setup,
-        .stages = sinpe_rope_stages,
-        .nstages = COUNT(sinpe_rope_stages),
-    },
-    [SINPE_JOB_MAP] = {
-        .check = sinpe_map_check,
-        .fresh = sinpe_map_fresh,
-        .layout = sinpe_map_layout,
-        .stages = sinpe_map_stages,
-        .nstages = COUNT(sinpe_map_stages),
-    },
-    [SINPE_JOB_FREQS] = {
-        .check = sinpe_freq_check,
-        .fresh = sinpe_freq_fresh,
-        .layout = sinpe_freq_layout,
-        .stages = sinpe_freq_stages,
-        .nstages = COUNT(sinpe_freq_stages),
-    },
+    [SINPE_JOB_TABLE] = TABLE_FUNCTIONS(sinpe_table_fresh),
+    [SINPE_JOB_ADD] = TABLE_FUNCTIONS(NULL),
+    [SINPE_JOB_ROPE] = STAGED(sinpe_rope_check, NULL, sinpe_rope_setup, sinpe_rope_stages),
+    [SINPE_JOB_MAP] = STAGED(sinpe_map_check, sinpe_map_fresh, sinpe_map_layout,
+                             sinpe_map_stages),
+    [SINPE_JOB_FREQS] = STAGED(sinpe_freq_check, sinpe_freq_fresh, sinpe_freq_layout,
+                               sinpe_freq_stages),
 };
 
 const sinpe_kind *sinpe_kind_of(sinpe_job_kind kind)

@@ -4,7 +4,7 @@
  * fused steps are vfmadd/vfnmadd); AVX2 has no unsigned 64-bit compare, so the rounding
  * test packs sin's and cos's dropped bits into one vector of 8 int32 (PATH_NEAR2 below).
  * Measured: 0 differences from MPFR over all 2^32 inputs with
- * `tools/exhaustive sin --kernel avx2` (and cos): the records below.
+ * `tools/exhaustive sin --kernel avx2` (and cos): its records in paths/records.c.
  */
 #include "paths/path.h"
 #include "paths/x86_order.h"
@@ -50,24 +50,8 @@ static int avx2_supported(void)
     return sinpe_cpu_has_avx2_fma() && sinpe_cpu()->f16c;
 }
 
-static const sinpe_verification avx2_records[] = {
-    { "sin", "an earlier project machine (x86-64, AVX2 + FMA)", "before 2026-12-01",
-      4294967296u, 0, 186, "tools/exhaustive sin --kernel avx2" },
-    { "cos", "an earlier project machine (x86-64, AVX2 + FMA)", "before 2026-12-01",
-      4294967296u, 0, 182, "tools/exhaustive cos --kernel avx2" },
-    { "sin", "AMD EPYC family 26 (Zen 5, AVX-512F/DQ/BW/VL)", "2026-12-02 (loops from paths/body.h)", 4294967296u, 0, 155.6,
-      "tools/exhaustive sin --kernel avx2" },
-    { "cos", "AMD EPYC family 26 (Zen 5, AVX-512F/DQ/BW/VL)", "2026-12-02 (loops from paths/body.h)", 4294967296u, 0, 180.1,
-      "tools/exhaustive cos --kernel avx2" },
-    { "sin", "AMD EPYC family 25 (Zen 4, AVX-512F/DQ/BW/VL)", "2026-12-07 (sin/cos from paths/sincos_body.h; 2 cores shared with a CI run)",
-      4294967296u, 0, 941.8, "tools/exhaustive sin --kernel avx2" },
-    { "cos", "AMD EPYC family 25 (Zen 4, AVX-512F/DQ/BW/VL)", "2026-12-07 (sin/cos from paths/sincos_body.h; 2 cores shared with a CI run)",
-      4294967296u, 0, 610.9, "tools/exhaustive cos --kernel avx2" },
-};
-
 #define PATH_OPS sinpe_path_avx2
 #define PATH_SUPPORTED avx2_supported
-#define PATH_RECORDS avx2_records
 #define PATH_TARGET TARGET
 #define PATH_W 4
 #define PATH_VF __m128

@@ -6,7 +6,7 @@
  * in the same order, so each lane's double is the same and the same lanes are redone: the
  * same bits as the scalar kernel (correctly rounded).
  * Range: every float.  Measured: tools/exhaustive sin --kernel avx512 and cos over all
- * 2^32 inputs, 0 differences from the scalar kernel (the records below; the registry
+ * 2^32 inputs, 0 differences from the scalar kernel (its records in paths/records.c; the registry
  * chooses this path by itself only with them).
  * Needs AVX-512F only (the probe also checks that the OS saves ZMM state).
  */
@@ -28,21 +28,6 @@ static int avx512_supported(void)
     return c->avx512f && c->os_zmm && c->fma;
 }
 
-static const sinpe_verification avx512_records[] = {
-    { "sin", "AMD EPYC family 26 (Zen 5, AVX-512F/DQ/BW/VL)", "2026-12-01", 4294967296u, 0, 101,
-      "tools/exhaustive sin --kernel avx512" },
-    { "cos", "AMD EPYC family 26 (Zen 5, AVX-512F/DQ/BW/VL)", "2026-12-01", 4294967296u, 0, 134,
-      "tools/exhaustive cos --kernel avx512" },
-    { "sin", "AMD EPYC family 26 (Zen 5, AVX-512F/DQ/BW/VL)", "2026-12-02 (loops from paths/body.h)", 4294967296u, 0, 116.8,
-      "tools/exhaustive sin --kernel avx512" },
-    { "cos", "AMD EPYC family 26 (Zen 5, AVX-512F/DQ/BW/VL)", "2026-12-02 (loops from paths/body.h)", 4294967296u, 0, 173.4,
-      "tools/exhaustive cos --kernel avx512" },
-    { "sin", "AMD EPYC family 25 (Zen 4, AVX-512F/DQ/BW/VL)", "2026-12-07 (sin/cos from paths/sincos_body.h; 2 cores shared with a CI run)",
-      4294967296u, 0, 381.3, "tools/exhaustive sin --kernel avx512" },
-    { "cos", "AMD EPYC family 25 (Zen 4, AVX-512F/DQ/BW/VL)", "2026-12-07 (sin/cos from paths/sincos_body.h; 2 cores shared with a CI run)",
-      4294967296u, 0, 855.6, "tools/exhaustive cos --kernel avx512" },
-};
-
 /* s0 c0 s1 c1 ... of 8 pairs in one two-source permute: index i < 16 picks s[i], 16 + i c[i] */
 TARGET static inline void avx512_pairs8(float *dst, __m256 s, __m256 c)
 {
@@ -63,7 +48,6 @@ TARGET static inline void avx512_pairs16(float *dst, __m512 s, __m512 c)
 
 #define PATH_OPS sinpe_path_avx512
 #define PATH_SUPPORTED avx512_supported
-#define PATH_RECORDS avx512_records
 #define PATH_TARGET TARGET
 #define PATH_W 8
 #define PATH_VF __m256

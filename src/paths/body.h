@@ -6,7 +6,6 @@
  * The path file defines:
  *   PATH_OPS              the name of its table (sinpe_path_avx2, ...)
  *   PATH_SUPPORTED        int (*)(void): the CPU (and OS) can run it
- *   PATH_RECORDS          a static const sinpe_verification array: its exhaustive checks
  *   PATH_TARGET           the function attribute its code needs (or nothing)
  *   angle vectors, PATH_W floats, computed in double lanes:
  *     PATH_VF, PATH_LOAD(p), PATH_STORE(p, v), PATH_SET1(x), PATH_MUL(a, b)
@@ -274,8 +273,6 @@ const sinpe_path_ops PATH_OPS = {
     .add = FN(add),
     .scale = FN(scale),
     PATH_HALF_OPS,
-    .records = PATH_RECORDS,
-    .nrecords = (int)(sizeof PATH_RECORDS / sizeof PATH_RECORDS[0]),
 };
 #undef PATH_HALF_OPS
 

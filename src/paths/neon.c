@@ -6,7 +6,7 @@
  * lane the AVX2 path's: every lane's result is either proven correctly rounded or
  * recomputed by the correctly rounded scalar kernel, so the bits equal the scalar path's.
  * Measured: tools/crosscheck, built for aarch64 and run under qemu-aarch64, writes the same
- * file as on x86-64 (the records below).
+ * file as on x86-64 (its records in paths/records.c).
  */
 #include "paths/path.h"
 
@@ -31,16 +31,6 @@ static int neon_supported(void)
     return 1; /* Advanced SIMD is part of every AArch64 CPU */
 }
 
-/* No exhaustive run on Arm hardware: tools/crosscheck under qemu-aarch64 (every 251st
- * pattern of sin and cos, and tables) gives the x86-64 build's bits; the registry picks
- * this path because it is the only vector path there (docs/numerics.md). */
-static const sinpe_verification neon_records[] = {
-    { "sin", "qemu-aarch64 7.2 on AMD EPYC (crosscheck, every 251st pattern)", "2026-12-01",
-      17111424u, 0, 0, "make -C tools check-arm64" },
-    { "cos", "qemu-aarch64 7.2 on AMD EPYC (crosscheck, every 251st pattern)", "2026-12-01",
-      17111424u, 0, 0, "make -C tools check-arm64" },
-};
-
 static inline void neon_pairs4(float *dst, float32x4_t s, float32x4_t c)
 {
     vst1q_f32(dst, vzip1q_f32(s, c));
@@ -55,7 +45,6 @@ static inline void neon_pairs_st2(float *dst, float32x4_t s, float32x4_t c)
 
 #define PATH_OPS sinpe_path_neon
 #define PATH_SUPPORTED neon_supported
-#define PATH_RECORDS neon_records
 #define PATH_TARGET
 #define PATH_W 4
 #define PATH_VF float32x4_t

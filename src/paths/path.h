@@ -4,10 +4,10 @@
  * avx512.c, neon.c); the vector paths write only their lane operations and a few lines, and
  * get their loops and their sin/cos from paths/body.h and paths/sincos_body.h, written once.  paths/registry.c is the one table of paths
  * and the one place that probes and picks them.  Every path gives the same bits: the vector
- * paths prove each lane correctly rounded or redo it with the scalar kernel, and each path
- * carries the records of the exhaustive checks that showed it (machine-readable: the
- * registry chooses a vector path by itself only when its sin and cos records show 0 wrong
- * of all 2^32 inputs).
+ * paths prove each lane correctly rounded or redo it with the scalar kernel, and
+ * paths/records.c holds, in one table, the records of the exhaustive checks that showed it
+ * for each path (machine-readable: the registry chooses a vector path by itself only when
+ * its sin and cos records show 0 wrong of all 2^32 inputs).
  */
 #ifndef SINPE_PATHS_PATH_H
 #define SINPE_PATHS_PATH_H
@@ -16,8 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* One exhaustive check of one function on one path. */
+/* One exhaustive check of one function on one path (a row of paths/records.c). */
 typedef struct {
+    int path;            /* SINPE_PATH_* */
     const char *func;    /* "exp", "sin", "cos" */
     const char *cpu;     /* where it ran */
     const char *date;
@@ -55,8 +56,6 @@ typedef struct {
      * of the kind itself (tkind == kind: widened exactly, their r is the identity); other
      * pairs are the caller's to widen. */
     void (*rope_half)(void *v, const void *c, const void *s, size_t h, int kind, int tkind);
-    const sinpe_verification *records;
-    int nrecords;
 } sinpe_path_ops;
 
 /* The code paths by index, fastest last among those a CPU has: the one list of their names
@@ -65,11 +64,17 @@ typedef struct {
 #define SINPE_PATH_ENUM_(id, name) SINPE_PATH_##id,
 enum { SINPE_PATH_LIST(SINPE_PATH_ENUM_) SINPE_PATH_COUNT };
 
+/* The records (paths/records.c): record k (0, 1, ...) of path p, built in or not; NULL
+ * past its last. */
+const sinpe_verification *sinpe_records_nth(int p, int k);
+
 /* The registry (paths/registry.c). */
 int sinpe_paths_count(void);
 const char *sinpe_paths_name(int p);             /* every path's, built in or not */
 const sinpe_path_ops *sinpe_paths_entry(int p); /* NULL when not built in */
 const sinpe_path_ops *sinpe_paths_get(int p);   /* NULL unless built in and supported here */
+/* record k (0, 1, ...) of a built-in path; NULL past its last, or when not built in */
+const sinpe_verification *sinpe_paths_record(int p, int k);
 int sinpe_paths_verified(int p);                /* sin and cos: 0 wrong of 2^32 on record */
 int sinpe_paths_best(void);                     /* the last available and verified path */
 

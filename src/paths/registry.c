@@ -56,13 +56,18 @@ const sinpe_path_ops *sinpe_paths_get(int p)
     return probed[p] == 1 ? ops : NULL;
 }
 
+/* A built-in path's records only (neon's are not an x86-64 build's). */
+const sinpe_verification *sinpe_paths_record(int p, int k)
+{
+    return sinpe_paths_entry(p) ? sinpe_records_nth(p, k) : NULL;
+}
+
 /* A record of 0 wrong for sin and for cos. */
 int sinpe_paths_verified(int p)
 {
-    const sinpe_path_ops *ops = sinpe_paths_entry(p);
     int sin_ok = 0, cos_ok = 0;
-    for (int k = 0; ops && k < ops->nrecords; k++) {
-        const sinpe_verification *r = &ops->records[k];
+    const sinpe_verification *r;
+    for (int k = 0; (r = sinpe_paths_record(p, k)) != NULL; k++) {
         if (r->wrong == 0 && r->inputs > 0) {
             sin_ok |= strcmp(r->func, "sin") == 0;
             cos_ok |= strcmp(r->func, "cos") == 0;

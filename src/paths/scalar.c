@@ -189,22 +189,6 @@ void sinpe_rope_half_scalar(void *v, const void *c, const void *s, size_t h, int
     sinpe_rope_span_typed(x0, x1, cb, cb + 2 * h, sb, sb + 2 * h, h, kind, tkind);
 }
 
-/* The correctly rounded kernels against MPFR, every float32 input (tools/exhaustive). */
-static const sinpe_verification scalar_records[] = {
-    { "exp", "an earlier project machine (x86-64)", "before 2026-12-01", 4294967296u, 0, 30,
-      "tools/exhaustive exp" },
-    { "sin", "an earlier project machine (x86-64)", "before 2026-12-01", 4294967296u, 0, 193,
-      "tools/exhaustive sin" },
-    { "cos", "an earlier project machine (x86-64)", "before 2026-12-01", 4294967296u, 0, 220,
-      "tools/exhaustive cos" },
-    { "exp", "AMD EPYC family 26 (Zen 5, AVX-512F/DQ/BW/VL)", "2026-12-02 (loops from paths/body.h)", 4294967296u, 0, 30.9,
-      "tools/exhaustive exp" },
-    { "sin", "AMD EPYC family 26 (Zen 5, AVX-512F/DQ/BW/VL)", "2026-12-02 (loops from paths/body.h)", 4294967296u, 0, 130.7,
-      "tools/exhaustive sin --kernel scalar" },
-    { "cos", "AMD EPYC family 26 (Zen 5, AVX-512F/DQ/BW/VL)", "2026-12-02 (loops from paths/body.h)", 4294967296u, 0, 133.6,
-      "tools/exhaustive cos --kernel scalar" },
-};
-
 const sinpe_path_ops sinpe_path_scalar = {
     .supported = scalar_supported,
     .rows = scalar_rows,
@@ -214,6 +198,4 @@ const sinpe_path_ops sinpe_path_scalar = {
     .scale = scalar_scale,
     .half = sinpe_half_scalar,
     .rope_half = sinpe_rope_half_scalar,
-    .records = scalar_records,
-    .nrecords = (int)(sizeof scalar_records / sizeof scalar_records[0]),
 };
