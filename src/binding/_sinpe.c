@@ -560,11 +560,9 @@ static PyObject *path_tuple(int p)
     sinpe_record r;
     for (int k = 0; records && sinpe_path_record(p, k, &r); k++) {
         PyObject *d = record_dict(&r);
-        if (!d || PyList_Append(records, d) < 0) {
-            Py_XDECREF(d);
+        if (!d || PyList_Append(records, d) < 0)
             Py_CLEAR(records);
-        }
-        Py_XDECREF(d);
+        Py_XDECREF(d); /* (the list holds its own reference) */
     }
     if (!records)
         return NULL;
