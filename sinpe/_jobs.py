@@ -70,11 +70,12 @@ def add_job(core: Opts, x: Any, base: Any, offset: Any, positions: Any, table_ro
 
 def rope_job(core: Opts, x: Any, cos: Any, sin: Any, seq_axis: int, batch_axis: int,
              pairs: bool, src: Any = None, x2: Any = None, src2: Any = None,
-             names: Optional[Tuple[str, str, str, str, str, str]] = None) -> None:
+             names: Optional[Tuple[str, str, str, str, str, str]] = None, form: int = 0) -> None:
     """A rotation (the ROPE job): x (and x2) rotated by the tables cos and sin, from src
-    (and src2) or in place; the job checks core's options itself (one call)."""
+    (and src2) or in place, in torch's eager ops or an engine's form (sinpe._producers);
+    the job checks core's options itself (one call)."""
     _sinpe.rope(opts=core, x=x, cos=cos, sin=sin, seq_axis=seq_axis, batch_axis=batch_axis,
-                pairs=pairs, src=src, x2=x2, src2=src2, names=names)
+                pairs=pairs, src=src, x2=x2, src2=src2, names=names, form=form)
 
 
 def map_job(core: Opts, func: int, x: Any) -> Any:

@@ -348,24 +348,25 @@ static PyObject *add_call(PyObject *self, const add_args *a)
 }
 
 #define ROPE_PARAMS(X) X(opts) X(x) X(cos) X(sin) X(seq_axis) X(batch_axis) X(pairs) X(src) \
-    X(x2) X(src2) X(names)
+    X(x2) X(src2) X(names) X(form)
 
 PyDoc_STRVAR(rope_doc,
 SIGNATURE("rope", ROPE_PARAMS)
 "Rotates x in place (a ROPE job) by tables cos, sin (tables, x.shape[seq_axis], rot), read\n"
 "in place in their dtype and strides (arrays, DLPack exporters; else float32 copies); src\n"
 "(None: x) is read; x2 (None: none) is rotated too, from src2 (None: x2).  names: None, or\n"
-"the caller's names of (x, cos, sin, src, x2, src2) for messages.  Returns x.\n");
+"the caller's names of (x, cos, sin, src, x2, src2) for messages.  form: 0 (torch's eager\n"
+"ops) or sinpe_rope_form flags (an engine's arithmetic).  Returns x.\n");
 
 ENTRY_POINT(rope, ROPE_PARAMS)
 
 static PyObject *rope_call(PyObject *self, const rope_args *a)
 {
-    int seq_axis, batch_axis, pairs;
+    int seq_axis, batch_axis, pairs, form;
     const char *nm[6];
     if (to_int(a->p.seq_axis, "seq_axis", &seq_axis) < 0
         || to_int(a->p.batch_axis, "batch_axis", &batch_axis) < 0 || to_bool(a->p.pairs, &pairs) < 0
-        || rope_names(a->p.names, nm) < 0)
+        || to_int(a->p.form, "form", &form) < 0 || rope_names(a->p.names, nm) < 0)
         return NULL;
     PyObject *o_opts = a->p.opts, *x = a->p.x, *cos = a->p.cos, *sin = a->p.sin;
     call c;
@@ -374,6 +375,7 @@ static PyObject *rope_call(PyObject *self, const rope_args *a)
     j->rope.seq_axis = seq_axis;
     j->rope.batch_axis = batch_axis;
     j->rope.pairs = pairs;
+    j->rope.form = form;
     j->rope.second = a->p.x2 != Py_None;
     if (to_opts(o_opts, &c) < 0 || view_get(&c, 0, x, nm[0], &j->dst) < 0
         || rope_view(&c, cos, nm[1], &j->rope.cos, 0) < 0

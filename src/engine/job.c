@@ -253,6 +253,7 @@ const char *sinpe_strerror(int status)
         "cos and sin must be float32 tables of shape (tables, seq, rot)",
         "the kept rows do not suit the job",
         "the OpenMP runtime is not loaded in this process or is not one sinpe can run on",
+        "the rotation's form is unknown, or not one for float64",
     };
     return status >= 0 && status < SINPE_STATUS_COUNT ? text[status] : "unknown sinpe status";
 }

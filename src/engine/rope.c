@@ -8,6 +8,7 @@
  */
 #include "engine/engine.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "engine/layout.h"
@@ -102,8 +103,20 @@ static int part_check(const sinpe_job *j, const sinpe_array *x, const sinpe_arra
     return SINPE_OK;
 }
 
+/* The form's flags are known; float64 rotates by torch's ops or in one rounding (the same). */
+static int form_ok(const sinpe_job *j)
+{
+    int f = j->rope.form;
+    if (f & ~SINPE_ROPE_FORMS)
+        return 0;
+    int f64 = j->dst.type == SINPE_F64 || (j->rope.second && j->rope.dst2.type == SINPE_F64);
+    return !f64 || !(f & ~SINPE_ROPE_ONE);
+}
+
 int sinpe_rope_check(const sinpe_job *j)
 {
+    if (!form_ok(j))
+        return SINPE_E_FORM;
     int st = part_check(j, &j->dst, &j->rope.src);
     if (st != SINPE_OK || !j->rope.second)
         return st;
@@ -179,9 +192,35 @@ static void widen(const trow *r, int64_t k0, int64_t n, float *out)
         out[k] = tl(r, k0 + k);
 }
 
+/* One pair (a, b) of an x of type t by an engine's form (sinpe.h: sinpe_rope_form): c0, s0
+ * the tables' values at a's column, c1, s1 at b's; y0, y1 in float32, rounded to t once by
+ * the store.  The tables are in x's type as an engine's rot / 2 cache is, or as transformers'
+ * halves cast them; the pairs of rotary-embedding-torch stay float32. */
+static void rotate_form(int form, int pairs, sinpe_type t, float a, float b, float c0,
+                        float s0, float c1, float s1, float *y0, float *y1)
+{
+    if (form & SINPE_ROPE_HALF_CACHE) {
+        c1 = c0;
+        s1 = s0;
+    }
+    if (!pairs || (form & SINPE_ROPE_HALF_CACHE)) {
+        c0 = rnd(c0, t);
+        s0 = rnd(s0, t);
+        c1 = rnd(c1, t);
+        s1 = rnd(s1, t);
+    }
+    if (form & SINPE_ROPE_FMA) {
+        *y0 = fmaf(a, c0, -(b * s0));
+        *y1 = fmaf(a, s1, b * c1);
+    } else {
+        *y0 = a * c0 + (-b) * s0;
+        *y1 = b * c1 + a * s1;
+    }
+}
+
 /* One vector of a float32, float16 or bfloat16 x: element k at v + k * cs. */
-static void rotate_f(sinpe_type t, int pairs, int64_t rot, char *v, int64_t cs, const trow *c,
-                     const trow *s)
+static void rotate_f(sinpe_type t, int pairs, int form, int64_t rot, char *v, int64_t cs,
+                     const trow *c, const trow *s)
 {
     int64_t h = rot / 2;
     for (int64_t i = 0; i < h; i++) {
@@ -189,7 +228,11 @@ static void rotate_f(sinpe_type t, int pairs, int64_t rot, char *v, int64_t cs, 
         int64_t j0 = pairs ? 2 * i : i, j1 = pairs ? 2 * i + 1 : i + h;
         float a = ld(v + j0 * cs, t), b = ld(v + j1 * cs, t), y0, y1;
         float cj0 = tl(c, j0), cj1 = tl(c, j1), sj0 = tl(s, j0), sj1 = tl(s, j1);
-        if (pairs) { /* float32 throughout, one rounding at the end */
+        if (form) {
+            int f = pairs && (form & SINPE_ROPE_TAIL16) && i > 8 * (rot / 16)
+                        ? form & ~SINPE_ROPE_FMA : form;
+            rotate_form(f, pairs, t, a, b, cj0, sj0, cj1, sj1, &y0, &y1);
+        } else if (pairs) { /* float32 throughout, one rounding at the end */
             y0 = a * cj0 + (-b) * sj0;
             y1 = b * cj1 + a * sj1;
         } else { /* each op in x's type */
@@ -322,7 +365,7 @@ static void rope_part(const sinpe_plan *p, const sinpe_array *x, const sinpe_arr
     sinpe_walker wk;
     sinpe_walker_init(&wk, rn, x->shape, x->strides, copy ? src->strides : x->strides, begin);
     int kind = t == SINPE_F16 ? SINPE_HALF_F16 : t == SINPE_BF16 ? SINPE_HALF_BF16 : SINPE_HALF_F32;
-    int vec = !j->rope.pairs && t != SINPE_F64 && cs == w; /* the path's */
+    int vec = !j->rope.pairs && !j->rope.form && t != SINPE_F64 && cs == w; /* the path's */
     float buf[2][2 * ROPE_WIDE];
     const char *last_c = NULL, *last_s = NULL;
     int fresh = 1;
@@ -349,7 +392,7 @@ static void rope_part(const sinpe_plan *p, const sinpe_array *x, const sinpe_arr
         else if (t == SINPE_F64)
             rotate_d(j->rope.pairs, rot, v, cs, &c, &s);
         else
-            rotate_f(t, j->rope.pairs, rot, v, cs, &c, &s);
+            rotate_f(t, j->rope.pairs, j->rope.form, rot, v, cs, &c, &s);
     }
 }
 

@@ -61,7 +61,8 @@ typedef enum {
     SINPE_E_TABLES = 29,    /* rope: cos/sin tables of another shape than (tables, seq, rot) */
     SINPE_E_KEPT = 30,      /* kept rows (a cache) that do not suit the job */
     SINPE_E_RUNTIME = 31,   /* an OpenMP runtime not loaded, or not one sinpe can run on */
-    SINPE_STATUS_COUNT = 32
+    SINPE_E_FORM = 32,      /* rope: a form unknown, or not for float64 */
+    SINPE_STATUS_COUNT = 33
 } sinpe_status;
 
 /* Element types: the first four can be written; all can hold positions. */
@@ -299,6 +300,8 @@ typedef struct {
         sinpe_array cos, sin; /* float32, float16 or bfloat16, any strides, (tables, seq, rot);
                                  (tables, 0, rot) for an empty x */
         int seq_axis, batch_axis, pairs;
+        int form;             /* how the rotation rounds: 0 torch's eager ops, else
+                                 sinpe_rope_form flags (an engine's arithmetic) */
         sinpe_array src;      /* ndim 0, data NULL: dst in place; else dst = src rotated */
         int second;           /* 1: dst2 (= src2 rotated, or in place) by the same tables */
         sinpe_array dst2, src2;
@@ -307,6 +310,19 @@ typedef struct {
     sinpe_array src;
     const sinpe_freq *freq;
 } sinpe_job;
+
+/* ROPE: the arithmetic of a rotation other than torch's eager ops (y0 = x0 c - x1 s,
+ * y1 = x1 c + x0 s on the pair (x0, x1) of one rotation), as an engine computes it; flags. */
+typedef enum {
+    SINPE_ROPE_ONE = 1,        /* float32 arithmetic, one rounding to x's type at the end */
+    SINPE_ROPE_FMA = 2,        /* float32 x: y0 = fma(x0, c, -(x1 s)), y1 = fma(x0, s, x1 c) */
+    SINPE_ROPE_HALF_CACHE = 4, /* both elements of a pair read the pair's first column (an
+                                  engine's cache of rot / 2 columns, from the given tables) */
+    SINPE_ROPE_TAIL16 = 8,    /* with FMA, the pairs layout: in a last block of fewer than 16
+                                  columns, the pairs after its first without FMA (ONNX
+                                  Runtime's x86-64 kernel) */
+    SINPE_ROPE_FORMS = 15      /* every flag */
+} sinpe_rope_form;
 
 /* A TABLE job for a C-contiguous float32 destination of the given shape. */
 void sinpe_job_init(sinpe_job *j, void *data, int ndim, const int64_t *shape, double base);

@@ -448,7 +448,7 @@ def test_rope_sources_without_memory_named(which):
     src.untyped_storage().resize_(0)
     c = np.ones((1, 8, 32), np.float32)
     with pytest.raises(ValueError, match="no memory"):  # the core's own rule
-        sinpe._sinpe.rope(core_opts(), x, c, c, 2, -1, False, src, None, None, None)
+        sinpe._jobs.rope_job(core_opts(), x, c, c, 2, -1, False, src)
 
 
 def test_tensors_past_their_resized_storage_are_refused():
