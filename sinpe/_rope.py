@@ -10,7 +10,7 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from . import _cache, _jobs, _tensors
+from . import _cache, _jobs, _producers, _tensors
 from ._jobs import (rope_job, COS, SIN, _admit, _freqs, _int, _positive, _rope_inv_freq, _round,
                     _table)
 from ._backends.policy import call_opts as _opts
@@ -19,8 +19,9 @@ from ._types import PresetOpts
 
 def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: str = "half",
                offset: int = 0, seq_dim: int = -2, rot_dim: Optional[int] = None,
-               cos: Any = None, sin: Any = None, backend: Optional[str] = None,
-               threads: Optional[int] = None, torch_threads: Optional[int] = None) -> Any:
+               cos: Any = None, sin: Any = None, producer: Optional[str] = None,
+               backend: Optional[str] = None, threads: Optional[int] = None,
+               torch_threads: Optional[int] = None) -> Any:
     """Rotate x in place by the rotary position embedding (RoPE) and return it.
 
     x: a writable array or torch CPU tensor (float32, float16, bfloat16 or float64) of shape
@@ -41,6 +42,13 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
        rotary-embedding-torch's tables ``freqs.cos()``, ``freqs.sin()`` of its repeated-pair
        angles (``RotaryEmbedding(dim)(t)``, or :func:`sinpe.presets.rotary_embedding_torch`):
        ``x * cos + rotate_half(x) * sin`` on the first rot columns, in float32, rounded once.
+    producer: whose arithmetic rotates (docs/engines.md): None or 'transformers' (the
+       layouts above), 'inductor' (torch.compile: float32 intermediates, one rounding),
+       'onnxruntime' (its RotaryEmbedding kernel on x86-64, ONNX's opset-23 op too: float32
+       and float16); the tables are transformers' (computed, or given: an engine reads them
+       as the cache an exporter writes, rot / 2 columns in x's dtype).  A dtype or layout the
+       engine does not run is refused naming it; 'openvino', 'llama.cpp' and 'mlx' are named
+       and not made yet (NotImplementedError).
     base: theta (rope_theta). backend, threads, torch_threads: as for the tables.  The cos/sin
        rows are kept in the cache for the next call (sinpe.set_cache_size).
     """
@@ -57,6 +65,7 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
         raise ValueError(f"seq_dim={sdim} is not an axis of x before the last "
                          f"(x has shape {shape})")
     seq, d = shape[sd], shape[-1]
+    form = _producers.form(producer, _dtype_name(x), layout)
     opts = _opts(None, None, backend, threads, torch_threads)
     if cos is not None or sin is not None:
         c, s_ = _given_tables(cos, sin, shape, sd, layout, positions, offset, rot_dim,
@@ -68,8 +77,21 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
                              else None)
     if tensor:  # before the write: no signal's handler runs between the write and the move
         _jobs.bump_version(x)
-    rope_job(opts.core, x, c, s_, sd, 0 if c.shape[0] > 1 else -1, layout == "pairs")
+    rope_job(opts.core, x, c, s_, sd, 0 if c.shape[0] > 1 else -1, layout == "pairs",
+             form=form)
     return x
+
+
+def _dtype_name(x: Any) -> str:
+    """The name of x's element type ('float32', 'bfloat16', ...; torch's, NumPy's, ml_dtypes'
+    or a buffer's)."""
+    dt = getattr(x, "dtype", None)
+    if dt is None:
+        try:
+            dt = np.dtype(memoryview(x).format)
+        except (TypeError, ValueError):
+            return "?"
+    return str(dt).replace("torch.", "")
 
 
 def _is_float32(x: Any) -> bool:

@@ -34,7 +34,7 @@ with transformers' functions, rotated by sinpe's core (the tables from
 """
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any, Optional, Tuple
 
 import torch
 
@@ -43,6 +43,7 @@ from ._torch.hf_rope import hf_rope
 from ._torch.module import SinusoidalPositionalEncoding
 from ._torch.operators import OPERATORS
 from ._torch.patch import patch, patched, unpatch
+from ._torch.rotate import produced as _produced
 from ._tensors import to_torch
 from ._torch.tables import add_pe, preset
 
@@ -65,15 +66,23 @@ _Pair = Tuple[torch.Tensor, torch.Tensor]
 
 
 def apply_rotary_pos_emb(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
-                         unsqueeze_dim: int = 1) -> "_Pair":
-    """apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1) -> (q_embed, k_embed)
+                         unsqueeze_dim: int = 1, *, producer: Optional[str] = None) -> "_Pair":
+    """apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1, *, producer=None) -> (q_embed, k_embed)
 
     transformers' ``apply_rotary_pos_emb`` (Llama and the families that copy it):
     ``q * cos + rotate_half(q) * sin`` with cos/sin unsqueezed at unsqueeze_dim (1 for q of
     shape (batch, heads, seq, dim), 2 for (batch, seq, heads, dim)); when cos is narrower than
     q (``rotary_dim = cos.shape[-1]``), GPT-NeoX's partial form: the first rotary_dim channels
     rotate, the rest pass through (GPT-NeoX, Phi, StableLM, Persimmon).  New tensors, bit for
-    bit with transformers' at float32, float16 and bfloat16, gradients included."""
+    bit with transformers' at float32, float16 and bfloat16, gradients included.
+
+    producer: the bits an engine serving the model computes from the same q, k and tables
+    (docs/engines.md): 'inductor' (torch.compile), 'onnxruntime'; forward only (no
+    gradient), plain CPU tensors."""
+    if producer is not None:
+        made = _produced(q, k, cos, sin, unsqueeze_dim, producer)
+        if made is not None:
+            return made
     out: _Pair = _call(_F["apply_rotary_pos_emb"], (q, k, cos, sin, unsqueeze_dim), {})
     return out
 

@@ -14,7 +14,7 @@ import torch
 
 from .._memo import Memo
 
-from .. import _tensors
+from .. import _producers, _tensors
 from .._backends.policy import opts as _core_opts
 from .._jobs import rope_job as _rope
 
@@ -185,11 +185,13 @@ def _plan(q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor, sin: to
 
 def _rotate_into(q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor,
                  sin: torch.Tensor, ud: int, pairs: bool,
-                 inplace: bool = False, one: str = "q") -> Optional[Tuple[Any, Any]]:
+                 inplace: bool = False, one: str = "q", form: int = 0
+                 ) -> Optional[Tuple[Any, Any]]:
     """q (and k) rotated into fresh tensors (empty_like each, written once by the core, which
     reads cos/sin as they are: their dtype, their strides), or in place (fresh tensors the
     caller made); None when a layout does not fit the core (the caller runs the graph).
-    one: the name of q in messages when k is None (the single form's x)."""
+    one: the name of q in messages when k is None (the single form's x).  form: an engine's
+    arithmetic (sinpe._producers; 0: torch's eager ops)."""
     plan = _plan(q, k, cos, sin, ud)
     lq, lk = plan.lq, plan.lk
     if lq is None or lk is None:
@@ -213,15 +215,48 @@ def _rotate_into(q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor,
         assert plan.q is not None  # (_Plan makes it for every q with elements)
         c, s = plan.q.tables(cos, sin, ud, lq, kept)
         if plan.one:
-            _rope(opts, qe, c, s, lq[0], lq[1], pairs, src_q, ke, src_k, _NAMES)
+            _rope(opts, qe, c, s, lq[0], lq[1], pairs, src_q, ke, src_k, _NAMES, form=form)
             return qe, ke
         _rope(opts, qe, c, s, lq[0], lq[1], pairs, src_q, None, None,
-              _NAMES if one == "q" else _X_NAMES)
+              _NAMES if one == "q" else _X_NAMES, form=form)
     if ke is not None and ke.numel():
         views = plan.k if plan.k is not None else _Views(ke, lk, plan.r, cos, sin, ud, True)
         c, s = views.tables(cos, sin, ud, lk, kept and plan.k is not None)
-        _rope(opts, ke, c, s, lk[0], lk[1], pairs, src_k, None, None, _K_NAMES)
+        _rope(opts, ke, c, s, lk[0], lk[1], pairs, src_k, None, None, _K_NAMES, form=form)
     return qe, ke
+
+
+def produced(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+             unsqueeze_dim: Any, producer: Any) -> Optional[_Pair]:
+    """transformers' apply_rotary_pos_emb as producer computes it (sinpe._producers: an
+    engine's arithmetic), or None for transformers' own (the form's usual call).  An
+    engine's forward has no gradient here, runs on plain CPU tensors, and takes the layouts
+    the core rotates: anything else is refused, naming it."""
+    p = _producers.producer(producer, str(q.dtype).replace("torch.", ""), "half")
+    if p is None:
+        return None
+    ts = {"q": q, "k": k, "cos": cos, "sin": sin}
+    for name, t in ts.items():
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        _tensors.check(torch, t, name)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in ts.values()):
+        raise ValueError(f"producer={producer!r} gives {p.engine}'s forward bits, which have "
+                         "no gradient here: call it under torch.no_grad() or on tensors that "
+                         "do not require grad")
+    if k.dtype != q.dtype or cos.dtype not in _FAST or sin.dtype != cos.dtype \
+            or cos.shape != sin.shape:
+        raise ValueError(f"producer={producer!r}: q and k must share a dtype and cos and sin "
+                         f"a float dtype and shape, got q {q.dtype}, k {k.dtype}, cos "
+                         f"{cos.dtype} {tuple(cos.shape)}, sin {sin.dtype} {tuple(sin.shape)}")
+    ud = _ud(cos, unsqueeze_dim)
+    out = None if ud is None or not cos.dim() else _rotate_into(q, k, cos, sin, ud, False,
+                                                                 form=p.form)
+    if out is None:
+        raise ValueError(f"producer={producer!r}: cos {tuple(cos.shape)} unsqueezed at "
+                         f"{unsqueeze_dim!r} is not a table of q {tuple(q.shape)} and k "
+                         f"{tuple(k.shape)} that an engine's rotation takes")
+    return out
 
 
 def core_opts() -> Any:
