@@ -453,7 +453,9 @@ def case_rope(g):
     kw = {"base": g.pick(REALS), "layout": g.pick(["half", "pairs", "bogus"]),
           "seq_dim": g.pick([-2, -3, 1, 0, 5, 1.0, "1", None]), "offset": g.pick(INTS[:12] + [2**63 - 2]),
           "rot_dim": g.pick([None, 2, 4, 3, 0, -2, 2.0]), "backend": g.pick(BACKENDS),
-          "threads": g.pick(THREADS)}
+          "threads": g.pick(THREADS),
+          "producer": g.pick([None, None, "transformers", "onnxruntime", "inductor", "mlx",
+                              "ort", 3, b"onnxruntime"])}
     check_call(lambda: sinpe.apply_rope(xb.obj, **kw), [xb])
 
 

@@ -1,0 +1,137 @@
+"""The inference engines' own rotations, driven as their users drive them (the oracles of the
+producers, docs/engines.md): ONNX Runtime's RotaryEmbedding (contrib and ONNX opset 23),
+OpenVINO's fused RoPE node, MLX's ``mx.fast.rope`` and torch.compile (inductor).  Each takes
+x of shape (batch, seq, heads, head_dim) and transformers' full-width cos/sin tables of shape
+(batch, seq, rot) for its positions, builds the engine's cache from them as an exporter does,
+and returns the engine's output as a NumPy array of x's dtype.  Imported by the live tests
+(pytest -m engines) and by tools/engines_record.py; imports an engine only when called.
+"""
+import numpy as np
+
+import ml_dtypes
+
+LAYOUTS = ("half", "pairs")
+
+
+def cache_of(cos, layout):
+    """The engine's half-width cache of a full-width table: the first half of transformers'
+    halves, every other column of the interleaved pairs."""
+    r = cos.shape[-1]
+    return cos[..., : r // 2] if layout == "half" else cos[..., 0::2]
+
+
+def positional_cache(cos, sin, layout, dtype):
+    """(cos_cache, sin_cache, position_ids) for an engine that gathers its cache by position:
+    each (batch, seq) row of the tables becomes a cache row of its own."""
+    b, s, r = cos.shape
+    cc = np.ascontiguousarray(cache_of(cos, layout).reshape(b * s, r // 2)).astype(dtype)
+    ss = np.ascontiguousarray(cache_of(sin, layout).reshape(b * s, r // 2)).astype(dtype)
+    pos = np.arange(b * s, dtype=np.int64).reshape(b, s)
+    return cc, ss, pos
+
+
+def onnxruntime(x, cos, sin, layout, opset23=False):
+    """ONNX Runtime 1.32's RotaryEmbedding on the CPU provider, one intra-op thread: the
+    contrib com.microsoft op (x as (batch, seq, heads * head_dim)) or ONNX's opset-23 op."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+    b, s, h, d = x.shape
+    rot = cos.shape[-1]
+    et = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16}[x.dtype]
+    cc, ss, pos = positional_cache(cos, sin, layout, x.dtype)
+    inter = int(layout == "pairs")
+    if opset23:
+        node = helper.make_node("RotaryEmbedding", ["x", "cos", "sin", "pos"], ["y"],
+                                interleaved=inter, num_heads=h, rotary_embedding_dim=rot)
+        ops = [helper.make_opsetid("", 23)]
+    else:
+        node = helper.make_node("RotaryEmbedding", ["x", "pos", "cos", "sin"], ["y"],
+                                domain="com.microsoft", interleaved=inter, num_heads=h,
+                                rotary_embedding_dim=rot)
+        ops = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    shape3 = (b, s, h * d)
+    g = helper.make_graph(
+        [node], "rope",
+        [helper.make_tensor_value_info("x", et, shape3),
+         helper.make_tensor_value_info("pos", TensorProto.INT64, pos.shape),
+         helper.make_tensor_value_info("cos", et, cc.shape),
+         helper.make_tensor_value_info("sin", et, ss.shape)],
+        [helper.make_tensor_value_info("y", et, shape3)])
+    m = helper.make_model(g, opset_imports=ops)
+    m.ir_version = 10
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    y = sess.run(None, {"x": np.ascontiguousarray(x).reshape(shape3), "pos": pos, "cos": cc,
+                        "sin": ss})[0]
+    return y.reshape(x.shape)
+
+
+def inductor(x, cos, sin, layout):
+    """torch.compile (inductor, CPU) of transformers' rotation (halves) or of the interleaved
+    pairs' rotate_half (rotary-embedding-torch's), q of shape (batch, seq, heads, head_dim)
+    with the tables unsqueezed at 2; partial rotation as GPT-NeoX writes it."""
+    import torch
+    dt = {np.dtype(np.float32): torch.float32, np.dtype(np.float16): torch.float16,
+          np.dtype(ml_dtypes.bfloat16): torch.bfloat16}[x.dtype]
+    q = torch.from_numpy(np.ascontiguousarray(x).view(np.uint16) if dt == torch.bfloat16
+                         else np.ascontiguousarray(x))
+    if dt == torch.bfloat16:
+        q = q.view(torch.bfloat16)
+    # transformers casts its tables to q's dtype; rotary-embedding-torch keeps float32 ones
+    # (torch promotes the products) and casts the result back
+    tdt = dt if layout == "half" else torch.float32
+    c = torch.from_numpy(np.ascontiguousarray(cos, np.float32)).to(tdt)
+    s_ = torch.from_numpy(np.ascontiguousarray(sin, np.float32)).to(tdt)
+    fn = _compiled(layout)
+    torch._dynamo.reset()
+    y = fn(q, c, s_).to(dt)
+    return y.view(torch.int16).numpy().view(x.dtype) if dt != torch.float32 else y.numpy()
+
+
+def _compiled(layout):
+    import torch
+
+    def rotate_half(x):
+        h = x.shape[-1] // 2
+        return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+
+    def rotate_pairs(x):
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        return torch.stack((-x2, x1), dim=-1).flatten(-2)
+
+    rot = rotate_half if layout == "half" else rotate_pairs
+
+    def apply(q, cos, sin):
+        r = cos.shape[-1]
+        cos, sin = cos.unsqueeze(2), sin.unsqueeze(2)
+        qr, qp = q[..., :r], q[..., r:]
+        return torch.cat(((qr * cos) + (rot(qr) * sin), qp), dim=-1)
+
+    return torch.compile(apply, fullgraph=True, dynamic=False)
+
+
+def transformers_tables(positions, rot, base=10000.0, layout="half"):
+    """cos/sin (float32) of shape (batch, seq, rot) for positions (batch, seq) in transformers'
+    layout of the halves ``cat(freqs, freqs)``, or the interleaved pairs'
+    ``repeat_interleave(freqs, 2)`` (NumPy's; the producers take the tables as given, so any
+    bits serve)."""
+    inv = (1.0 / (np.float32(base) ** (np.arange(0, rot, 2, dtype=np.float32) / np.float32(rot))))
+    f = np.asarray(positions, np.float32)[..., None] * inv.astype(np.float32)
+    emb = np.concatenate((f, f), -1) if layout == "half" else np.repeat(f, 2, -1)
+    return np.cos(emb).astype(np.float32), np.sin(emb).astype(np.float32)
+
+
+def np_dtype(name):
+    """A dtype name's NumPy dtype (bfloat16: ml_dtypes')."""
+    return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
+
+
+def uint_view(a):
+    """An array's bits as unsigned integers of its width."""
+    return np.ascontiguousarray(a).view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize])
+
+
+def storable(a):
+    """bfloat16 arrays as their uint16 bits (an .npz keeps NumPy's own dtypes only)."""
+    return uint_view(a) if a.dtype == np.dtype(ml_dtypes.bfloat16) else a

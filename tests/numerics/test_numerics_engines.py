@@ -1,0 +1,165 @@
+"""producer=: the inference engines' rotations, bit for bit (docs/engines.md).
+
+Against the engines' recorded outputs (tests/data/engines.npz, tools/engines_record.py) in
+every run; torch.compile (inductor) live where torch is installed; the engines themselves in
+tests/numerics/test_numerics_engines_live.py (pytest -m engines).  Every comparison is of bits.
+"""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import sinpe
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import engine_oracles as E  # noqa: E402
+from conftest import BF16, ROOT, torch  # noqa: E402
+
+RECORDS = os.path.join(ROOT, "tests", "data", "engines.npz")
+
+
+def _records():
+    data = np.load(RECORDS)
+    keys = sorted({k.rsplit("|", 1)[0] for k in data.files})
+    return data, keys
+
+
+def rotate(x, cos, sin, layout, producer):
+    """sinpe's rotation of a copy of x (batch, seq, heads, head_dim) by the full-width
+    tables, as producer computes it."""
+    got = x.copy()
+    sinpe.apply_rope(got, cos=cos, sin=sin, layout=layout, seq_dim=1, producer=producer)
+    return got
+
+
+def test_records_cover_every_recorded_engine():
+    data, keys = _records()
+    engines = {k.split("|")[0] for k in keys}
+    assert {"onnxruntime", "onnxruntime-opset23"} <= engines, engines
+    assert len(keys) >= 30
+
+
+@pytest.mark.parametrize("key", _records()[1])
+def test_producer_matches_the_recorded_engine(key):
+    data, _ = _records()
+    engine, producer, dt, layout, _i = key.split("|")
+    want_dt = E.np_dtype(dt)
+    x = data[key + "|x"]
+    x = x.view(want_dt) if dt == "bfloat16" else x
+    y = data[key + "|y"]
+    got = rotate(x, data[key + "|cos"], data[key + "|sin"], layout, producer)
+    bad = np.count_nonzero(E.uint_view(got) != (y if dt == "bfloat16" else E.uint_view(y)))
+    assert bad == 0, (key, bad, x.size)
+
+
+def test_the_records_are_not_transformers_bits():
+    """The engines' bits are not transformers' (the records could not pass by accident): in
+    float32 about a quarter of the values differ from the eager rotation."""
+    data, keys = _records()
+    key = next(k for k in keys if k.startswith("onnxruntime|") and "|float32|half|1" in k)
+    x, c, s = data[key + "|x"], data[key + "|cos"], data[key + "|sin"]
+    eager = rotate(x, c, s, "half", None)
+    differ = np.count_nonzero(E.uint_view(eager) != E.uint_view(data[key + "|y"]))
+    assert 0.1 * x.size < differ < 0.5 * x.size, differ
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("layout", E.LAYOUTS)
+@pytest.mark.parametrize("dt", ["float32", "float16", "bfloat16"])
+def test_inductor_live(dt, layout):
+    """torch.compile's rotation (inductor's CPU code) at two shapes, against
+    producer='inductor': float32 intermediates, one rounding (16-bit types)."""
+    rng = np.random.default_rng(17)
+    for (b, s, h, d, rot) in [(2, 9, 3, 64, 64), (1, 5, 2, 48, 24)]:
+        pos = rng.integers(0, 4096, (b, s))
+        c, s_ = E.transformers_tables(pos, rot, layout=layout)
+        x = (rng.standard_normal((b, s, h, d)) * 3).astype(E.np_dtype(dt))
+        want = E.inductor(x, c, s_, layout)
+        tc, ts = (c.astype(x.dtype), s_.astype(x.dtype)) if layout == "half" else (c, s_)
+        got = rotate(x, tc, ts, layout, "inductor")
+        assert np.count_nonzero(E.uint_view(got) != E.uint_view(want)) == 0, (dt, layout, (b, s, h, d))
+
+
+@pytest.mark.parametrize("producer, dt, word", [
+    ("onnxruntime", BF16, "bfloat16"), ("onnxruntime", np.float64, "float64")])
+def test_a_dtype_the_engine_does_not_run_is_refused(producer, dt, word):
+    x = np.ones((1, 2, 1, 8), dt)
+    before = x.copy()
+    with pytest.raises(ValueError, match=f"producer='{producer}' does not run {word}"):
+        sinpe.apply_rope(x, seq_dim=1, producer=producer)
+    assert np.array_equal(E.uint_view(x), E.uint_view(before))  # nothing written
+
+
+def test_unknown_and_unmade_producers_are_named():
+    x = np.ones((1, 2, 1, 8), np.float32)
+    with pytest.raises(ValueError, match="producer must be one of .*'onnxruntime'.*got 'ort'"):
+        sinpe.apply_rope(x, producer="ort")
+    with pytest.raises(TypeError, match="producer must be a str or None, got 3"):
+        sinpe.apply_rope(x, producer=3)
+    for name in ("llama.cpp", "mlx", "openvino", "openvino-bf16"):
+        with pytest.raises(NotImplementedError, match=f"producer='{name}'"):
+            sinpe.apply_rope(x, producer=name)
+    assert np.all(x == 1)
+
+
+@pytest.mark.parametrize("producer", [None, "transformers"])
+def test_transformers_producer_is_todays_rotation(producer):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 5, 3, 32)).astype(np.float32)
+    a, b = x.copy(), x.copy()
+    sinpe.apply_rope(a, seq_dim=1, offset=7)
+    sinpe.apply_rope(b, seq_dim=1, offset=7, producer=producer)
+    assert np.array_equal(E.uint_view(a), E.uint_view(b))
+
+
+def test_producer_from_positions_uses_transformers_tables():
+    """From positions, an engine that reads a cache (ONNX Runtime) gets transformers' tables:
+    the same bits as with the tables given."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((1, 6, 2, 64)).astype(np.float32)
+    pos = np.array([[3, 9, 100, 101, 4000, 5]])
+    c, s = sinpe.presets.hf_rope({"head_dim": 64, "rope_theta": 10000.0}, pos)
+    a = rotate(x, c, s, "half", "onnxruntime")
+    b = x.copy()
+    sinpe.apply_rope(b, pos, seq_dim=1, producer="onnxruntime")
+    assert np.array_equal(E.uint_view(a), E.uint_view(b))
+
+
+def test_the_core_refuses_an_unknown_form():
+    from sinpe import _jobs
+    from sinpe._backends import policy
+    x = np.ones((1, 2, 8), np.float32)
+    c = np.ones((1, 2, 8), np.float32)
+    with pytest.raises(ValueError, match="form"):
+        _jobs.rope_job(policy.opts(), x, c, c, 1, -1, False, form=64)
+    with pytest.raises(ValueError, match="form"):  # an engine's form on float64
+        _jobs.rope_job(policy.opts(), x.astype(np.float64), c, c, 1, -1, False, form=2)
+    assert np.all(x == 1)
+
+
+@pytest.mark.needs_torch
+def test_torch_form_with_producer_matches_the_arrays():
+    """sinpe.torch.apply_rotary_pos_emb(..., producer=) gives apply_rope's bits (q and k of
+    shape (batch, heads, seq, dim)), refuses recorded gradients and bad dtypes by name."""
+    import sinpe.torch as st
+    g = torch.Generator().manual_seed(5)
+    q = torch.randn(2, 4, 7, 64, generator=g)
+    k = torch.randn(2, 2, 7, 64, generator=g)
+    pos = np.arange(7)[None].repeat(2, 0) + np.array([[0], [50]])
+    c, s = sinpe.presets.hf_rope({"head_dim": 64, "rope_theta": 10000.0}, pos)
+    tc, ts = torch.from_numpy(c), torch.from_numpy(s)
+    for producer in ("onnxruntime", "inductor"):
+        qe, ke = st.apply_rotary_pos_emb(q, k, tc, ts, producer=producer)
+        for x, y in ((q, qe), (k, ke)):
+            want = x.numpy().transpose(0, 2, 1, 3).copy()
+            sinpe.apply_rope(want, cos=c, sin=s, seq_dim=1, producer=producer)
+            assert np.array_equal(E.uint_view(want.transpose(0, 2, 1, 3)), E.uint_view(y.numpy()))
+    qg = q.clone().requires_grad_()
+    with pytest.raises(ValueError, match="no gradient here"):
+        st.apply_rotary_pos_emb(qg, k, tc, ts, producer="onnxruntime")
+    with torch.no_grad():
+        st.apply_rotary_pos_emb(qg, k, tc, ts, producer="onnxruntime")
+    with pytest.raises(ValueError, match="does not run bfloat16"):
+        st.apply_rotary_pos_emb(q.bfloat16(), k.bfloat16(), tc.bfloat16(), ts.bfloat16(),
+                                producer="onnxruntime")
