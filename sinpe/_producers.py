@@ -78,6 +78,8 @@ def producer(name: Any, dtype: str, layout: str) -> Optional[Producer]:
         raise ValueError(f"producer must be one of {sorted(PRODUCERS)}, got {name!r}")
     if p.form == 0:  # transformers' own: the call's usual rules
         return None
+    if dtype not in _FLOATS:  # not a float type at all: the call's usual rules name it
+        return p
     if dtype not in p.dtypes:
         raise ValueError(f"producer={name!r} does not run {dtype}: {p.refused}")
     if layout not in p.layouts:

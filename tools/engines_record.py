@@ -47,6 +47,13 @@ def inputs(i, shape, dt, layout):
     pos = rng.integers(0, 8192, (b, s))
     c, s_ = E.transformers_tables(pos, rot, layout=layout)
     x = (rng.standard_normal((b, s, h, d)) * 3).astype(E.np_dtype(dt))
+    if i == len(SHAPES) - 1:  # specials: NaNs of both signs, infinities, zeros, subnormals
+        flat = x.reshape(-1)
+        u = E.uint_view(x).reshape(-1)
+        k = rng.integers(0, 8, flat.size)
+        flat[k == 0], flat[k == 1], flat[k == 2], flat[k == 3] = np.nan, np.inf, -np.inf, -0.0
+        flat[k == 4] = np.finfo(x.dtype).smallest_subnormal
+        u[(k == 0) & (rng.random(flat.size) < 0.5)] |= u.dtype.type(1 << (8 * u.itemsize - 1))
     return x, c, s_
 
 

@@ -8,6 +8,7 @@ None where it declines (its graph then runs), bit for bit with the graph's forwa
 """
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable, Dict, Optional, Tuple, cast
 
 import torch
@@ -232,26 +233,36 @@ def produced(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Ten
     engine's arithmetic), or None for transformers' own (the form's usual call).  An
     engine's forward has no gradient here, runs on plain CPU tensors, and takes the layouts
     the core rotates: anything else is refused, naming it."""
-    p = _producers.producer(producer, str(q.dtype).replace("torch.", ""), "half")
-    if p is None:
-        return None
     ts = {"q": q, "k": k, "cos": cos, "sin": sin}
     for name, t in ts.items():
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    p = _producers.producer(producer, str(q.dtype).replace("torch.", ""), "half")
+    if p is None or (q.dtype == torch.float64 and p.form == _producers.ONE):
+        return None  # (float64 in one rounding: transformers' own bits, its usual route)
+    for name, t in ts.items():
         _tensors.check(torch, t, name)
     if torch.is_grad_enabled() and any(t.requires_grad for t in ts.values()):
         raise ValueError(f"producer={producer!r} gives {p.engine}'s forward bits, which have "
                          "no gradient here: call it under torch.no_grad() or on tensors that "
                          "do not require grad")
-    if k.dtype != q.dtype or cos.dtype not in _FAST or sin.dtype != cos.dtype \
-            or cos.shape != sin.shape:
-        raise ValueError(f"producer={producer!r}: q and k must share a dtype and cos and sin "
-                         f"a float dtype and shape, got q {q.dtype}, k {k.dtype}, cos "
-                         f"{cos.dtype} {tuple(cos.shape)}, sin {sin.dtype} {tuple(sin.shape)}")
-    ud = _ud(cos, unsqueeze_dim)
-    out = None if ud is None or not cos.dim() else _rotate_into(q, k, cos, sin, ud, False,
-                                                                 form=p.form)
+    if q.dtype not in _FAST or k.dtype != q.dtype or cos.dtype not in _FAST \
+            or sin.dtype != cos.dtype or cos.shape != sin.shape \
+            or (p.form == _producers.ONE and cos.dtype != q.dtype):
+        raise ValueError(f"producer={producer!r}: q and k must share a float dtype and cos "
+                         f"and sin a float dtype and shape ({p.engine}: transformers' "
+                         f"tables, of q's dtype), got q {q.dtype}, k {k.dtype}, cos {cos.dtype} "
+                         f"{tuple(cos.shape)}, sin {sin.dtype} {tuple(sin.shape)}")
+    if isinstance(unsqueeze_dim, bool):
+        raise TypeError(f"unsqueeze_dim must be an integer, got {unsqueeze_dim!r}")
+    try:
+        ud = _ud(cos, operator.index(unsqueeze_dim))
+    except TypeError:
+        raise TypeError(f"unsqueeze_dim must be an integer, got {unsqueeze_dim!r}") from None
+    if ud is None:
+        raise IndexError(f"unsqueeze_dim={unsqueeze_dim!r} is out of range for cos of "
+                         f"{cos.dim()} axes")
+    out = None if not cos.dim() else _rotate_into(q, k, cos, sin, ud, False, form=p.form)
     if out is None:
         raise ValueError(f"producer={producer!r}: cos {tuple(cos.shape)} unsqueezed at "
                          f"{unsqueeze_dim!r} is not a table of q {tuple(q.shape)} and k "

@@ -209,10 +209,14 @@ static void rotate_form(int form, int pairs, sinpe_type t, float a, float b, flo
         c1 = rnd(c1, t);
         s1 = rnd(s1, t);
     }
-    if (form & SINPE_ROPE_FMA) {
-        *y0 = fmaf(a, c0, -(b * s0));
+    float bs = b * s0;
+    if (form & SINPE_ROPE_FMA) { /* a fused multiply-subtract: a NaN addend keeps its sign */
+        *y0 = fmaf(a, c0, isnan(bs) ? bs : -bs);
         *y1 = fmaf(a, s1, b * c1);
-    } else {
+    } else if (form & SINPE_ROPE_HALF_CACHE) { /* an engine's x0 c - x1 s */
+        *y0 = a * c0 - bs;
+        *y1 = b * c1 + a * s1;
+    } else { /* transformers' graph: rotate_half negates x1 first */
         *y0 = a * c0 + (-b) * s0;
         *y1 = b * c1 + a * s1;
     }

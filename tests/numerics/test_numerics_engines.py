@@ -163,3 +163,54 @@ def test_torch_form_with_producer_matches_the_arrays():
     with pytest.raises(ValueError, match="does not run bfloat16"):
         st.apply_rotary_pos_emb(q.bfloat16(), k.bfloat16(), tc.bfloat16(), ts.bfloat16(),
                                 producer="onnxruntime")
+
+
+def test_specials_keep_the_engines_nan_signs():
+    """A hostile probe: a NaN in x1 came out with its sign flipped (sinpe negated the product
+    that ONNX Runtime's fused multiply-subtract subtracts): the recorded case of specials
+    (NaNs of both signs, infinities, -0, subnormals) holds them bit for bit."""
+    data, keys = _records()
+    special = [k for k in keys if k.startswith("onnxruntime|") and k.endswith("|5")]
+    assert len(special) == 4
+    for key in special:
+        x = data[key + "|x"]
+        assert np.isnan(x).any() and np.isinf(x).any()
+        got = rotate(x, data[key + "|cos"], data[key + "|sin"], key.split("|")[3], "onnxruntime")
+        assert np.array_equal(E.uint_view(got), E.uint_view(data[key + "|y"])), key
+
+
+def test_a_type_that_is_not_a_float_gets_the_calls_usual_error():
+    """A hostile probe: with producer= an int x was refused as "does not run int32" where the
+    call names x's dtype: the usual rule speaks first."""
+    for producer in (None, "onnxruntime", "inductor"):
+        with pytest.raises(TypeError, match="x must"):
+            sinpe.apply_rope(np.ones((1, 2, 1, 8), np.int32), seq_dim=1, producer=producer)
+        with pytest.raises(TypeError, match="byte order"):
+            sinpe.apply_rope(np.ones((1, 2, 1, 8), ">f4"), seq_dim=1, producer=producer)
+
+
+@pytest.mark.needs_torch
+def test_torch_form_producer_rules():
+    """A hostile probe's findings on the torch form: inductor with float32 tables for a
+    16-bit q (transformers' graph would promote to float32) is refused, not rounded into q's
+    dtype; float64 in one rounding is transformers' own bits; unsqueeze_dim as torch takes it
+    (NumPy integers; out of range: IndexError; bool or float: TypeError); a list q: TypeError."""
+    import sinpe.torch as st
+    g = torch.Generator().manual_seed(8)
+    q, k = torch.randn(1, 2, 3, 16, generator=g), torch.randn(1, 2, 3, 16, generator=g)
+    c, s = torch.randn(1, 3, 16, generator=g), torch.randn(1, 3, 16, generator=g)
+    with pytest.raises(ValueError, match="of q's dtype"):
+        st.apply_rotary_pos_emb(q.half(), k.half(), c, s, producer="inductor")
+    a = st.apply_rotary_pos_emb(q.double(), k.double(), c.double(), s.double(), producer="inductor")
+    b = st.apply_rotary_pos_emb(q.double(), k.double(), c.double(), s.double())
+    assert all(torch.equal(x.view(torch.int64), y.view(torch.int64)) for x, y in zip(a, b))
+    a = st.apply_rotary_pos_emb(q, k, c, s, np.int64(1), producer="onnxruntime")
+    b = st.apply_rotary_pos_emb(q, k, c, s, 1, producer="onnxruntime")
+    assert all(torch.equal(x.view(torch.int32), y.view(torch.int32)) for x, y in zip(a, b))
+    with pytest.raises(IndexError, match="unsqueeze_dim=5"):
+        st.apply_rotary_pos_emb(q, k, c, s, 5, producer="onnxruntime")
+    for bad in (True, 1.0, None):
+        with pytest.raises(TypeError, match="unsqueeze_dim must be an integer"):
+            st.apply_rotary_pos_emb(q, k, c, s, bad, producer="onnxruntime")
+    with pytest.raises(TypeError, match="q must be a torch.Tensor"):
+        st.apply_rotary_pos_emb([1.0], k, c, s, producer="onnxruntime")
