@@ -29,17 +29,15 @@ class Producer(NamedTuple):
     dtypes: FrozenSet[str]      # the dtypes of x it runs on CPU
     layouts: FrozenSet[str]     # 'half' (rotate-half, NeoX) and/or 'pairs' (interleaved, GPT-J)
     refused: str                # why another dtype is refused (the engine's own limit)
-    grad: bool                  # whether autograd may record through it
 
 
 PRODUCERS: Dict[str, Producer] = {p.name: p for p in (
-    Producer("transformers", "transformers (eager torch)", 0, _FLOATS, _BOTH, "", True),
-    Producer("inductor", "torch.compile (inductor, CPU)", ONE, _FLOATS, _BOTH, "", False),
+    Producer("transformers", "transformers (eager torch)", 0, _FLOATS, _BOTH, ""),
+    Producer("inductor", "torch.compile (inductor, CPU)", ONE, _FLOATS, _BOTH, ""),
     Producer("onnxruntime", "ONNX Runtime's RotaryEmbedding (x86-64 CPU)",
              ONE | FMA | HALF_CACHE | TAIL16,
              frozenset({"float32", "float16"}), _BOTH,
-             "its CPU kernel runs float32 and float16 only (no bfloat16 or float64 kernel)",
-             False),
+             "its CPU kernel runs float32 and float16 only (no bfloat16 or float64 kernel)"),
 )}
 
 #: engines whose rotation sinpe does not reproduce yet, and why (refused by name)

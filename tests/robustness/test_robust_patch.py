@@ -495,7 +495,7 @@ def test_activation_checkpointing_at_training_sizes(monkeypatch):
     forward)."""
     from sinpe._torch import forms, training
     monkeypatch.setattr(forms, "_TRAIN_MIN", 0)
-    monkeypatch.setattr(training, "_CAPTURES", type(training._CAPTURES)())
+    monkeypatch.setattr(training, "_CAPTURES", type(training._CAPTURES)(training._CAPTURES.bound))
     twin = _tiny().to(torch.bfloat16)
     model = st.patch(copy.deepcopy(twin))
     grads = []
