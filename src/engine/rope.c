@@ -192,10 +192,11 @@ static void widen(const trow *r, int64_t k0, int64_t n, float *out)
         out[k] = tl(r, k0 + k);
 }
 
-/* One pair (a, b) of an x of type t by an engine's form (sinpe.h: sinpe_rope_form): c0, s0
- * the tables' values at a's column, c1, s1 at b's; y0, y1 in float32, rounded to t once by
- * the store.  The tables are in x's type as an engine's rot / 2 cache is, or as transformers'
- * halves cast them; the pairs of rotary-embedding-torch stay float32. */
+/* One pair (a, b) of an x of type t in float32, rounded to t once by the store: by an
+ * engine's form (sinpe.h: sinpe_rope_form), or (form 0, pairs) rotary-embedding-torch's
+ * pairs.  c0, s0 the tables' values at a's column, c1, s1 at b's.  The tables are in x's type
+ * as an engine's rot / 2 cache is, or as transformers' halves cast them; the pairs of
+ * rotary-embedding-torch stay float32. */
 static void rotate_form(int form, int pairs, sinpe_type t, float a, float b, float c0,
                         float s0, float c1, float s1, float *y0, float *y1)
 {
@@ -216,7 +217,7 @@ static void rotate_form(int form, int pairs, sinpe_type t, float a, float b, flo
     } else if (form & SINPE_ROPE_HALF_CACHE) { /* an engine's x0 c - x1 s */
         *y0 = a * c0 - bs;
         *y1 = b * c1 + a * s1;
-    } else { /* transformers' graph: rotate_half negates x1 first */
+    } else { /* transformers' graph (rotate_half negates x1 first), or the pairs' */
         *y0 = a * c0 + (-b) * s0;
         *y1 = b * c1 + a * s1;
     }
@@ -232,13 +233,10 @@ static void rotate_f(sinpe_type t, int pairs, int form, int64_t rot, char *v, in
         int64_t j0 = pairs ? 2 * i : i, j1 = pairs ? 2 * i + 1 : i + h;
         float a = ld(v + j0 * cs, t), b = ld(v + j1 * cs, t), y0, y1;
         float cj0 = tl(c, j0), cj1 = tl(c, j1), sj0 = tl(s, j0), sj1 = tl(s, j1);
-        if (form) {
+        if (form || pairs) { /* float32 throughout, one rounding at the end */
             int f = pairs && (form & SINPE_ROPE_TAIL16) && i > 8 * (rot / 16)
                         ? form & ~SINPE_ROPE_FMA : form;
             rotate_form(f, pairs, t, a, b, cj0, sj0, cj1, sj1, &y0, &y1);
-        } else if (pairs) { /* float32 throughout, one rounding at the end */
-            y0 = a * cj0 + (-b) * sj0;
-            y1 = b * cj1 + a * sj1;
         } else { /* each op in x's type */
             float c0 = rnd(cj0, t), c1 = rnd(cj1, t), s0 = rnd(sj0, t), s1 = rnd(sj1, t);
             y0 = rnd(rnd(a * c0, t) + rnd((-b) * s0, t), t);
