@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 import operator
 import os
-from typing import Any, Callable, Dict, List, Optional, Sequence, SupportsFloat, SupportsIndex, Tuple
+from typing import (Any, Callable, Dict, List, Optional, Sequence, SupportsFloat, SupportsIndex,
+                    Tuple)
 
 import numpy as np
 import numpy.typing as npt

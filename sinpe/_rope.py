@@ -65,13 +65,14 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
         raise ValueError(f"seq_dim={sdim} is not an axis of x before the last "
                          f"(x has shape {shape})")
     seq, d = shape[sd], shape[-1]
-    form = _producers.form(producer, _dtype_name(x), layout)
+    name = _dtype_name(x)
+    form = _producers.form(producer, name, layout)
     opts = _opts(None, None, backend, threads, torch_threads)
     if cos is not None or sin is not None:
         c, s_ = _given_tables(cos, sin, shape, sd, layout, positions, offset, rot_dim,
-                              not _is_float32(x))
+                              name != "float32")
     else:
-        half = _half_of(x) if layout == "half" else None
+        half = name if layout == "half" and name in ("float16", "bfloat16") else None
         c, s_ = _rope_tables(opts, shape, sd, seq, d, positions, base, layout, offset, rot_dim,
                              half if half is not None and math.prod(shape) >= 2 * seq * d
                              else None)
@@ -94,30 +95,12 @@ def _dtype_name(x: Any) -> str:
     return str(dt).replace("torch.", "")
 
 
-def _is_float32(x: Any) -> bool:
-    """x's elements are float32 (a torch tensor, an array, a buffer)."""
-    dt = getattr(x, "dtype", None)
-    if dt is not None:
-        return str(dt) in ("float32", "torch.float32")
-    try:
-        return memoryview(x).format in ("f", "<f", "=f")
-    except TypeError:
-        return False
-
-
 def _shape_of(x: Any) -> Tuple[int, ...]:
     """x's shape without a copy (torch tensors of any dtype, arrays, buffers)."""
     shape = getattr(x, "shape", None)
     if isinstance(shape, tuple) and all(isinstance(n, int) for n in shape):
         return shape
     return tuple(np.shape(x))
-
-
-def _half_of(x: Any) -> Optional[str]:
-    """'float16' or 'bfloat16' for an x of that type (NumPy's, ml_dtypes' or torch's), else
-    None."""
-    name = str(getattr(x, "dtype", "")).replace("torch.", "")
-    return name if name in ("float16", "bfloat16") else None
 
 
 def _rope_tables(opts: PresetOpts, shape: Tuple[int, ...], sd: int, seq: int, d: int, positions: Any,

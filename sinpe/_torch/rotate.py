@@ -13,11 +13,10 @@ from typing import Any, Callable, Dict, Optional, Tuple, cast
 
 import torch
 
-from .._memo import Memo
-
 from .. import _producers, _tensors
 from .._backends.policy import opts as _core_opts
 from .._jobs import rope_job as _rope
+from .._memo import Memo
 
 
 _Pair = Tuple[torch.Tensor, torch.Tensor]
