@@ -187,12 +187,14 @@ FRAMEWORKS: Dict[str, Dict[str, Tuple[str, str, str, int]]] = {
                                          "onnxruntime-training ort-nightly",
                                          "MLAS exp, Eigen sin/cos with the last n % 4 elements "
                                          "of each op through glibc, glibc's powf", 0)},
+    "mlx": {"mlx-0.32": ("0.32", "mlx mlx-cpu", "MLX's own exp/sin/cos of its CPU build (sin/cos "
+                         "of |x| > 2^23 through glibc), glibc's powf", 0)},
 }
 
 
 #: The frameworks as their projects write them (messages).
 TITLES: Dict[str, str] = {"numpy": "NumPy", "tensorflow": "TensorFlow", "jax": "JAX",
-                          "onnxruntime": "ONNX Runtime"}
+                          "onnxruntime": "ONNX Runtime", "mlx": "MLX"}
 
 
 def _installed(dists: str) -> Optional[str]:

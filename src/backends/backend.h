@@ -79,7 +79,8 @@ static inline int sinpe_backend_no_library(void)
 /* The backends by index: the one list of their names (the registry, the public API and,
  * through the binding's BACKENDS, the package read it). */
 #define SINPE_BACKEND_LIST(X) X(BUILTIN, "builtin") X(MKL, "mkl") X(TORCH, "torch") X(SLEEF, "sleef") \
-    X(NUMPY, "numpy") X(TENSORFLOW, "tensorflow") X(JAX, "jax") X(ONNXRUNTIME, "onnxruntime")
+    X(NUMPY, "numpy") X(TENSORFLOW, "tensorflow") X(JAX, "jax") X(ONNXRUNTIME, "onnxruntime") \
+    X(MLX, "mlx")
 #define SINPE_BACKEND_ENUM_(id, name) SINPE_BACKEND_##id,
 enum { SINPE_BACKEND_LIST(SINPE_BACKEND_ENUM_) SINPE_BACKEND_COUNT };
 

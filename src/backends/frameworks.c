@@ -19,6 +19,9 @@
  *     FTZ/DAZ.
  *   onnxruntime (1.32): MLAS exp for every element; sin, cos: Eigen without FTZ, the last
  *     n % 4 elements through glibc; pow: glibc's powf.
+ *   mlx (0.32, its CPU build): MLX's own exp, sin and cos for every element (its vector
+ *     loops have no scalar tail; sin/cos of |x| > 2^23 call glibc inside the function);
+ *     pow: glibc's powf (std::pow).
  *
  * Every profile pins glibc's FMA variants (the x86-64-v3 machines the frameworks were
  * measured on), so its bits are the same on any machine.
@@ -221,3 +224,35 @@ static void ort_sincos(const sinpe_bctx *ctx, int64_t e0, const float *a, float 
 
 /* not independent: sin/cos have the tail */
 const sinpe_backend_ops sinpe_backend_onnxruntime = FW_BACKEND(0, ort_exp, ort_sincos, glibc_pow);
+
+/* ---- mlx ------------------------------------------------------------------------------- */
+
+static void mlx_exp(const sinpe_bctx *ctx, int64_t e0, const float *in, float *out, size_t n)
+{
+    (void)ctx;
+    (void)e0;
+    for (size_t i = 0; i < n; i++)
+        out[i] = sinpe_mlx_expf(in[i]);
+}
+
+static float mlx_sin(float x, int fused)
+{
+    (void)fused;
+    return sinpe_mlx_sinf(x);
+}
+
+static float mlx_cos(float x, int fused)
+{
+    (void)fused;
+    return sinpe_mlx_cosf(x);
+}
+
+static void mlx_sincos(const sinpe_bctx *ctx, int64_t e0, const float *a, float *s, float *c,
+                       size_t n)
+{
+    (void)ctx;
+    (void)e0;
+    lib_sincos(mlx_sin, mlx_cos, a, s, c, n);
+}
+
+const sinpe_backend_ops sinpe_backend_mlx = FW_BACKEND(1, mlx_exp, mlx_sincos, glibc_pow);

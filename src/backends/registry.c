@@ -4,7 +4,7 @@
 
 extern const sinpe_backend_ops sinpe_backend_builtin, sinpe_backend_mkl, sinpe_backend_torch,
     sinpe_backend_sleef, sinpe_backend_numpy, sinpe_backend_tensorflow, sinpe_backend_jax,
-    sinpe_backend_onnxruntime;
+    sinpe_backend_onnxruntime, sinpe_backend_mlx;
 
 #define SINPE_BACKEND_NAME_(id, name) [SINPE_BACKEND_##id] = name,
 static const char *const NAMES[SINPE_BACKEND_COUNT] = { SINPE_BACKEND_LIST(SINPE_BACKEND_NAME_) };
@@ -19,6 +19,7 @@ static const sinpe_backend_ops *const BACKENDS[SINPE_BACKEND_COUNT] = {
     [SINPE_BACKEND_TENSORFLOW] = &sinpe_backend_tensorflow,
     [SINPE_BACKEND_JAX] = &sinpe_backend_jax,
     [SINPE_BACKEND_ONNXRUNTIME] = &sinpe_backend_onnxruntime,
+    [SINPE_BACKEND_MLX] = &sinpe_backend_mlx,
 };
 
 int sinpe_backends_count(void)

@@ -1,5 +1,5 @@
 /* The frameworks' float32 element functions on x86-64 (element layer, pure C):
- * elem/fw_numpy.c, elem/fw_eigen.c, elem/fw_mlas.c, elem/fw_xla.c.  Each computes one
+ * elem/fw_numpy.c, elem/fw_eigen.c, elem/fw_mlas.c, elem/fw_xla.c, elem/fw_mlx.c.  Each computes one
  * element exactly as that framework's vector kernel does (every lane independent of the
  * others); which elements of a tensor a framework sends to its C library instead (its
  * scalar tail) is the backend's rule, not the element function's. */
@@ -27,5 +27,10 @@ float sinpe_mlas_expf(float x, int fused);
 /* XLA's CPU exp as jaxlib 0.10 emits it (every multiply-add fused, flush-to-zero and
  * denormals-are-zero). */
 float sinpe_xla_expf(float x);
+
+/* MLX's CPU exp, sin and cos (elem/fw_mlx.c); sin/cos of |x| > 2^23 are glibc's. */
+float sinpe_mlx_expf(float x);
+float sinpe_mlx_sinf(float x);
+float sinpe_mlx_cosf(float x);
 
 #endif

@@ -1,4 +1,4 @@
-/* glibc's float32 sinf, cosf and expf since 2.28 (element layer, pure C): elem/glibcf.c.
+/* glibc's float32 sinf, cosf, expf (2.28 on) and logf (2.27 on) (element layer, pure C): elem/glibcf.c.
  * powf is elem/powf.h's sinpe_powf_glibc. */
 #ifndef SINPE_ELEM_GLIBCF_H
 #define SINPE_ELEM_GLIBCF_H
@@ -8,6 +8,7 @@
 float sinpe_glibc_sinf(float x, int fused);
 float sinpe_glibc_cosf(float x, int fused);
 float sinpe_glibc_expf(float x, int fused);
+float sinpe_glibc_logf(float x, int fused);
 
 /* The float NaN an invalid operation makes on x86-64 (sign set, quiet, no payload): what
  * glibc returns for sin/cos of an infinity there. */
