@@ -154,7 +154,7 @@ def positive(value: Any, name: str) -> float:
     return float(_sinpe.positive(value, name))
 
 
-_FREQ_KINDS = {"exp_mul": 0, "exp_muldiv": 1, "pow": 2, "pow64": 3}
+_FREQ_KINDS = {"exp_mul": 0, "exp_muldiv": 1, "pow": 2, "pow64": 3, "exp_log": 4}
 
 
 def freq_job(core: Opts, kind: str, n: int, *, start: int = 0, step: int = 1, group: int = 1,

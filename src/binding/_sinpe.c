@@ -426,7 +426,7 @@ PyDoc_STRVAR(freqs_doc,
 SIGNATURE("freqs", FREQS_PARAMS)
 "A preset's frequency vector (a FREQS job; sinpe.h: sinpe_freq): kind 0 exp_mul, 1\n"
 "exp_muldiv, 2 pow (float32; a, b, m and base rounded to float32 first, as torch rounds\n"
-"Python scalars) or 3 pow64 (float64); base_name names base in messages.\n");
+"Python scalars), 3 pow64 (float64) or 4 exp_log (MLX's); base_name names base in messages.\n");
 
 ENTRY_POINT(freqs, FREQS_PARAMS)
 

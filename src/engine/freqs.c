@@ -7,6 +7,8 @@
 
 #include <math.h>
 
+#include "elem/glibcf.h"
+
 /* A FREQS job's rules: its description, its base, the vector's type and length. */
 int sinpe_freq_check(const sinpe_job *j)
 {
@@ -17,7 +19,7 @@ int sinpe_freq_check(const sinpe_job *j)
         return SINPE_E_FUNC;
     if (f->group < 1)
         return SINPE_E_PRESET;
-    if ((f->kind == SINPE_FREQ_POW || f->kind == SINPE_FREQ_POW64)
+    if ((f->kind == SINPE_FREQ_POW || f->kind == SINPE_FREQ_POW64 || f->kind == SINPE_FREQ_EXP_LOG)
         && (sinpe_check_base(f->base64) != SINPE_OK || sinpe_check_base(f->base) != SINPE_OK))
         return SINPE_E_BASE; /* also a base that float32 rounds to 0 or inf */
     if (j->rows < 0)
@@ -79,8 +81,9 @@ static void freq_run(sinpe_plan *p, int64_t item, int tid)
         return;
     }
     float arg[SINPE_BLOCK] = { 0.0f }; /* (GCC cannot see that n >= 1) */
+    float a = f->kind == SINPE_FREQ_EXP_LOG ? sinpe_glibc_logf(f->base, 1) / f->b : f->a;
     for (int64_t i = 0; i < n; i++) {
-        float v = k_of(f, e0 + i) * f->a;
+        float v = k_of(f, e0 + i) * a;
         arg[i] = f->kind == SINPE_FREQ_EXP_MULDIV ? v / f->b : v;
     }
     p->be->exp(&p->ctx, e0, arg, out, (size_t)n);

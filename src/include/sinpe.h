@@ -203,11 +203,13 @@ typedef struct {
  *   POW:        base ** (k_i / b) (or base ** (k_i * a) when a != 0: XLA divides by a
  *               scalar as a multiply by its float32 reciprocal), then 1 / that when recip
  *   POW64:      (double) base ** (k_i / b), then 1 / that when recip (float64 out)
+ *   EXP_LOG:    exp(k_i * (log(base) / b)), log(base) glibc's logf and the division in
+ *               float32 (MLX's frequencies, with start 0 and step -1)
  * exp and pow of the backend (pow as torch computes it, on the backends with torch's
  * bits); POW64 uses the C library's pow on every backend. */
 typedef enum {
     SINPE_FREQ_EXP_MUL = 0, SINPE_FREQ_EXP_MULDIV, SINPE_FREQ_POW, SINPE_FREQ_POW64,
-    SINPE_FREQ_COUNT
+    SINPE_FREQ_EXP_LOG, SINPE_FREQ_COUNT
 } sinpe_freq_kind;
 typedef struct {
     sinpe_freq_kind kind;
@@ -321,7 +323,20 @@ typedef enum {
     SINPE_ROPE_TAIL16 = 8,    /* with FMA, the pairs layout: in a last block of fewer than 16
                                   columns, the pairs after its first without FMA (ONNX
                                   Runtime's x86-64 kernel) */
-    SINPE_ROPE_FORMS = 15      /* every flag */
+    SINPE_ROPE_EACH = 16,      /* every op rounded in x's type in the pairs layout too (the
+                                  halves' eager rule: MLX's graph of ops) */
+    SINPE_ROPE_BF16 = 32,      /* a float32 or float16 x computed in bfloat16 (OpenVINO's
+                                  inference precision on CPUs with AVX512-BF16): x's values
+                                  rounded to bfloat16 first (float32: to nearest even; float16:
+                                  OpenVINO's conversion, below), each result rounded to a
+                                  bfloat16 value, then stored in x's type */
+    SINPE_ROPE_OV_TABLES = 64, /* OpenVINO's reading of the tables: as they are (float32 tables
+                                  of a float16 x too: its conversion is fused into the node),
+                                  float32 tables of a bfloat16 x cast by its conversion
+                                  ((bits + ((bits & 0x10000) >> 1)) >> 16) */
+    SINPE_ROPE_OV_STORE = 128, /* bfloat16 results by that conversion (OpenVINO's C++ loop),
+                                  not to nearest even */
+    SINPE_ROPE_FORMS = 255     /* every flag */
 } sinpe_rope_form;
 
 /* A TABLE job for a C-contiguous float32 destination of the given shape. */
