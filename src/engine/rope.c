@@ -110,7 +110,12 @@ static int form_ok(const sinpe_job *j)
     if (f & ~SINPE_ROPE_FORMS)
         return 0;
     int f64 = j->dst.type == SINPE_F64 || (j->rope.second && j->rope.dst2.type == SINPE_F64);
-    return !f64 || !(f & ~SINPE_ROPE_ONE);
+    if (f64 && (f & ~SINPE_ROPE_ONE))
+        return 0;
+    /* bfloat16 inference is a float32 or float16 x's; a bfloat16 store a bfloat16 result's */
+    int bf = j->dst.type == SINPE_BF16 || (j->rope.second && j->rope.dst2.type == SINPE_BF16);
+    return (!(f & SINPE_ROPE_BF16) || !bf)
+           && (!(f & SINPE_ROPE_OV_STORE) || (f & SINPE_ROPE_BF16) || bf);
 }
 
 int sinpe_rope_check(const sinpe_job *j)
@@ -192,11 +197,69 @@ static void widen(const trow *r, int64_t k0, int64_t n, float *out)
         out[k] = tl(r, k0 + k);
 }
 
+/* The NaN OpenVINO's bfloat16 conversions make of any NaN (positive, quiet), as float32. */
+#define OV_NAN 0x7fc00000u
+
+/* OpenVINO's float32 -> bfloat16 conversion (ov::bfloat16(float): a tie rounds away from an
+ * odd last bit and toward an even one, by the bits), as a float32 value. */
+static inline float ov_bf16(float v)
+{
+    uint32_t x = sinpe_f32_bits(v);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return sinpe_bits_f32(OV_NAN);
+    return sinpe_bits_f32(((x + ((x & 0x10000u) >> 1)) >> 16) << 16);
+}
+
+/* OpenVINO's bfloat16 to nearest even (vcvtneps2bf16 in its kernels and reorders): a NaN
+ * becomes its one quiet NaN, a subnormal a zero of its sign (the instruction's DAZ). */
+static inline float ov_rne(float v)
+{
+    uint32_t x = sinpe_f32_bits(v);
+    if ((x & 0x7f800000u) == 0)
+        return sinpe_bits_f32(x & 0x80000000u);
+    return isnan(v) ? sinpe_bits_f32(OV_NAN) : rnd(v, SINPE_BF16);
+}
+
+/* A result rounded to bfloat16 (BF16 inference) or to x's type t, by OpenVINO's conversion
+ * when ov says so. */
+static inline float rnd_store(float v, sinpe_type t, int ov)
+{
+    if (t != SINPE_BF16)
+        return rnd(v, t);
+    return ov ? ov_bf16(v) : ov_rne(v);
+}
+
+/* A bfloat16 x rotated by OpenVINO: its results are rounded (and their NaN made) by its
+ * conversions, and stored as they are. */
+static inline int ov_bf16_x(int form, sinpe_type t)
+{
+    return t == SINPE_BF16 && (form & SINPE_ROPE_OV_TABLES);
+}
+
+/* A result v of x's type t stored at p: as st, or v's bits as they are when the form has
+ * rounded it already (ov_bf16_x). */
+static inline void st_form(char *p, float v, sinpe_type t, int form)
+{
+    if (ov_bf16_x(form, t)) {
+        uint16_t h = (uint16_t)(sinpe_f32_bits(v) >> 16);
+        memcpy(p, &h, 2);
+    } else {
+        st(p, v, t);
+    }
+}
+
+/* BF16 inference's input: a float32 x's value by a Reorder (to nearest even), a float16 x's
+ * by a Convert (OpenVINO's rounding). */
+static inline float bf16_in(float v, sinpe_type t)
+{
+    return t == SINPE_F16 ? ov_bf16(v) : ov_rne(v);
+}
+
 /* One pair (a, b) of an x of type t in float32, rounded to t once by the store: by an
  * engine's form (sinpe.h: sinpe_rope_form), or (form 0, pairs) rotary-embedding-torch's
  * pairs.  c0, s0 the tables' values at a's column, c1, s1 at b's.  The tables are in x's type
  * as an engine's rot / 2 cache is, or as transformers' halves cast them; the pairs of
- * rotary-embedding-torch stay float32. */
+ * rotary-embedding-torch stay float32.  BF16 (a float32 x): x and the results in bfloat16. */
 static void rotate_form(int form, int pairs, sinpe_type t, float a, float b, float c0,
                         float s0, float c1, float s1, float *y0, float *y1)
 {
@@ -204,11 +267,22 @@ static void rotate_form(int form, int pairs, sinpe_type t, float a, float b, flo
         c1 = c0;
         s1 = s0;
     }
-    if (!pairs || (form & SINPE_ROPE_HALF_CACHE)) {
+    if (form & SINPE_ROPE_OV_TABLES) {
+        if (t == SINPE_BF16) { /* float32 tables' Convert node; bfloat16 tables are exact */
+            c0 = ov_bf16(c0);
+            s0 = ov_bf16(s0);
+            c1 = ov_bf16(c1);
+            s1 = ov_bf16(s1);
+        }
+    } else if (!pairs || (form & SINPE_ROPE_HALF_CACHE)) {
         c0 = rnd(c0, t);
         s0 = rnd(s0, t);
         c1 = rnd(c1, t);
         s1 = rnd(s1, t);
+    }
+    if (form & SINPE_ROPE_BF16) {
+        a = bf16_in(a, t);
+        b = bf16_in(b, t);
     }
     float bs = b * s0;
     if (form & SINPE_ROPE_FMA) { /* a fused multiply-subtract: a NaN addend keeps its sign */
@@ -221,19 +295,28 @@ static void rotate_form(int form, int pairs, sinpe_type t, float a, float b, flo
         *y0 = a * c0 + (-b) * s0;
         *y1 = b * c1 + a * s1;
     }
+    if ((form & (SINPE_ROPE_BF16 | SINPE_ROPE_OV_STORE)) || ov_bf16_x(form, t)) {
+        /* the store's rounding, here (st_form then keeps the bits) */
+        sinpe_type r = form & SINPE_ROPE_BF16 ? SINPE_BF16 : t;
+        *y0 = rnd_store(*y0, r, form & SINPE_ROPE_OV_STORE);
+        *y1 = rnd_store(*y1, r, form & SINPE_ROPE_OV_STORE);
+    }
 }
 
 /* One vector of a float32, float16 or bfloat16 x: element k at v + k * cs. */
-static void rotate_f(sinpe_type t, int pairs, int form, int64_t rot, char *v, int64_t cs,
-                     const trow *c, const trow *s)
+static void rotate_f(sinpe_type t, int pairs, int form, int64_t rot, int64_t d, char *v,
+                     int64_t cs, const trow *c, const trow *s)
 {
+    if (form & SINPE_ROPE_BF16) /* the columns past rot pass through bfloat16 too */
+        for (int64_t k = rot; k < d; k++)
+            st(v + k * cs, bf16_in(ld(v + k * cs, t), t), t);
     int64_t h = rot / 2;
     for (int64_t i = 0; i < h; i++) {
         /* the pair of elements one rotation mixes, and their table columns */
         int64_t j0 = pairs ? 2 * i : i, j1 = pairs ? 2 * i + 1 : i + h;
         float a = ld(v + j0 * cs, t), b = ld(v + j1 * cs, t), y0, y1;
         float cj0 = tl(c, j0), cj1 = tl(c, j1), sj0 = tl(s, j0), sj1 = tl(s, j1);
-        if (form || pairs) { /* float32 throughout, one rounding at the end */
+        if ((form & ~SINPE_ROPE_EACH) || (pairs && !form)) { /* float32, one rounding */
             int f = pairs && (form & SINPE_ROPE_TAIL16) && i > 8 * (rot / 16)
                         ? form & ~SINPE_ROPE_FMA : form;
             rotate_form(f, pairs, t, a, b, cj0, sj0, cj1, sj1, &y0, &y1);
@@ -242,8 +325,8 @@ static void rotate_f(sinpe_type t, int pairs, int form, int64_t rot, char *v, in
             y0 = rnd(rnd(a * c0, t) + rnd((-b) * s0, t), t);
             y1 = rnd(rnd(b * c1, t) + rnd(a * s1, t), t);
         }
-        st(v + j0 * cs, y0, t);
-        st(v + j1 * cs, y1, t);
+        st_form(v + j0 * cs, y0, t, form);
+        st_form(v + j1 * cs, y1, t, form);
     }
 }
 
@@ -367,7 +450,8 @@ static void rope_part(const sinpe_plan *p, const sinpe_array *x, const sinpe_arr
     sinpe_walker wk;
     sinpe_walker_init(&wk, rn, x->shape, x->strides, copy ? src->strides : x->strides, begin);
     int kind = t == SINPE_F16 ? SINPE_HALF_F16 : t == SINPE_BF16 ? SINPE_HALF_BF16 : SINPE_HALF_F32;
-    int vec = !j->rope.pairs && !j->rope.form && t != SINPE_F64 && cs == w; /* the path's */
+    int vec = !j->rope.pairs && (!j->rope.form || j->rope.form == SINPE_ROPE_EACH) && t != SINPE_F64
+              && cs == w; /* the path's */
     float buf[2][2 * ROPE_WIDE];
     const char *last_c = NULL, *last_s = NULL;
     int fresh = 1;
@@ -394,7 +478,7 @@ static void rope_part(const sinpe_plan *p, const sinpe_array *x, const sinpe_arr
         else if (t == SINPE_F64)
             rotate_d(j->rope.pairs, rot, v, cs, &c, &s);
         else
-            rotate_f(t, j->rope.pairs, j->rope.form, rot, v, cs, &c, &s);
+            rotate_f(t, j->rope.pairs, j->rope.form, rot, d, v, cs, &c, &s);
     }
 }
 
