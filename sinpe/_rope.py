@@ -45,10 +45,13 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
     producer: whose arithmetic rotates (docs/engines.md): None or 'transformers' (the
        layouts above), 'inductor' (torch.compile: float32 intermediates, one rounding),
        'onnxruntime' (its RotaryEmbedding kernel on x86-64, ONNX's opset-23 op too: float32
-       and float16); the tables are transformers' (computed, or given: an engine reads them
-       as the cache an exporter writes, rot / 2 columns in x's dtype).  A dtype or layout the
-       engine does not run is refused naming it; 'openvino', 'llama.cpp' and 'mlx' are named
-       and not made yet (NotImplementedError).
+       and float16), 'openvino' / 'openvino-bf16' (its fused RoPE node at hint f32 / at its
+       default bfloat16 precision; ':avx512' or ':avx2' names the serving CPU, else this
+       machine's), 'mlx' (mx.fast.rope on the CPU: its own tables from positions, computed
+       whatever backend=, and every op in x's dtype).  The other engines' tables are
+       transformers' (computed, or given: read as the cache an exporter writes).  A dtype or
+       layout the engine does not run is refused naming it; 'llama.cpp' is named and not made
+       yet (NotImplementedError).
     base: theta (rope_theta). backend, threads, torch_threads: as for the tables.  The cos/sin
        rows are kept in the cache for the next call (sinpe.set_cache_size).
     """
@@ -66,21 +69,79 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
                          f"(x has shape {shape})")
     seq, d = shape[sd], shape[-1]
     name = _dtype_name(x)
-    form = _producers.form(producer, name, layout)
-    opts = _opts(None, None, backend, threads, torch_threads)
+    made = _producers.producer(producer, name, layout, _rot_of(cos, rot_dim, d), d)
+    mlx = made is not None and made.p.angles == "mlx"
+    opts = _opts(None, None, "mlx" if mlx else backend, threads, torch_threads)
     if cos is not None or sin is not None:
         c, s_ = _given_tables(cos, sin, shape, sd, layout, positions, offset, rot_dim,
                               name != "float32")
+    elif mlx:
+        c, s_ = _mlx_tables(opts, shape, sd, seq, d, positions, base, layout, offset, rot_dim)
     else:
         half = name if layout == "half" and name in ("float16", "bfloat16") else None
+        # transformers' module casts its tables to x's dtype: an engine reads them so
+        own = made is not None and made.form & _producers.OV_TABLES
         c, s_ = _rope_tables(opts, shape, sd, seq, d, positions, base, layout, offset, rot_dim,
-                             half if half is not None and math.prod(shape) >= 2 * seq * d
-                             else None)
+                             half if half is not None and (
+                                 own or math.prod(shape) >= 2 * seq * d) else None)
+    form = 0 if made is None else made.form
     if tensor:  # before the write: no signal's handler runs between the write and the move
         _jobs.bump_version(x)
     rope_job(opts.core, x, c, s_, sd, 0 if c.shape[0] > 1 else -1, layout == "pairs",
              form=form)
     return x
+
+
+def _rot_of(cos: Any, rot_dim: Any, d: int) -> int:
+    """The rotated width a call asks for (the tables' width, rot_dim or head_dim), read
+    before anything is made for a producer's refusals; what is not an integer here is
+    refused by the call's own checks after."""
+    if cos is not None:
+        shape = _shape_of(cos)
+        return shape[-1] if shape else d
+    return rot_dim if isinstance(rot_dim, int) and not isinstance(rot_dim, bool) else d
+
+
+def _mlx_tables(opts: PresetOpts, shape: Tuple[int, ...], sd: int, seq: int, d: int,
+                positions: Any, base: Any, layout: str, offset: Any,
+                rot_dim: Any) -> Tuple[Any, Any]:
+    """MLX's cos and sin tables (tables, seq, rot), float32, as mx.fast.rope computes them
+    on the CPU: inv[i] = exp(-i * (log(base) / (rot / 2))) with glibc's logf and MLX's exp
+    (a FREQS job), positions float(t) + float(offset) (or the given ones, rounded to
+    float32), theta = position * inv[i] in float32, MLX's sin and cos (the 'mlx' backend).
+    Not kept: a call computes its own."""
+    rot = d if rot_dim is None else _int(rot_dim, "rot_dim")
+    if rot % 2 or rot > d or rot < 2:
+        raise ValueError(f"rot_dim must be even, >= 2 and <= head_dim = {d}, got {rot}")
+    theta = _positive(base, "base")
+    off = _int(offset, "offset")
+    if positions is None:
+        if not -(1 << 31) <= off < 1 << 31:
+            raise OverflowError(f"offset={off} does not fit in MLX's int32 offset")
+        pos = np.arange(seq, dtype=np.float32)[None] + np.float32(off)
+    else:
+        if off:
+            raise ValueError("offset and positions exclude each other")
+        pos = np.asarray(positions)
+        pos = pos[None] if pos.ndim == 1 else pos
+        if pos.ndim != 2 or pos.shape[1] != seq or pos.shape[0] not in (1, shape[0]) \
+                or (pos.shape[0] > 1 and sd == 0):
+            raise ValueError(f"positions must have shape (seq,) or (batch, seq) = "
+                             f"({shape[0]}, {seq}) for x of shape {shape}, got "
+                             f"{np.shape(positions)}")
+    h = rot // 2
+    inv = _freqs("exp_log", h, opts, start=0, step=-1, b=float(h), base=theta)
+    t = np.arange(rot)
+    freq = np.ascontiguousarray(inv[t // 2] if layout == "pairs" else inv[t % h], np.float32)
+    both = np.empty((2, pos.shape[0], seq, rot), np.float32)
+    for i, kind in enumerate((COS, SIN)):
+        col = [4 * k + kind for k in range(rot)]
+        if 0 in shape:
+            _table(pos, freq, col, opts._replace(out=None), fill=False)
+            both = np.zeros((2, 1, 0, rot), np.float32)
+        else:
+            _table(pos, freq, col, opts._replace(out=both[i]))
+    return both[0], both[1]
 
 
 def _dtype_name(x: Any) -> str:

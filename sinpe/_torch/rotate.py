@@ -236,20 +236,22 @@ def produced(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Ten
     for name, t in ts.items():
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    p = _producers.producer(producer, str(q.dtype).replace("torch.", ""), "half")
+    d = q.shape[-1] if q.dim() else 0
+    p = _producers.producer(producer, str(q.dtype).replace("torch.", ""), "half",
+                            cos.shape[-1] if cos.dim() else d, d)
     if p is None or (q.dtype == torch.float64 and p.form == _producers.ONE):
         return None  # (float64 in one rounding: transformers' own bits, its usual route)
     for name, t in ts.items():
         _tensors.check(torch, t, name)
     if torch.is_grad_enabled() and any(t.requires_grad for t in ts.values()):
-        raise ValueError(f"producer={producer!r} gives {p.engine}'s forward bits, which have "
+        raise ValueError(f"producer={producer!r} gives {p.p.engine}'s forward bits, which have "
                          "no gradient here: call it under torch.no_grad() or on tensors that "
                          "do not require grad")
     if q.dtype not in _FAST or k.dtype != q.dtype or cos.dtype not in _FAST \
             or sin.dtype != cos.dtype or cos.shape != sin.shape \
             or (p.form == _producers.ONE and cos.dtype != q.dtype):
         raise ValueError(f"producer={producer!r}: q and k must share a float dtype and cos "
-                         f"and sin a float dtype and shape ({p.engine}: transformers' "
+                         f"and sin a float dtype and shape ({p.p.engine}: transformers' "
                          f"tables, of q's dtype), got q {q.dtype}, k {k.dtype}, cos {cos.dtype} "
                          f"{tuple(cos.shape)}, sin {sin.dtype} {tuple(sin.shape)}")
     if isinstance(unsqueeze_dim, bool):
