@@ -135,3 +135,113 @@ def uint_view(a):
 def storable(a):
     """bfloat16 arrays as their uint16 bits (an .npz keeps NumPy's own dtypes only)."""
     return uint_view(a) if a.dtype == np.dtype(ml_dtypes.bfloat16) else a
+
+
+def openvino(x, cos, sin, layout, bf16=False):
+    """OpenVINO's CPU plugin (one thread) on the graph an exporter writes, fused into its RoPE
+    node (asserted): transformers' rotate_half of q (batch, seq, heads, head_dim) transposed to
+    (batch, heads, seq, head_dim), cos/sin gathered by position from constants of the tables'
+    own dtype (converted to x's when they differ, as the traced cast is); the interleaved pairs
+    as GPT-J's rotate_every_two, its sincos constant gathered and repeat-interleaved.  bf16:
+    the plugin's default precision (bfloat16 on CPUs with AVX512-BF16), else hint f32."""
+    import openvino as ov
+    import openvino.opset13 as ops
+    b, s, h, d = x.shape
+    rot = cos.shape[-1]
+    big = np.iinfo(np.int32).max
+    ovt = {np.dtype(np.float32): ov.Type.f32, np.dtype(np.float16): ov.Type.f16,
+           np.dtype(ml_dtypes.bfloat16): ov.Type.bf16}
+
+    def c(v, dt=np.int64):
+        return ops.constant(np.array(v, dtype=dt))
+
+    def table(t):  # a constant of the table's dtype (bfloat16 through float32, exact)
+        dt = np.dtype(t.dtype)
+        return (ops.constant(np.asarray(t, np.float32), dtype=ov.Type.bf16)
+                if dt == np.dtype(ml_dtypes.bfloat16) else ops.constant(np.ascontiguousarray(t)))
+
+    def to_x(node):
+        return node if node.get_output_element_type(0) == ovt[x.dtype] else ops.convert(node, ovt[x.dtype])
+
+    xp = ops.parameter(ov.PartialShape([-1, -1, -1, d]), ovt[x.dtype], name="x")
+    pp = ops.parameter(ov.PartialShape([-1, -1]), ov.Type.i64, name="pos")
+    pos = np.arange(b * s, dtype=np.int64).reshape(b, s)
+    cosr, sinr = cos.reshape(b * s, rot), sin.reshape(b * s, rot)
+    if layout == "half":
+        xt = ops.transpose(xp, c([0, 2, 1, 3]))
+        cg = to_x(ops.unsqueeze(ops.gather(table(cosr), pp, c(0)), c(1)))
+        sg = to_x(ops.unsqueeze(ops.gather(table(sinr), pp, c(0)), c(1)))
+        xr = ops.slice(xt, c([0]), c([rot]), c([1]), c([3])) if rot < d else xt
+        x1 = ops.slice(xr, c([0]), c([rot // 2]), c([1]), c([3]))
+        x2 = ops.slice(xr, c([rot // 2]), c([big]), c([1]), c([3]))
+        minus = ops.constant(np.array(-1.0, np.float32), dtype=ovt[x.dtype])
+        rh = ops.concat([ops.multiply(x2, minus), x1], -1)
+        y = ops.add(ops.multiply(xr, cg), ops.multiply(rh, sg))
+        if rot < d:
+            y = ops.concat([y, ops.slice(xt, c([rot]), c([big]), c([1]), c([3]))], -1)
+    else:
+        sc = np.concatenate([sinr[:, 0::2], cosr[:, 0::2]], -1)
+        g = ops.gather(table(sc), pp, c(0))
+        vs = ops.variadic_split(g, c(-1), c([rot // 2, -1]))
+        idx = c(np.repeat(np.arange(rot // 2), 2), np.int32)
+        sin_r, cos_r = (to_x(ops.gather(ops.unsqueeze(vs.output(k), c(2)), idx, c(3)))
+                        for k in (0, 1))
+        xr = ops.slice(xp, c([0]), c([rot]), c([1]), c([3])) if rot < d else xp
+        odd = ops.slice(xr, c([1]), c([big]), c([2]), c([3]))
+        even = ops.slice(xr, c([0]), c([big]), c([2]), c([3]))
+        minus = ops.constant(np.array(-1.0, np.float32), dtype=ovt[x.dtype])
+        st = ops.concat([ops.unsqueeze(ops.multiply(odd, minus), c(-1)),
+                         ops.unsqueeze(even, c(-1))], -1)
+        y = ops.add(ops.multiply(xr, cos_r),
+                    ops.multiply(ops.reshape(st, c([0, 0, 0, -1]), True), sin_r))
+        if rot < d:
+            y = ops.concat([y, ops.slice(xp, c([rot]), c([big]), c([1]), c([3]))], -1)
+    cfg = {"INFERENCE_NUM_THREADS": 1, "NUM_STREAMS": 1}
+    if not bf16:
+        cfg["INFERENCE_PRECISION_HINT"] = "f32"
+    cm = ov.Core().compile_model(ov.Model([y], [xp, pp], "rope"), "CPU", cfg)
+    kinds = [str(op.get_rt_info()["layerType"].value) for op in cm.get_runtime_model().get_ordered_ops()]
+    assert "RoPE" in kinds and "Eltwise" not in kinds, f"OpenVINO did not fuse the rotation: {kinds}"
+    xin = x
+    if x.dtype == np.dtype(ml_dtypes.bfloat16):
+        xin = ov.Tensor(ov.Type.bf16, list(x.shape))
+        xin.data[...] = np.ascontiguousarray(x).view(np.float16)
+    out = cm.create_infer_request().infer({"x": xin, "pos": pos})[cm.outputs[0]]
+    out = np.array(out)
+    if x.dtype == np.dtype(ml_dtypes.bfloat16):
+        out = out.view(np.uint16).view(ml_dtypes.bfloat16)
+    return np.ascontiguousarray(out.transpose(0, 2, 1, 3)) if layout == "half" else out
+
+
+def mlx(x, rot, base, layout, offset=0):
+    """MLX's ``mx.fast.rope`` on the CPU stream: q (batch, seq, heads, head_dim) as MLX takes
+    it, (batch, heads, seq, head_dim); dims = rot, traditional for the pairs."""
+    import mlx.core as mx
+    dt = {np.dtype(np.float32): mx.float32, np.dtype(np.float16): mx.float16,
+          np.dtype(ml_dtypes.bfloat16): mx.bfloat16}[x.dtype]
+    xt = np.ascontiguousarray(np.asarray(x, np.float32).transpose(0, 2, 1, 3))
+    a = mx.array(xt).astype(dt)
+    with mx.stream(mx.cpu):
+        y = mx.fast.rope(a, rot, traditional=layout == "pairs", base=float(base), scale=1.0,
+                         offset=int(offset))
+        y = np.array(y.astype(mx.float32))
+    return y.astype(x.dtype).transpose(0, 2, 1, 3)
+
+
+#: producers whose NaN results are NaNs of the engine's own sign and payload, which sinpe does
+#: not reproduce (docs/engines.md): a NaN is compared as a NaN, every other value by its bits
+NAN_ANY = ("openvino", "openvino-bf16", "mlx")
+
+
+def differ(got, want, producer):
+    """How many values of got differ from want in their bits (for NAN_ANY producers, a NaN
+    where both are NaN counts as the same; a NaN against a number never does)."""
+    bad = _bits(got) != _bits(want)
+    if producer in NAN_ANY:
+        g, w = np.asarray(got, np.float32), np.asarray(want, np.float32)
+        bad &= ~(np.isnan(g) & np.isnan(w))
+    return int(np.count_nonzero(bad))
+
+
+def _bits(a):
+    return uint_view(np.asarray(a))

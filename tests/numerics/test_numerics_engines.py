@@ -35,9 +35,11 @@ def rotate(x, cos, sin, layout, producer):
 
 def test_records_cover_every_recorded_engine():
     data, keys = _records()
+    producers = {k.split("|")[1] for k in keys}
     engines = {k.split("|")[0] for k in keys}
-    assert {"onnxruntime", "onnxruntime-opset23"} <= engines, engines
-    assert len(keys) >= 30
+    assert {"onnxruntime", "onnxruntime-opset23", "openvino", "mlx"} <= engines, engines
+    assert {"onnxruntime", "openvino", "openvino-bf16", "mlx"} <= producers, producers
+    assert len(keys) >= 130
 
 
 @pytest.mark.parametrize("key", _records()[1])
@@ -48,8 +50,15 @@ def test_producer_matches_the_recorded_engine(key):
     x = data[key + "|x"]
     x = x.view(want_dt) if dt == "bfloat16" else x
     y = data[key + "|y"]
-    got = rotate(x, data[key + "|cos"], data[key + "|sin"], layout, producer)
-    bad = np.count_nonzero(E.uint_view(got) != (y if dt == "bfloat16" else E.uint_view(y)))
+    y = y.view(want_dt) if dt == "bfloat16" else y
+    if producer == "mlx":  # MLX's own tables: rot, then (base, offset)
+        rot, (base, offset) = data[key + "|cos"].shape[-1], data[key + "|sin"][0]
+        got = x.copy()
+        sinpe.apply_rope(got, base=float(base), offset=int(offset), rot_dim=rot,
+                         layout=layout, seq_dim=1, producer="mlx")
+    else:
+        got = rotate(x, data[key + "|cos"], data[key + "|sin"], layout, producer)
+    bad = E.differ(got, y, producer)
     assert bad == 0, (key, bad, x.size)
 
 
@@ -97,10 +106,44 @@ def test_unknown_and_unmade_producers_are_named():
         sinpe.apply_rope(x, producer="ort")
     with pytest.raises(TypeError, match="producer must be a str or None, got 3"):
         sinpe.apply_rope(x, producer=3)
-    for name in ("llama.cpp", "mlx", "openvino", "openvino-bf16"):
-        with pytest.raises(NotImplementedError, match=f"producer='{name}'"):
+    with pytest.raises(NotImplementedError, match="producer='llama.cpp'"):
+        sinpe.apply_rope(x, producer="llama.cpp")
+    for name, word in (("openvino:sse4", "serving CPU must be one of"),
+                       ("onnxruntime:avx2", "producer must be one of"),
+                       ("openvino-bf16:avx2", "only on CPUs with AVX512-BF16")):
+        with pytest.raises(ValueError, match=word):
             sinpe.apply_rope(x, producer=name)
     assert np.all(x == 1)
+
+
+@pytest.mark.parametrize("shape, layout, dt", [
+    ((1, 2, 1, 8), "pairs", np.float32),     # rot == head_dim: not fused as GPT-J writes it
+    ((1, 2, 1, 16), "pairs", BF16)])         # bfloat16 pairs: not fused
+def test_openvino_refuses_what_it_does_not_fuse(shape, layout, dt):
+    """OpenVINO runs the interleaved pairs through its RoPE node only on rot_dim < head_dim
+    columns of a float32 or float16 x (its op-by-op graph otherwise is not reproduced)."""
+    x = np.ones(shape, dt)
+    with pytest.raises(ValueError, match="fuses the interleaved rotation"):
+        sinpe.apply_rope(x, seq_dim=1, layout=layout, producer="openvino",
+                         rot_dim=8 if shape[-1] > 8 else None)
+    assert np.all(np.asarray(x, np.float32) == 1)
+
+
+def test_openvino_interleaved_kernel_follows_the_serving_cpu():
+    """OpenVINO's interleaved JIT kernel (FMA) runs when rot_dim is a multiple of two vectors
+    (32 on AVX-512, 16 on AVX2), else its C++ loop (no FMA): rot_dim 16 differs between the
+    two named CPUs, rot_dim 32 does not."""
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal((2, 40, 4, 64)) * 30).astype(np.float32)
+    outs = {}
+    for rot in (16, 32):
+        for isa in ("avx2", "avx512"):
+            y = x.copy()
+            sinpe.apply_rope(y, offset=300, rot_dim=rot, layout="pairs", seq_dim=1,
+                             producer=f"openvino:{isa}")
+            outs[rot, isa] = E.uint_view(y)
+    assert not np.array_equal(outs[16, "avx2"], outs[16, "avx512"])
+    assert np.array_equal(outs[32, "avx2"], outs[32, "avx512"])
 
 
 @pytest.mark.parametrize("producer", [None, "transformers"])
@@ -132,7 +175,11 @@ def test_the_core_refuses_an_unknown_form():
     x = np.ones((1, 2, 8), np.float32)
     c = np.ones((1, 2, 8), np.float32)
     with pytest.raises(ValueError, match="form"):
-        _jobs.rope_job(policy.opts(), x, c, c, 1, -1, False, form=64)
+        _jobs.rope_job(policy.opts(), x, c, c, 1, -1, False, form=256)
+    with pytest.raises(ValueError, match="form"):  # bfloat16 inference of a bfloat16 x
+        _jobs.rope_job(policy.opts(), x.astype(BF16), c, c, 1, -1, False, form=32 | 2)
+    with pytest.raises(ValueError, match="form"):  # OpenVINO's bfloat16 store, float32 out
+        _jobs.rope_job(policy.opts(), x, c, c, 1, -1, False, form=128)
     with pytest.raises(ValueError, match="form"):  # an engine's form on float64
         _jobs.rope_job(policy.opts(), x.astype(np.float64), c, c, 1, -1, False, form=2)
     assert np.all(x == 1)

@@ -1,7 +1,7 @@
 """producer= against the inference engines themselves (opt-in: -m engines).
 
-Needs ONNX Runtime 1.32 (with onnx); .ci/run runs this once, in the frameworks' venv, where
-they are installed.  Shapes are drawn at random from a seed the run prints (SINPE_ENGINES_SEED
+Needs ONNX Runtime 1.32 (with onnx), OpenVINO 2026.4 and MLX 0.32 (mlx[cpu]); .ci/run runs
+this once, in the frameworks' venv, where they are installed.  Shapes are drawn at random from a seed the run prints (SINPE_ENGINES_SEED
 sets it), so that each run checks shapes no record holds: batch 1-8, seq 1-300, heads 1-16,
 head_dim 32-256, partial widths.  Without the engines these tests fail (never skipped): the
 marker is deselected by default (pyproject's addopts).
@@ -30,17 +30,34 @@ def _shapes(rng, n):
                int(rng.integers(1, 17)), d, rot)
 
 
-def _check(run, producer, dt, layout, n):
+def _x(rng, shape, dt):
+    """Seeded values of three magnitudes, a few specials among them (NaNs of both signs,
+    infinities, zeros)."""
+    x = (rng.standard_normal(shape) * rng.choice([1e-3, 1.0, 50.0], shape)).astype(np.float32)
+    x.reshape(-1)[rng.integers(0, x.size, 6)] = [np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0]
+    return x.astype(E.np_dtype(dt))
+
+
+def _check(run, producer, dt, layout, n, tables=True):
+    """n seeded shapes: the engine's output against sinpe's (E.differ: bits; a NaN of the
+    engine's own sign as a NaN for the producers that say so).  tables: transformers' cos/sin
+    given to both; else (MLX) both compute theirs from an offset and a base."""
     rng = np.random.default_rng([SEED, zlib.crc32(f"{producer} {dt} {layout}".encode())])
     total = 0
     for b, s, h, d, rot in _shapes(rng, n):
-        pos = rng.integers(0, 32768, (b, s))
-        c, s_ = E.transformers_tables(pos, rot, layout=layout)
-        x = (rng.standard_normal((b, s, h, d)) * 4).astype(E.np_dtype(dt))
-        want = run(x, c, s_, layout)
+        x = _x(rng, (b, s, h, d), dt)
         got = x.copy()
-        sinpe.apply_rope(got, cos=c, sin=s_, layout=layout, seq_dim=1, producer=producer)
-        bad = np.count_nonzero(E.uint_view(got) != E.uint_view(want))
+        if tables:
+            pos = rng.integers(0, 32768, (b, s))
+            c, s_ = E.transformers_tables(pos, rot, layout=layout)
+            want = run(x, c, s_, layout)
+            sinpe.apply_rope(got, cos=c, sin=s_, layout=layout, seq_dim=1, producer=producer)
+        else:
+            base, offset = float(rng.choice([1e4, 5e5, 1e6])), int(rng.integers(0, 100000))
+            want = run(x, rot, base, layout, offset)
+            sinpe.apply_rope(got, base=base, offset=offset, rot_dim=rot, layout=layout,
+                             seq_dim=1, producer=producer)
+        bad = E.differ(got, want, producer)
         assert bad == 0, (producer, dt, layout, (b, s, h, d, rot), bad, "seed", SEED)
         total += x.size
     print(f"{producer} {dt} {layout}: {total} values, 0 differ (seed {SEED})")
@@ -52,3 +69,60 @@ def _check(run, producer, dt, layout, n):
 def test_onnxruntime(dt, layout, opset23):
     _check(lambda x, c, s, lay: E.onnxruntime(x, c, s, lay, opset23), "onnxruntime", dt,
            layout, 12)
+
+
+def _cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((line.split(":", 1)[1].split() for line in f
+                         if line.startswith("flags")), [])
+    except OSError:
+        return []
+
+
+FLAGS = _cpu_flags()
+#: OpenVINO's default precision is bfloat16 on CPUs with AVX512-BF16 (or AMX)
+BF16_CPU = "avx512_bf16" in FLAGS or "amx_bf16" in FLAGS
+
+
+@pytest.mark.parametrize("dt, layout", [(dt, lay) for dt in ("float32", "float16", "bfloat16")
+                                        for lay in E.LAYOUTS
+                                        if not (lay == "pairs" and dt == "bfloat16")])
+@pytest.mark.parametrize("bf16", [False, True])
+def test_openvino(dt, layout, bf16):
+    """OpenVINO's fused RoPE node at hint f32 ('openvino') and at its default precision
+    ('openvino-bf16' on a CPU with AVX512-BF16, else 'openvino': the default is float32
+    there).  The interleaved JIT kernel's width is measured on AVX-512 CPUs; on another CPU
+    the pairs rotate widths its C++ loop takes (not a multiple of 16), the same on any CPU."""
+    avx512 = "avx512f" in FLAGS
+    producer = "openvino-bf16" if bf16 and BF16_CPU else "openvino"
+
+    def run(x, c, s, lay):
+        return E.openvino(x, c, s, lay, bf16)
+
+    rng = np.random.default_rng([SEED, zlib.crc32(f"ov {dt} {layout} {bf16}".encode())])
+    total = 0
+    for b, s, h, d, rot in _shapes(rng, 6):
+        if layout == "pairs" and (rot >= d or (not avx512 and rot % 16 == 0)):
+            rot = int(rng.integers(1, d // 2)) * 2
+            rot = rot - 2 if not avx512 and rot % 16 == 0 else rot
+            if rot < 2:
+                continue
+        x = _x(rng, (b, s, h, d), dt)
+        pos = rng.integers(0, 32768, (b, s))
+        c, s_ = E.transformers_tables(pos, rot, layout=layout)
+        want = run(x, c, s_, layout)
+        got = x.copy()
+        sinpe.apply_rope(got, cos=c, sin=s_, layout=layout, seq_dim=1, producer=producer)
+        bad = E.differ(got, want, producer)
+        assert bad == 0, (producer, dt, layout, (b, s, h, d, rot), bad, "seed", SEED)
+        total += x.size
+    assert total > 0
+    print(f"{producer} {dt} {layout}: {total} values, 0 differ (seed {SEED})")
+
+
+@pytest.mark.parametrize("layout", E.LAYOUTS)
+@pytest.mark.parametrize("dt", ["float32", "float16", "bfloat16"])
+def test_mlx(dt, layout):
+    """MLX's mx.fast.rope on the CPU: its own frequencies and sin/cos from an offset."""
+    _check(E.mlx, "mlx", dt, layout, 6, tables=False)
