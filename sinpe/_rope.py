@@ -92,6 +92,20 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
     return x
 
 
+def _positions(positions: Any, off: int, shape: Tuple[int, ...], sd: int, seq: int) -> np.ndarray:
+    """The positions as (1 or batch, seq) (HF's position_ids), checked against x's shape."""
+    if off:
+        raise ValueError("offset and positions exclude each other")
+    pos = np.asarray(positions)
+    pos = pos[None] if pos.ndim == 1 else pos
+    if pos.ndim != 2 or pos.shape[1] != seq or pos.shape[0] not in (1, shape[0]) \
+            or (pos.shape[0] > 1 and sd == 0):
+        raise ValueError(f"positions must have shape (seq,) or (batch, seq) = "
+                         f"({shape[0]}, {seq}) for x of shape {shape}, got "
+                         f"{np.shape(positions)}")
+    return pos
+
+
 def _rot_of(cos: Any, rot_dim: Any, d: int) -> int:
     """The rotated width a call asks for (the tables' width, rot_dim or head_dim), read
     before anything is made for a producer's refusals; what is not an integer here is
@@ -120,15 +134,7 @@ def _mlx_tables(opts: PresetOpts, shape: Tuple[int, ...], sd: int, seq: int, d: 
             raise OverflowError(f"offset={off} does not fit in MLX's int32 offset")
         pos = np.arange(seq, dtype=np.float32)[None] + np.float32(off)
     else:
-        if off:
-            raise ValueError("offset and positions exclude each other")
-        pos = np.asarray(positions)
-        pos = pos[None] if pos.ndim == 1 else pos
-        if pos.ndim != 2 or pos.shape[1] != seq or pos.shape[0] not in (1, shape[0]) \
-                or (pos.shape[0] > 1 and sd == 0):
-            raise ValueError(f"positions must have shape (seq,) or (batch, seq) = "
-                             f"({shape[0]}, {seq}) for x of shape {shape}, got "
-                             f"{np.shape(positions)}")
+        pos = _positions(positions, off, shape, sd, seq)
     h = rot // 2
     inv = _freqs("exp_log", h, opts, start=0, step=-1, b=float(h), base=theta)
     t = np.arange(rot)
@@ -198,15 +204,7 @@ def _rope_tables(opts: PresetOpts, shape: Tuple[int, ...], sd: int, seq: int, d:
     if positions is None:
         pos, tables = None, 1
     else:
-        if off:
-            raise ValueError("offset and positions exclude each other")
-        pos = np.asarray(positions)
-        pos = pos[None] if pos.ndim == 1 else pos
-        if pos.ndim != 2 or pos.shape[1] != seq or pos.shape[0] not in (1, shape[0]) \
-                or (pos.shape[0] > 1 and sd == 0):
-            raise ValueError(f"positions must have shape (seq,) or (batch, seq) = "
-                             f"({shape[0]}, {seq}) for x of shape {shape}, got "
-                             f"{np.shape(positions)}")
+        pos = _positions(positions, off, shape, sd, seq)
         tables = pos.shape[0]
     if 0 in shape:  # nothing to rotate: tables of no rows (the core takes them for an empty
         _check_rows(opts, rot, theta, layout, seq, off, pos)  # x) after the same checks
