@@ -134,7 +134,7 @@ def producer(name: Any, dtype: str, layout: str, rot: int = 0, d: int = 0) -> Op
         raise TypeError(f"producer must be a str or None, got {name!r} ({type(name).__name__})")
     base, colon, isa = name.partition(":")
     p = PRODUCERS.get(base)
-    if p is None or (colon and not p.isa):
+    if p is None or (colon and (not p.isa or not isa)):
         if name in NOT_YET:
             raise NotImplementedError(f"producer={name!r}: {NOT_YET[name]}")
         raise ValueError(f"producer must be one of {sorted(PRODUCERS)} (OpenVINO's with "

@@ -48,7 +48,9 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
        and float16), 'openvino' / 'openvino-bf16' (its fused RoPE node at hint f32 / at its
        default bfloat16 precision; ':avx512' or ':avx2' names the serving CPU, else this
        machine's), 'mlx' (mx.fast.rope on the CPU: its own tables from positions, computed
-       whatever backend=, and every op in x's dtype).  The other engines' tables are
+       whatever backend=, and every op in x's dtype; positions are rounded to float32 once,
+       where MLX adds float(t) + float(offset): the same below 2^24, past it pass offset=;
+       with cos/sin given, MLX's per-op rotation of those tables).  The other engines' tables are
        transformers' (computed, or given: read as the cache an exporter writes).  A dtype or
        layout the engine does not run is refused naming it; 'llama.cpp' is named and not made
        yet (NotImplementedError).
@@ -71,7 +73,9 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
     name = _dtype_name(x)
     made = _producers.producer(producer, name, layout, _rot_of(cos, rot_dim, d), d)
     mlx = made is not None and made.p.angles == "mlx"
-    opts = _opts(None, None, "mlx" if mlx else backend, threads, torch_threads)
+    opts = _opts(None, None, backend, threads, torch_threads)  # checked, whoever computes
+    if mlx:  # MLX's own functions make its tables
+        opts = _opts(None, None, "mlx", threads, torch_threads)
     if cos is not None or sin is not None:
         c, s_ = _given_tables(cos, sin, shape, sd, layout, positions, offset, rot_dim,
                               name != "float32")
@@ -108,12 +112,17 @@ def _positions(positions: Any, off: int, shape: Tuple[int, ...], sd: int, seq: i
 
 def _rot_of(cos: Any, rot_dim: Any, d: int) -> int:
     """The rotated width a call asks for (the tables' width, rot_dim or head_dim), read
-    before anything is made for a producer's refusals; what is not an integer here is
-    refused by the call's own checks after."""
+    before anything is made for a producer's refusals (rot_dim checked here: its type and
+    range are named before a producer's rule reads it)."""
     if cos is not None:
         shape = _shape_of(cos)
         return shape[-1] if shape else d
-    return rot_dim if isinstance(rot_dim, int) and not isinstance(rot_dim, bool) else d
+    if rot_dim is None:
+        return d
+    rot = _int(rot_dim, "rot_dim")
+    if rot % 2 or rot > d or rot < 2:
+        raise ValueError(f"rot_dim must be even, >= 2 and <= head_dim = {d}, got {rot}")
+    return rot
 
 
 def _mlx_tables(opts: PresetOpts, shape: Tuple[int, ...], sd: int, seq: int, d: int,

@@ -109,6 +109,7 @@ def test_unknown_and_unmade_producers_are_named():
     with pytest.raises(NotImplementedError, match="producer='llama.cpp'"):
         sinpe.apply_rope(x, producer="llama.cpp")
     for name, word in (("openvino:sse4", "serving CPU must be one of"),
+                       ("openvino:", "producer must be one of"),
                        ("onnxruntime:avx2", "producer must be one of"),
                        ("openvino-bf16:avx2", "only on CPUs with AVX512-BF16")):
         with pytest.raises(ValueError, match=word):
@@ -261,3 +262,18 @@ def test_torch_form_producer_rules():
             st.apply_rotary_pos_emb(q, k, c, s, bad, producer="onnxruntime")
     with pytest.raises(TypeError, match="q must be a torch.Tensor"):
         st.apply_rotary_pos_emb([1.0], k, c, s, producer="onnxruntime")
+
+
+def test_openvino_reads_rot_dim_as_the_call_does():
+    """A hostile probe: a NumPy-integer rot_dim was read as head_dim by OpenVINO's rule (and a
+    float or bool one blamed on the producer): rot_dim is checked first, as without it."""
+    x = np.random.default_rng(2).random((2, 3, 5, 8)).astype(np.float32)
+    a, b = x.copy(), x.copy()
+    sinpe.apply_rope(a, seq_dim=1, layout="pairs", rot_dim=4, producer="openvino")
+    sinpe.apply_rope(b, seq_dim=1, layout="pairs", rot_dim=np.int64(4), producer="openvino")
+    assert np.array_equal(E.uint_view(a), E.uint_view(b))
+    for bad, err in ((True, TypeError), (2.0, TypeError), (9, ValueError), (10, ValueError)):
+        with pytest.raises(err, match="rot_dim"):
+            sinpe.apply_rope(x.copy(), seq_dim=1, layout="pairs", rot_dim=bad, producer="openvino")
+    with pytest.raises(ValueError, match="backend"):  # checked though MLX's functions compute
+        sinpe.apply_rope(x.copy(), seq_dim=1, producer="mlx", backend="bogus")
