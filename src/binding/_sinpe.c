@@ -392,8 +392,8 @@ static PyObject *rope_call(PyObject *self, const rope_args *a)
 PyDoc_STRVAR(map_doc,
 "map($module, opts, func, x, /)\n"
 "--\n\n"
-"func(x) of a float32 ndarray (a MAP job: func 0 exp, 1 sin, 2 cos), as the backend computes\n"
-"it; a new C-contiguous array.\n");
+"func(x) of a float32 ndarray (a MAP job: func 0 exp, 1 sin, 2 cos, as the backend computes\n"
+"them; 3 log, glibc's on every backend); a new C-contiguous array.\n");
 
 static PyObject *py_map(PyObject *self, PyObject *args)
 {

@@ -1,9 +1,11 @@
 /* Elementwise maps (sinpe.h: MAP jobs): exp, sin or cos of each float32 element of a C-order
- * source with the call's backend, in blocks of elements placed in the tensor torch would
+ * source with the call's backend (log: glibc's on every backend), in blocks of elements placed in the tensor torch would
  * evaluate (SLEEF's vectors depend on where an element lies). */
 #include "engine/engine.h"
 
 #include <string.h>
+
+#include "elem/glibcf.h"
 
 /* A MAP's rules: a function, a float32 source and destination of one shape, both in C order. */
 int sinpe_map_check(const sinpe_job *j)
@@ -64,6 +66,10 @@ static void map_run(sinpe_plan *p, int64_t item, int tid)
     switch (p->j.func) {
     case SINPE_FN_EXP: p->be->exp(&p->ctx, e0, in, r, n); break;
     case SINPE_FN_SIN: p->be->sincos(&p->ctx, e0, in, r, NULL, n); break;
+    case SINPE_FN_LOG:
+        for (size_t i = 0; i < n; i++)
+            r[i] = sinpe_glibc_logf(in[i], 1);
+        break;
     default: p->be->sincos(&p->ctx, e0, in, NULL, r, n); break;
     }
 }

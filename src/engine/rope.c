@@ -317,7 +317,8 @@ static void rotate_f(sinpe_type t, int pairs, int form, int64_t rot, int64_t d, 
         float a = ld(v + j0 * cs, t), b = ld(v + j1 * cs, t), y0, y1;
         float cj0 = tl(c, j0), cj1 = tl(c, j1), sj0 = tl(s, j0), sj1 = tl(s, j1);
         if ((form & ~SINPE_ROPE_EACH) || (pairs && !form)) { /* float32, one rounding */
-            int f = pairs && (form & SINPE_ROPE_TAIL16) && i > 8 * (rot / 16)
+            int f = pairs && (((form & SINPE_ROPE_TAIL16) && i > 8 * (rot / 16))
+                              || ((form & SINPE_ROPE_TAIL8) && i >= 4 * (rot / 8)))
                         ? form & ~SINPE_ROPE_FMA : form;
             rotate_form(f, pairs, t, a, b, cj0, sj0, cj1, sj1, &y0, &y1);
         } else { /* each op in x's type */

@@ -219,7 +219,11 @@ typedef struct {
     int recip;
 } sinpe_freq;
 
-typedef enum { SINPE_FN_EXP = 0, SINPE_FN_SIN = 1, SINPE_FN_COS = 2, SINPE_FN_COUNT } sinpe_func;
+/* MAP functions: exp, sin, cos of the backend; LOG glibc's logf (its FMA build) on every
+ * backend (the C library's log that llama.cpp's and MLX's parameters go through). */
+typedef enum {
+    SINPE_FN_EXP = 0, SINPE_FN_SIN = 1, SINPE_FN_COS = 2, SINPE_FN_LOG = 3, SINPE_FN_COUNT
+} sinpe_func;
 
 /* Rows of a table kept by the caller (sinpe_job.kept). */
 typedef struct {
@@ -336,7 +340,10 @@ typedef enum {
                                   ((bits + ((bits & 0x10000) >> 1)) >> 16) */
     SINPE_ROPE_OV_STORE = 128, /* bfloat16 results by that conversion (OpenVINO's C++ loop),
                                   not to nearest even */
-    SINPE_ROPE_FORMS = 255     /* every flag */
+    SINPE_ROPE_TAIL8 = 256,    /* with FMA, the pairs layout: the pairs past the last complete
+                                  block of 8 columns without FMA (llama.cpp's ggml as gcc 12
+                                  vectorises its interleaved loop for x86-64) */
+    SINPE_ROPE_FORMS = 511     /* every flag */
 } sinpe_rope_form;
 
 /* A TABLE job for a C-contiguous float32 destination of the given shape. */
