@@ -4,7 +4,8 @@ A rotation's bits depend on who computes it: transformers' eager graph rounds ev
 dtype, torch.compile keeps float32 intermediates and rounds once, ONNX Runtime's RoPE kernel
 fuses a product into an FMA and reads a half-width cache in x's dtype, OpenVINO's node fuses
 the same way but picks its interleaved kernel by the serving CPU's vector width, MLX computes
-its own frequencies and sin/cos and rounds every op.  Each is the core's ROPE job with a form
+its own frequencies and sin/cos and rounds every op, llama.cpp scales its angles per pair and
+fuses like ONNX Runtime.  Each is the core's ROPE job with a form
 (sinpe.h: ``SINPE_ROPE_*`` flags), and for MLX its own angles; this module is the one table
 of them: the form for an x's dtype, layout and rotated width, which dtypes and layouts the
 engine runs on CPU, and why the others are refused.  Imports only the core's CPU record.
@@ -22,6 +23,7 @@ EACH = 16         # every op rounded in x's dtype, the pairs layout too (MLX's g
 BF16 = 32         # a float32/float16 x computed in bfloat16 (OpenVINO's default on BF16 CPUs)
 OV_TABLES = 64    # the tables as OpenVINO reads them (float32 tables of a bfloat16 x converted)
 OV_STORE = 128    # bfloat16 results by OpenVINO's conversion (its C++ loop)
+TAIL8 = 256       # pairs: the pairs past the last complete block of 8 columns without FMA
 
 _FLOATS = frozenset({"float32", "float16", "bfloat16", "float64"})
 _BOTH = frozenset({"half", "pairs"})
@@ -41,7 +43,7 @@ class Producer(NamedTuple):
     dtypes: FrozenSet[str]      # the dtypes of x it runs on CPU
     layouts: FrozenSet[str]     # 'half' (rotate-half, NeoX) and/or 'pairs' (interleaved, GPT-J)
     refused: str                # why another dtype is refused (the engine's own limit)
-    angles: str = ""            # "": transformers' tables from positions; "mlx": MLX's own
+    angles: str = ""            # "": transformers' tables from positions; else the engine's own
     isa: bool = False           # the form depends on the serving CPU's vector width
 
 
@@ -78,6 +80,16 @@ def _openvino(bf16: bool) -> FormRule:
     return rule
 
 
+def _llama(dtype: str, layout: str, rot: int, d: int, lanes: int) -> Union[int, str]:
+    """llama.cpp's ggml (CPU, gcc 12 -O3 -march=native on x86-64): its float32 cache read as
+    it is; the FMA form for every pair, but in float32 NORMAL mode (the pairs) the last
+    (rot / 2) % 4 pairs, which gcc's vectorised loop leaves to scalar code without FMA;
+    float16: float32 arithmetic, one rounding."""
+    if dtype == "float32":
+        return FMA | OV_TABLES | (TAIL8 if layout == "pairs" else 0)
+    return ONE | FMA | OV_TABLES
+
+
 PRODUCERS: Dict[str, Producer] = {p.name: p for p in (
     Producer("transformers", "transformers (eager torch)", _fixed(0), _FLOATS, _BOTH, ""),
     Producer("inductor", "torch.compile (inductor, CPU)", _fixed(ONE), _FLOATS, _BOTH, ""),
@@ -92,16 +104,14 @@ PRODUCERS: Dict[str, Producer] = {p.name: p for p in (
              "its CPU plugin runs float32, float16 and bfloat16 (no float64 kernel)", isa=True),
     Producer("mlx", "MLX's mx.fast.rope (CPU)", _fixed(EACH), _CPU_FLOATS, _BOTH,
              "mx.fast.rope runs float32, float16 and bfloat16 (no float64)", angles="mlx"),
+    Producer("llama.cpp", "llama.cpp's ggml_rope_ext (ggml CPU, x86-64; NEOX for the halves, "
+             "NORMAL for the pairs)", _llama, frozenset({"float32", "float16"}), _BOTH,
+             "ggml's CPU rope runs float32 and float16 only (no bfloat16 or float64)",
+             angles="llama.cpp"),
 )}
 
 #: the serving CPU's float32 lanes by the ISA an OpenVINO name gives ('openvino:avx2')
 ISAS = {"avx2": 8, "avx512": 16}
-
-#: engines whose rotation sinpe does not reproduce yet, and why (refused by name)
-NOT_YET: Dict[str, str] = {
-    "llama.cpp": "llama.cpp's angles (theta scaled per pair by powf, glibc's sinf/cosf) are "
-                 "not reproduced yet",
-}
 
 
 def _lanes(name: str, isa: str) -> int:
@@ -125,9 +135,9 @@ def _lanes(name: str, isa: str) -> int:
 
 def producer(name: Any, dtype: str, layout: str, rot: int = 0, d: int = 0) -> Optional[Resolved]:
     """The producer's rotation of an x of dtype (its name: 'float32', ...) in layout with rot
-    of its d (head_dim) columns rotated (0, 0: not known yet: no form); None for transformers' own bits (producer=None or 'transformers'): the
-    default route.  Raises TypeError, ValueError or NotImplementedError naming the producer
-    and the reason."""
+    of its d (head_dim) columns rotated (d 0: no form); None for transformers' own bits
+    (producer=None or 'transformers'): the default route.  Raises TypeError or ValueError
+    naming the producer and the reason."""
     if name is None:
         return None
     if not isinstance(name, str):
@@ -135,8 +145,6 @@ def producer(name: Any, dtype: str, layout: str, rot: int = 0, d: int = 0) -> Op
     base, colon, isa = name.partition(":")
     p = PRODUCERS.get(base)
     if p is None or (colon and (not p.isa or not isa)):
-        if name in NOT_YET:
-            raise NotImplementedError(f"producer={name!r}: {NOT_YET[name]}")
         raise ValueError(f"producer must be one of {sorted(PRODUCERS)} (OpenVINO's with "
                          f"':avx2' or ':avx512' for the serving CPU), got {name!r}")
     if base == "transformers":  # transformers' own: the call's usual rules

@@ -10,7 +10,7 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-from . import _cache, _jobs, _producers, _tensors
+from . import _angles, _cache, _jobs, _producers, _tensors
 from ._jobs import (rope_job, COS, SIN, _admit, _freqs, _int, _positive, _rope_inv_freq, _round,
                     _table)
 from ._backends.policy import call_opts as _opts
@@ -20,7 +20,7 @@ from ._types import PresetOpts
 def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: str = "half",
                offset: int = 0, seq_dim: int = -2, rot_dim: Optional[int] = None,
                cos: Any = None, sin: Any = None, producer: Optional[str] = None,
-               backend: Optional[str] = None, threads: Optional[int] = None,
+               engine_args: Any = None, backend: Optional[str] = None, threads: Optional[int] = None,
                torch_threads: Optional[int] = None) -> Any:
     """Rotate x in place by the rotary position embedding (RoPE) and return it.
 
@@ -50,10 +50,14 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
        machine's), 'mlx' (mx.fast.rope on the CPU: its own tables from positions, computed
        whatever backend=, and every op in x's dtype; positions are rounded to float32 once,
        where MLX adds float(t) + float(offset): the same below 2^24, past it pass offset=;
-       with cos/sin given, MLX's per-op rotation of those tables).  The other engines' tables are
-       transformers' (computed, or given: read as the cache an exporter writes).  A dtype or
-       layout the engine does not run is refused naming it; 'llama.cpp' is named and not made
-       yet (NotImplementedError).
+       with cos/sin given, MLX's per-op rotation of those tables), 'llama.cpp' (ggml's
+       ggml_rope_ext on x86-64, NEOX for the halves, NORMAL for the pairs: its own angles from
+       integer positions, float32 and float16).  The other engines' tables are transformers'
+       (computed, or given: read as the cache an exporter writes).  A dtype or layout the
+       engine does not run is refused naming it.
+    engine_args: llama.cpp's rope parameters as it reads them from a GGUF (a mapping of
+       freq_scale, ext_factor, attn_factor, beta_fast, beta_slow, n_ctx_orig, freq_factors;
+       YaRN when ext_factor != 0), with producer='llama.cpp' only.
     base: theta (rope_theta). backend, threads, torch_threads: as for the tables.  The cos/sin
        rows are kept in the cache for the next call (sinpe.set_cache_size).
     """
@@ -72,6 +76,9 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
     seq, d = shape[sd], shape[-1]
     name = _dtype_name(x)
     made = _producers.producer(producer, name, layout, _rot_of(cos, rot_dim, d), d)
+    if engine_args is not None and (made is None or made.p.angles != "llama.cpp"):
+        raise ValueError("engine_args are llama.cpp's rope parameters: give them with "
+                         f"producer='llama.cpp', not {producer!r}")
     mlx = made is not None and made.p.angles == "mlx"
     opts = _opts(None, None, backend, threads, torch_threads)  # checked, whoever computes
     if mlx:  # MLX's own functions make its tables
@@ -79,8 +86,9 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
     if cos is not None or sin is not None:
         c, s_ = _given_tables(cos, sin, shape, sd, layout, positions, offset, rot_dim,
                               name != "float32")
-    elif mlx:
-        c, s_ = _mlx_tables(opts, shape, sd, seq, d, positions, base, layout, offset, rot_dim)
+    elif made is not None and made.p.angles:
+        c, s_ = _own_tables(opts, made.p.angles, shape, sd, seq, d, positions, base, layout,
+                            offset, rot_dim, engine_args)
     else:
         half = name if layout == "half" and name in ("float16", "bfloat16") else None
         # transformers' module casts its tables to x's dtype: an engine reads them so
@@ -125,39 +133,37 @@ def _rot_of(cos: Any, rot_dim: Any, d: int) -> int:
     return rot
 
 
-def _mlx_tables(opts: PresetOpts, shape: Tuple[int, ...], sd: int, seq: int, d: int,
-                positions: Any, base: Any, layout: str, offset: Any,
-                rot_dim: Any) -> Tuple[Any, Any]:
-    """MLX's cos and sin tables (tables, seq, rot), float32, as mx.fast.rope computes them
-    on the CPU: inv[i] = exp(-i * (log(base) / (rot / 2))) with glibc's logf and MLX's exp
-    (a FREQS job), positions float(t) + float(offset) (or the given ones, rounded to
-    float32), theta = position * inv[i] in float32, MLX's sin and cos (the 'mlx' backend).
-    Not kept: a call computes its own."""
+def _own_tables(opts: PresetOpts, engine: str, shape: Tuple[int, ...], sd: int, seq: int,
+                d: int, positions: Any, base: Any, layout: str, offset: Any, rot_dim: Any,
+                engine_args: Any) -> Tuple[Any, Any]:
+    """An engine's own cos and sin tables (tables, seq, rot), float32 (sinpe._angles): MLX's
+    from positions float(t) + float(offset) (MLX's int32 offset) or the given ones rounded
+    to float32; llama.cpp's from integer positions (ggml's int32).  Not kept: a call
+    computes its own."""
     rot = d if rot_dim is None else _int(rot_dim, "rot_dim")
     if rot % 2 or rot > d or rot < 2:
         raise ValueError(f"rot_dim must be even, >= 2 and <= head_dim = {d}, got {rot}")
     theta = _positive(base, "base")
     off = _int(offset, "offset")
     if positions is None:
-        if not -(1 << 31) <= off < 1 << 31:
-            raise OverflowError(f"offset={off} does not fit in MLX's int32 offset")
-        pos = np.arange(seq, dtype=np.float32)[None] + np.float32(off)
+        if not -(1 << 31) <= off + seq - 1 < 1 << 31:
+            raise OverflowError(f"offset={off} does not fit in {engine}'s int32 positions "
+                                f"for {seq} rows")
+        pos = np.arange(seq, dtype=np.float32)[None] + np.float32(off) if engine == "mlx" \
+            else np.arange(off, off + seq, dtype=np.int64)[None]
     else:
         pos = _positions(positions, off, shape, sd, seq)
-    h = rot // 2
-    inv = _freqs("exp_log", h, opts, start=0, step=-1, b=float(h), base=theta)
-    t = np.arange(rot)
-    freq = np.ascontiguousarray(inv[t // 2] if layout == "pairs" else inv[t % h], np.float32)
-    both = np.empty((2, pos.shape[0], seq, rot), np.float32)
-    for i, kind in enumerate((COS, SIN)):
-        col = [4 * k + kind for k in range(rot)]
-        if 0 in shape:
-            _table(pos, freq, col, opts._replace(out=None), fill=False)
-            both = np.zeros((2, 1, 0, rot), np.float32)
-        else:
-            _table(pos, freq, col, opts._replace(out=both[i]))
-    return both[0], both[1]
-
+    if engine == "mlx":
+        return _angles.mlx_tables(opts, np.asarray(pos, np.float32) if positions is not None
+                                  else pos, rot, theta, layout, 0 in shape)
+    if positions is not None and (pos.dtype.kind not in "iu" or (
+            pos.size and (pos.min() < -(1 << 31) or pos.max() >= 1 << 31))):
+        raise ValueError("positions for producer='llama.cpp' must be integers that fit in "
+                         "its int32 positions")
+    c, s_ = _angles.llama_tables(opts, pos, rot, theta, layout, _angles.llama_args(engine_args))
+    if 0 in shape:
+        return np.zeros((1, 0, rot), np.float32), np.zeros((1, 0, rot), np.float32)
+    return c, s_
 
 def _dtype_name(x: Any) -> str:
     """The name of x's element type ('float32', 'bfloat16', ...; torch's, NumPy's, ml_dtypes'
