@@ -230,7 +230,7 @@ def mlx(x, rot, base, layout, offset=0):
 
 #: producers whose NaN results are NaNs of the engine's own sign and payload, which sinpe does
 #: not reproduce (docs/engines.md): a NaN is compared as a NaN, every other value by its bits
-NAN_ANY = ("openvino", "openvino-bf16", "mlx")
+NAN_ANY = ("openvino", "openvino-bf16", "mlx", "llama.cpp")
 
 
 def differ(got, want, producer):
