@@ -1,7 +1,9 @@
-"""Command line: write a positional-encoding table to .npy or .npz, optionally plot it.
+"""Command line: write a positional-encoding table to .npy or .npz, optionally plot it; or
+check where the engines serving a model rotate it differently (rope-check).
 
     python -m sinpe --max-len 5000 --d-model 512 -o pe.npy
     python -m sinpe --max-len 2048 --d-model 256 --dtype float16 -o pe.npz --plot pe.png
+    sinpe rope-check path/to/config.json --positions 4096 --dtype bfloat16 --json
 
 Exit status: 0 on success (also when the reader of stdout stops early, as `| head` does),
 2 for bad arguments or a bad SINPE_* environment variable, 1 when the file or the report cannot be written, 130 on Ctrl-C.
@@ -115,7 +117,63 @@ def main(argv: Optional[List[str]] = None) -> int:
         return _main(argv)
 
 
+def _check_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="sinpe rope-check",
+        description="Where the engines that serve a model would rotate its q differently from "
+                    "transformers: a seeded q of the config's head_dim rotated by transformers' "
+                    "eager rotation and by each producer (docs/engines.md); per producer the "
+                    "values whose bits differ, the largest absolute difference and the first "
+                    "differing position.")
+    p.add_argument("config", help="a transformers config.json, or a folder holding one")
+    p.add_argument("--positions", type=int, default=512, metavar="N",
+                   help="positions 0 .. N-1 (default 512)")
+    p.add_argument("--dtype", choices=("float32", "float16", "bfloat16"), default="float32",
+                   help="q's dtype (default float32)")
+    p.add_argument("--producers", metavar="A,B,...",
+                   help="producers to compare (default: every one but transformers)")
+    p.add_argument("--heads", type=int, default=4, help="heads of q (default 4)")
+    p.add_argument("--layer-type", metavar="NAME",
+                   help="for configs whose rope is keyed by layer type (Gemma 3)")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="also save the differences per position and column (needs matplotlib)")
+    return p
+
+
+def _rope_check(argv: List[str]) -> int:
+    """sinpe rope-check CONFIG ...: 0, 2 for bad arguments or a config sinpe cannot read, 1
+    when the plot cannot be written."""
+    import json
+
+    from sinpe import _rope_check as rc
+    args = _check_parser().parse_args(argv)
+    producers = None if args.producers is None else [
+        p.strip() for p in args.producers.split(",") if p.strip()]
+    try:
+        results = rc.rope_check(args.config, positions=args.positions, dtype=args.dtype,
+                                producers=producers, heads=args.heads,
+                                layer_type=args.layer_type, keep=bool(args.plot))
+    except (OSError, ValueError, TypeError, NotImplementedError, OverflowError,
+            MemoryError) as exc:
+        print(f"sinpe rope-check: error: {exc}", file=sys.stderr)
+        return 2
+    if args.plot:
+        try:
+            rc.plot(results, args.plot)
+        except ImportError as exc:
+            print(f"sinpe rope-check: error: --plot needs matplotlib: {exc}", file=sys.stderr)
+            return 1
+        except OSError as exc:
+            print(f"sinpe rope-check: error: cannot write the plot: {exc}", file=sys.stderr)
+            return 1
+    shown = {n: {k: v for k, v in r.items() if k != "diff"} for n, r in results.items()}
+    print(json.dumps(shown, indent=1) if args.json else rc.report(shown))
+    return 0
+
+
 def _main(argv: Optional[List[str]]) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
         import sinpe  # the environment (SINPE_*) is read at import
     except (ValueError, RuntimeError, TypeError, OverflowError, Warning) as exc:
@@ -124,6 +182,8 @@ def _main(argv: Optional[List[str]]) -> int:
     if sinpe._ENV_ERROR is not None:
         print(f"sinpe: error: {sinpe._ENV_ERROR}", file=sys.stderr)
         return 2
+    if argv and argv[0] == "rope-check":
+        return _rope_check(argv[1:])
     args = _parser().parse_args(argv)
     if not args.out.endswith((".npy", ".npz")):
         print(f"sinpe: error: --out must end in .npy or .npz, got {args.out!r}", file=sys.stderr)
