@@ -61,14 +61,17 @@ def _openvino(bf16: bool) -> FormRule:
     """OpenVINO 2026.4's fused RoPE node on x86-64 (docs/engines.md): the halves by its JIT
     kernel (FMA); the interleaved pairs by its JIT kernel when rot is a multiple of two
     vectors, else by its C++ loop (no FMA; bfloat16 stores by its own conversion); both
-    elements of a pair read the pair's first column there.  bf16: its default precision on
+    elements of a pair read the pair's first column there.  Interleaved pairs over the whole
+    head (rot == head_dim) are not fused: its Eltwise ops run them in float32.  bf16: its default precision on
     CPUs with AVX512-BF16, which computes float32 and float16 models in bfloat16."""
     def rule(dtype: str, layout: str, rot: int, d: int, lanes: int) -> Union[int, str]:
-        if layout == "pairs" and (rot >= d or dtype == "bfloat16"):
-            return ("OpenVINO fuses the interleaved rotation into its RoPE node only as GPT-J "
-                    "writes it, on the first rot_dim < head_dim columns of a float32 or float16 "
-                    f"x (here rot_dim={rot}, head_dim={d}, {dtype}); the graph it runs op by op "
-                    "otherwise is not reproduced")
+        if layout == "pairs" and dtype == "bfloat16":
+            return ("OpenVINO does not fuse the interleaved rotation of a bfloat16 x into its "
+                    "RoPE node; the graph it runs op by op then is not reproduced")
+        if layout == "pairs" and rot >= d:  # not fused (GPT-J's pattern has pass-through
+            # columns): its op-by-op graph, measured: float32, no FMA, one rounding, at
+            # either precision
+            return HALF_CACHE | OV_TABLES | (ONE if dtype != "float32" else 0)
         form = FMA | OV_TABLES | (ONE if dtype != "float32" else 0)
         if bf16 and dtype != "bfloat16":
             form |= BF16

@@ -201,7 +201,11 @@ def openvino(x, cos, sin, layout, bf16=False):
         cfg["INFERENCE_PRECISION_HINT"] = "f32"
     cm = ov.Core().compile_model(ov.Model([y], [xp, pp], "rope"), "CPU", cfg)
     kinds = [str(op.get_rt_info()["layerType"].value) for op in cm.get_runtime_model().get_ordered_ops()]
-    assert "RoPE" in kinds and "Eltwise" not in kinds, f"OpenVINO did not fuse the rotation: {kinds}"
+    # GPT-J's pattern fuses with its pass-through columns only: over the whole head the
+    # graph runs op by op (what the producer reproduces there), asserted so either way
+    fused = layout == "half" or rot < d
+    assert ("RoPE" in kinds and "Eltwise" not in kinds) == fused, \
+        f"OpenVINO {'did not fuse' if fused else 'fused'} the rotation: {kinds}"
     xin = x
     if x.dtype == np.dtype(ml_dtypes.bfloat16):
         xin = ov.Tensor(ov.Type.bf16, list(x.shape))
