@@ -156,3 +156,79 @@ def llama_tables(opts: PresetOpts, pos: np.ndarray, rot: int, theta: float, layo
 def _jobs_opts(opts: PresetOpts, backend: str) -> PresetOpts:
     """The call's options with another backend (its threads kept)."""
     return call_opts(None, None, backend, opts.core.threads, None)
+
+
+# ---- an engine's reading of a transformers config -------------------------------------------
+
+def config_args(engine: str, c: Any, opts: PresetOpts) -> Tuple[Optional[Dict[str, Any]], str]:
+    """(apply_rope's keywords for engine's own tables of config c (a sinpe._hf.config.Cfg),
+    or None, why not).  llama.cpp: its GGUF converter's reading (convert_hf_to_gguf) and
+    llama_context's: default; linear (freq_scale = 1 / factor); yarn (ext_factor 1,
+    n_ctx_orig = original_max_position_embeddings, beta_fast/slow as given, the attention
+    factor as llama_context computes it, in float32 through glibc's logf); llama3 (the
+    converter's rope_freqs, computed with torch's float32 ops: freq_factors).  MLX: the
+    default rope only (mlx-lm's readings of the others are not reproduced)."""
+    p = c.p
+    kind = str(p.get("rope_type", "default"))
+    scaled = p.get("attention_factor") is not None and kind == "default"
+    if kind == "default" and not scaled:
+        return {}, ""
+    if engine == "llama.cpp":
+        if kind == "linear":
+            return {"engine_args": {"freq_scale": float(F32(1) / F32(p["factor"]))}}, ""
+        if kind == "yarn":
+            return {"engine_args": _yarn_args(p, opts)}, ""
+        if kind == "llama3":
+            return {"engine_args": {"freq_factors": _llama3_factors(c, opts)}}, ""
+    return None, (f"{engine}'s reading of rope_type {kind!r} (its converter's or its model "
+                  "code's parameters) is not reproduced yet")
+
+
+def _yarn_args(p: Mapping[str, Any], opts: PresetOpts) -> Dict[str, Any]:
+    """llama.cpp's YaRN parameters from a config's rope parameters: freq_scale = 1 / factor;
+    llama_context's attention factor get_mscale(1 / freq_scale) * (1 / (1 + 0.1 logf(1 /
+    freq_scale))) in float32 (no FMA: llama.cpp's own library is built without -march),
+    which cancels ggml's own YaRN factor but for the roundings."""
+    core = _jobs_opts(opts, "builtin").core
+    fs = F32(1) / F32(p["factor"])
+    factor = F32(1) / fs
+    with np.errstate(all="ignore"):
+        lg = _logf(core, factor)
+        mscale = F32(1) if factor <= F32(1) else F32(F32(F32(0.1) * lg) + F32(1))
+        attn = F32(mscale * F32(F32(1) / F32(F32(1) + F32(F32(0.1) * lg))))
+    out: Dict[str, Any] = {"freq_scale": float(fs), "ext_factor": 1.0, "attn_factor": float(attn),
+                           "n_ctx_orig": int(p["original_max_position_embeddings"])}
+    for key in ("beta_fast", "beta_slow"):
+        if p.get(key) is not None:
+            out[key] = float(F32(p[key]))
+    if p.get("extrapolation_factor") is not None:
+        out["ext_factor"] = float(F32(p["extrapolation_factor"]))
+    return out
+
+
+def _llama3_factors(c: Any, opts: PresetOpts) -> np.ndarray:
+    """llama.cpp's converter's rope_freqs for rope_type llama3: freqs = 1 / base ** (arange(0,
+    dim, 2) / dim) (torch's float32 ops: sinpe's inverse frequencies with the call's
+    backend), then per frequency with float32 0-d tensor steps (a Python number over a tensor
+    is torch's t.reciprocal() * number): wavelen = 2 pi / freq; 1
+    below high_freq_wavelen, factor above low_freq_wavelen, else smooth = (omp / wavelen -
+    low) / (high - low) and 1 / ((1 - smooth) / factor + smooth).  dim: head_dim."""
+    p = c.p
+    dim = c.head(True)
+    inv = _jobs._rope_inv_freq(dim, float(p["rope_theta"]), opts)
+    factor = float(p.get("factor", 8.0))
+    low, high = float(p.get("low_freq_factor", 1.0)), float(p.get("high_freq_factor", 4.0))
+    omp = float(p.get("original_max_position_embeddings", 8192))
+    low_wl, high_wl = omp / low, omp / high
+    out = np.empty(inv.size, F32)
+    with np.errstate(all="ignore"):
+        for i, freq in enumerate(inv):
+            wl = F32(F32(F32(1) / F32(freq)) * F32(2 * np.pi))  # scalar / t: t.reciprocal() * scalar
+            if wl < high_wl:
+                out[i] = 1.0
+            elif wl > low_wl:
+                out[i] = F32(factor)
+            else:
+                sm = F32(F32(F32(F32(1) / wl) * F32(omp)) - F32(low)) / F32(high - low)
+                out[i] = F32(1) / F32(F32(F32(F32(1) - sm) / F32(factor)) + sm)
+    return out

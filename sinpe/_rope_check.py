@@ -5,20 +5,21 @@ For a transformers config, a seeded q of the config's head_dim is rotated by tra
 eager rotation with the tables its rotary module returns in q's dtype (sinpe.presets.hf_rope:
 what an exported graph holds), and by each
 producer (sinpe._producers): the engines that read a cache get those tables; MLX and
-llama.cpp compute their own from the config's rope_theta where sinpe reproduces their
-reading of the config (the default rope, llama.cpp's linear scaling), else their entry says
-why not.  Per producer: how many values differ in their bits, the largest absolute
+llama.cpp compute their own from the config where sinpe reproduces their reading of it
+(sinpe._angles.config_args: MLX's default rope; llama.cpp's default, linear, yarn and llama3
+as its GGUF converter and llama_context read them), else their entry says why not.  Per producer: how many values differ in their bits, the largest absolute
 difference and the first position where one differs.
 """
 from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-from . import _producers
+from . import _angles, _producers
+from ._backends.policy import call_opts
 from ._hf import config as _config
 from ._rope import apply_rope
 
@@ -55,19 +56,6 @@ def _bits(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a).view({2: np.uint16, 4: np.uint32}[a.dtype.itemsize])
 
 
-def _own_args(name: str, cfg: Any) -> Tuple[Optional[Dict[str, Any]], str]:
-    """(apply_rope's keywords for an engine that computes its own tables from the config,
-    or None, why not)."""
-    p = cfg.p
-    kind = p.get("rope_type", "default")
-    if kind == "default" and not p.get("attention_factor"):
-        return {}, ""
-    if name == "llama.cpp" and kind == "linear":  # its GGUF converter: freq_scale = 1 / factor
-        return {"engine_args": {"freq_scale": float(np.float32(1) / np.float32(p["factor"]))}}, ""
-    return None, (f"{name}'s reading of rope_type {kind!r} (its converter's or its model "
-                  "code's parameters) is not reproduced yet")
-
-
 def rope_check(config: Any, *, positions: int = 512, dtype: str = "float32",
                producers: Optional[Sequence[str]] = None, heads: int = 4,
                layer_type: Optional[str] = None, seed: int = 0,
@@ -98,6 +86,7 @@ def rope_check(config: Any, *, positions: int = 512, dtype: str = "float32",
             raise ValueError(f"producer must be one of {sorted(_producers.PRODUCERS)}, got "
                              f"{name!r}")
     cfg = _config.read(config, layer_type)
+    opts = call_opts(None, None, None, None, None)
     from . import presets
     q = _array(np.zeros(1, np.float32), dtype)  # (bfloat16 needs ml_dtypes: said first)
     # the tables the rotary module returns, in q's dtype: what an exported graph holds
@@ -118,7 +107,7 @@ def rope_check(config: Any, *, positions: int = 512, dtype: str = "float32",
         try:
             p = _producers.producer(name, dtype, layout, rot, head)
             if p is not None and p.p.angles:
-                kw, why = _own_args(p.p.angles, cfg)
+                kw, why = _angles.config_args(p.p.angles, cfg, opts)
                 if kw is None:
                     out[name] = {"refused": why}
                     continue

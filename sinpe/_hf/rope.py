@@ -15,7 +15,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
-from .. import _tensors
+from .. import _angles, _producers, _tensors
 from .._jobs import COS, SIN, _int, _round_to, _table, table_job
 from .._types import PresetOpts
 from .._backends.policy import call_opts as _opts
@@ -131,9 +131,10 @@ def _first_inv(c: Cfg, rope_type: str, opts: PresetOpts, seq: Any,
 def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any = None,
             backend: Optional[str] = None, threads: Optional[int] = None,
             torch_threads: Optional[int] = None, layer_type: Optional[str] = None,
-            attention_scaling: Any = None) -> Tuple[np.ndarray, np.ndarray]:
+            attention_scaling: Any = None,
+            producer: Optional[str] = None) -> Tuple[np.ndarray, np.ndarray]:
     """hf_rope(config, position_ids, *, inv_freq=None, dtype=None, backend=None, threads=None,
-    torch_threads=None, layer_type=None, attention_scaling=None) -> (cos, sin)
+    torch_threads=None, layer_type=None, attention_scaling=None, producer=None) -> (cos, sin)
 
     The ``(cos, sin)`` that transformers' (5.24.0) ``*RotaryEmbedding(config)`` returns from
     its FIRST ``forward(x, position_ids)`` call, bit for bit, as NumPy arrays of shape
@@ -147,6 +148,14 @@ def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any 
     dtype, e.g. bfloat16 after ``model.to(torch.bfloat16)``: the forward upcasts it with
     ``.float()``).  layer_type: for configs whose rope_parameters are keyed by layer type
     (Gemma 3: 'full_attention', 'sliding_attention'), the forward's layer_type.
+
+    producer: the tables an engine serving the model computes for this config
+    (docs/engines.md): None, 'transformers' and the engines that read an exported cache
+    ('inductor', 'onnxruntime', 'openvino', 'openvino-bf16'): transformers' tables, as here;
+    'mlx' (the default rope: MLX's own tables, rounded to dtype) and 'llama.cpp' (its GGUF
+    converter's and llama_context's reading: default, linear, yarn, llama3; its float32 cache
+    whatever dtype) from integer position_ids; another rope type raises NotImplementedError
+    naming it.
 
     With inv_freq AND attention_scaling (the module's ``inv_freq`` buffer and
     ``attention_scaling``, or ``{layer_type}_inv_freq`` and ``{layer_type}_attention_scaling``
@@ -215,6 +224,12 @@ def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any 
     # the core's options are checked by the call's first job (no separate call for them)
     opts = _opts(dtype, None, backend, threads, torch_threads, check=False)
     c = read_config(config, layer_type)
+    made = _producers.producer(producer, "float32", "half")
+    if made is not None and made.p.angles:  # the engine's own tables from the config
+        if inv_freq is not None or attention_scaling is not None:
+            raise ValueError(f"producer={producer!r} computes its own tables from the config: "
+                             "inv_freq and attention_scaling are transformers' module's")
+        return _engine_tables(made.p.angles, c, position_ids, opts, dtype)
     if attention_scaling is not None:
         return _module_state(c, position_ids, inv_freq, attention_scaling, opts, dtype,
                              layer_type)
@@ -239,6 +254,31 @@ def hf_rope(config: Any, position_ids: Any, *, inv_freq: Any = None, dtype: Any 
     if mrope is not None:
         return _mrope(pos, shape, inv, scaling, mrope, c, opts, out_dtype)
     return _cos_sin(pos, shape, emb, scaling, opts, out_dtype)
+
+
+def _engine_tables(engine: str, c: Cfg, position_ids: Any, opts: PresetOpts,
+                   dtype: Any) -> Tuple[np.ndarray, np.ndarray]:
+    """MLX's or llama.cpp's cos and sin for the config (sinpe._angles: the engine's reading
+    of it, or NotImplementedError naming the rope type it does not reproduce), of shape
+    position_ids.shape + (rotary dim,), in the family's layout: MLX's rounded to dtype as its
+    rotation rounds them, llama.cpp's float32 cache as it is."""
+    kw, why = _angles.config_args(engine, c, opts)
+    if kw is None:
+        raise NotImplementedError(f"producer={engine!r}: {why}")
+    pos, shape = _positions(position_ids)
+    p = np.arange(shape[1])[None] if pos is None else np.asarray(pos)
+    if p.ndim != 2 or p.dtype.kind not in "iu":
+        raise ValueError(f"position_ids for producer={engine!r} must be (batch, seq) integers, "
+                         f"got {p.dtype} of shape {p.shape}")
+    rot = c.dim()
+    theta = float(c.p["rope_theta"])
+    layout = "pairs" if c.model_type in INTERLEAVED else "half"
+    if engine == "mlx":
+        cos, sin = _angles.mlx_tables(_opts(None, None, "mlx", opts.core.threads, None),
+                                      p.astype(F32), rot, theta, layout, False)
+        return _round_to(cos, dtype), _round_to(sin, dtype)
+    return _angles.llama_tables(opts, p, rot, theta, layout,
+                                _angles.llama_args(kw.get("engine_args")))
 
 
 def _scaling(v: Any) -> float:

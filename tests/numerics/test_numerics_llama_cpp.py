@@ -80,3 +80,82 @@ def test_engine_args_are_llama_cpps_and_checked():
     with pytest.raises(ValueError, match="does not run bfloat16"):
         sinpe.apply_rope(x.astype(E.np_dtype("bfloat16")), seq_dim=0, producer="llama.cpp")
     assert np.all(x == 1)
+
+
+LLAMA3 = {"model_type": "llama", "hidden_size": 512, "num_attention_heads": 4,
+          "rope_theta": 500000.0, "max_position_embeddings": 131072,
+          "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                           "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}}
+
+
+def _converter_llama3(rope_params, hparams, torch):
+    """llama.cpp's GGUF converter's rope_freqs for rope_type llama3 (conversion/llama.py,
+    generate_extra_tensors, at the recorded commit), as it runs: torch's float32 ops."""
+    import math
+    base = rope_params.get("rope_theta", 10000.0)
+    dim = hparams.get("head_dim") or hparams["hidden_size"] // hparams["num_attention_heads"]
+    freqs = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+    factor = rope_params.get("factor", 8.0)
+    low, high = rope_params.get("low_freq_factor", 1.0), rope_params.get("high_freq_factor", 4.0)
+    old = rope_params.get("original_max_position_embeddings", 8192)
+    out = []
+    for freq in freqs:
+        wavelen = 2 * math.pi / freq
+        if wavelen < old / high:
+            out.append(1)
+        elif wavelen > old / low:
+            out.append(factor)
+        else:
+            smooth = (old / wavelen - low) / (high - low)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return torch.tensor(out, dtype=torch.float32).numpy()
+
+
+@pytest.mark.needs_torch
+def test_llama3_freq_factors_are_the_converters():
+    """hf_rope(config, producer='llama.cpp') takes Llama 3's frequency factors as llama.cpp's
+    converter writes them into the GGUF (its own code run here with torch): 64 configs."""
+    from conftest import torch
+    from sinpe import _angles
+    from sinpe._backends.policy import call_opts
+    from sinpe._hf.config import read
+    bad = 0
+    for base in (10000.0, 500000.0, 1e6, 123456.0):
+        for dim in (64, 96, 128, 256):
+            for f, lo, hi, omp in ((8.0, 1.0, 4.0, 8192), (32.0, 1.0, 4.0, 8192),
+                                   (16.0, 2.0, 8.0, 4096), (4.0, 1.0, 4.0, 2048)):
+                rp = {"rope_type": "llama3", "rope_theta": base, "factor": f,
+                      "low_freq_factor": lo, "high_freq_factor": hi,
+                      "original_max_position_embeddings": omp}
+                hp = dict(LLAMA3, hidden_size=dim * 4, rope_theta=base, rope_scaling=rp)
+                want = _converter_llama3(rp, hp, torch)
+                got = _angles._llama3_factors(read(hp, None), call_opts(None, None, None, None, None))
+                bad += int(np.count_nonzero(E.uint_view(got) != E.uint_view(want)))
+    assert bad == 0
+
+
+def test_hf_rope_producer_gives_the_engines_tables():
+    """presets.hf_rope(config, producer=): the exported cache (transformers' tables) for the
+    engines that read one, the engine's own for MLX and llama.cpp; a rope type whose engine
+    reading is not reproduced is refused naming it."""
+    want = sinpe.presets.hf_rope(LLAMA3, 8)
+    for producer in ("onnxruntime", "openvino", "inductor", "transformers"):
+        got = sinpe.presets.hf_rope(LLAMA3, 8, producer=producer)
+        assert all(np.array_equal(E.uint_view(a), E.uint_view(b)) for a, b in zip(got, want))
+    c, s = sinpe.presets.hf_rope(LLAMA3, 8, producer="llama.cpp")
+    assert c.shape == want[0].shape and c.dtype == np.float32
+    assert not np.array_equal(E.uint_view(c), E.uint_view(want[0]))
+    # the rotation by those tables is apply_rope's own llama.cpp rotation from positions
+    from sinpe import _angles
+    from sinpe._backends.policy import call_opts
+    from sinpe._hf.config import read
+    kw, _ = _angles.config_args("llama.cpp", read(LLAMA3, None), call_opts(None, None, None, None, None))
+    x = np.random.default_rng(1).standard_normal((1, 8, 2, 128)).astype(np.float32)
+    a, b = x.copy(), x.copy()
+    sinpe.apply_rope(a, cos=c, sin=s, seq_dim=1, producer="llama.cpp")
+    sinpe.apply_rope(b, np.arange(8), base=500000.0, seq_dim=1, producer="llama.cpp", **kw)
+    assert np.array_equal(E.uint_view(a), E.uint_view(b))
+    with pytest.raises(NotImplementedError, match="mlx.*'llama3'"):
+        sinpe.presets.hf_rope(LLAMA3, 8, producer="mlx")
+    with pytest.raises(ValueError, match="producer must be one of"):
+        sinpe.presets.hf_rope(LLAMA3, 8, producer="ggml")
