@@ -124,10 +124,10 @@ def _resolve_opts(name: Any) -> Tuple[int, int, int, int, int]:
     if concrete in PROFILES:
         trig, lanes = (1 if PROFILES[concrete][2] == "SLEEF u35" else 0), PROFILES[concrete][3]
         index = BACKEND_INDEX["sleef"]
-    else:  # a framework's profile selects its backend
-        trig, lanes = 0, 4
-        index = BACKEND_INDEX[records.BY_PROFILE[concrete].name
-                              if concrete in records.BY_PROFILE else concrete]
+    else:  # a framework's profile selects its backend, and its variant (trig)
+        rec = records.BY_PROFILE.get(concrete)
+        trig, lanes = (rec.profiles[concrete][3] if rec is not None else 0), 4
+        index = BACKEND_INDEX[rec.name if rec is not None else concrete]
     return index, trig, lanes, default_tt or 1, _pow_lanes()
 
 

@@ -169,20 +169,26 @@ def torch_unmeasured() -> Optional[Tuple[Any, str]]:
 # ---- the frameworks on x86-64 -----------------------------------------------------------------
 
 #: The frameworks' measured releases (docs/backends.md; tests/data/frameworks.json): profile ->
-#: (release, the distributions whose version says which release is installed, what it runs).
+#: (the releases measured to give its bits, newest last: the profile is named after it; the
+#: distributions whose version says which release is installed; what it runs; its variant,
+#: the core's backend option 'trig' for a framework: 1 = JAX before 0.9, whose exp of a short
+#: vector has no glibc tail).  The newest profile of a framework is its last.
 FRAMEWORKS: Dict[str, Dict[str, Tuple[str, str, str, int]]] = {
-    "numpy": {"numpy-2.4": ("2.4", "numpy", "NumPy's float32 exp/sin/cos SIMD loops (AVX2 or "
-                            "AVX-512: the same bits); pow by the installed NumPy itself "
+    "numpy": {"numpy-2.4": ("2.1 2.2 2.3 2.4", "numpy", "NumPy's float32 exp/sin/cos SIMD loops "
+                            "(AVX2 or AVX-512: the same bits); pow by the installed NumPy itself "
                             "(np.power: Intel SVML's on AVX-512 CPUs, the C library's powf "
                             "elsewhere)", 0)},
-    "tensorflow": {"tensorflow-2.21": ("2.21", "tensorflow tensorflow-cpu tensorflow-intel "
+    "tensorflow": {"tensorflow-2.21": ("2.20 2.21", "tensorflow tensorflow-cpu tensorflow-intel "
                                        "intel-tensorflow tensorflow-macos tensorflow-rocm "
                                        "tf-nightly tf-nightly-cpu",
                                        "Eigen's exp/sin/cos/pow under FTZ/DAZ, the last n % 8 "
                                        "elements of each op through glibc (flushed)", 0)},
-    "jax": {"jax-0.10": ("0.10", "jaxlib jax", "XLA's exp (FTZ/DAZ), glibc's sinf/cosf, glibc's "
-                         "powf under FTZ/DAZ", 0)},
-    "onnxruntime": {"onnxruntime-1.32": ("1.32", "onnxruntime onnxruntime-gpu "
+    "jax": {"jax-0.8": ("0.8", "jaxlib jax", "XLA's exp (FTZ/DAZ) for every "
+                        "element, glibc's sinf/cosf, glibc's powf under FTZ/DAZ", 1),
+            "jax-0.10": ("0.9 0.10", "jaxlib jax", "XLA's exp (FTZ/DAZ), glibc's sinf/cosf, "
+                         "glibc's powf under FTZ/DAZ", 0)},
+    "onnxruntime": {"onnxruntime-1.32": (" ".join(f"1.{m}" for m in range(18, 33)),
+                                         "onnxruntime onnxruntime-gpu "
                                          "onnxruntime-directml onnxruntime-openvino "
                                          "onnxruntime-training ort-nightly",
                                          "MLAS exp, Eigen sin/cos with the last n % 4 elements "
@@ -190,6 +196,32 @@ FRAMEWORKS: Dict[str, Dict[str, Tuple[str, str, str, int]]] = {
     "mlx": {"mlx-0.32": ("0.32", "mlx mlx-cpu", "MLX's own exp/sin/cos of its CPU build (sin/cos "
                          "of |x| > 2^23 through glibc), glibc's powf", 0)},
 }
+
+#: Releases measured to differ from every profile, and how (said with the warning that names
+#: the profile used instead): (framework, major.minor) -> the difference.
+DIFFERS: Dict[Tuple[str, str], str] = {
+    **{("numpy", r): "measured: its float32 sin and cos differ from NumPy 2.1's and later in "
+                     "about 5 of a million values (1 ulp, near +-sqrt(1/2)) and keep a NaN's "
+                     "payload" for r in ("1.26", "2.0")},
+    **{("tensorflow", r): "measured: its float32 pow differs from TensorFlow 2.20's in about "
+                          "a quarter of values (1 ulp); exp, sin and cos are the same"
+       for r in ("2.15", "2.16", "2.17", "2.18", "2.19")},
+    ("jax", "0.4"): "measured: JAX 0.4.35 gives jax-0.8's bits (backend='jax-0.8'), 0.4.30 "
+                    "sends other elements of an exp of a short vector to glibc",
+    **{("jax", r): "measured: its exp differs from jax-0.8's in the last elements of a long "
+                   "vector (1 of 273,929 values of a sweep of lengths); sin, cos and pow the "
+                   "same" for r in ("0.5", "0.6", "0.7")},
+}
+
+
+def releases(profile_record: Tuple[str, str, str, int]) -> List[str]:
+    """The releases a profile stands for (measured), oldest first."""
+    return profile_record[0].split()
+
+
+def newest(profile_record: Tuple[str, str, str, int]) -> str:
+    """The newest release a profile stands for (its name's)."""
+    return releases(profile_record)[-1]
 
 
 #: The frameworks as their projects write them (messages).
@@ -266,7 +298,7 @@ def framework_release(framework: str) -> Tuple[str, Optional[str], bool]:
     if version is not None:
         release = _final_release(version)
         for name, p in profiles.items():
-            if release is not None and p[0] == release:
+            if release is not None and release in releases(p):
                 return name, version, True
     return list(profiles)[-1], version, False
 
@@ -275,14 +307,14 @@ def framework_profile(framework: str) -> Tuple[str, int, str]:
     """(profile, 0, note): the installed release's profile when the framework is installed
     and measured, else the newest measured; the note says which (numerics())."""
     profile, version, measured = framework_release(framework)
-    rel, title = FRAMEWORKS[framework][profile][0], TITLES[framework]
+    rel, title = newest(FRAMEWORKS[framework][profile]), TITLES[framework]
     if version is None:
         return profile, 0, f"{framework} is not installed: the newest release measured ({rel})"
     if measured:
         return profile, 0, f"the installed {framework} {version}"
     return profile, 0, (f"{title} {version} is installed, whose release has no measured "
                         f"profile: these are {title} {rel}'s bits, which can differ from "
-                        f"{title} {version}'s")
+                        f"{title} {version}'s" + _differs(framework, version))
 
 
 def framework_unmeasured(framework: str) -> Optional[Tuple[Any, str]]:
@@ -291,11 +323,18 @@ def framework_unmeasured(framework: str) -> Optional[Tuple[Any, str]]:
     profile, version, measured = framework_release(framework)
     if version is None or measured:
         return None
-    rel, title = FRAMEWORKS[framework][profile][0], TITLES[framework]
+    rel, title = newest(FRAMEWORKS[framework][profile]), TITLES[framework]
     return (framework, version), (
         f"backend {framework!r}: {title} {version} is installed, whose release has no measured "
         f"profile; using the {profile} profile ({title} {rel}'s bits, which can differ from "
-        f"{title} {version}'s)")
+        f"{title} {version}'s{_differs(framework, version)})")
+
+
+def _differs(framework: str, version: str) -> str:
+    """'; measured: how' for a release measured to differ from every profile, else ''."""
+    release = _final_release(version)
+    how = DIFFERS.get((framework, release)) if release is not None else None
+    return f"; {how}" if how else ""
 
 
 def _framework_sentence(name: str, torch_threads: Optional[int]) -> str:
@@ -303,7 +342,9 @@ def _framework_sentence(name: str, torch_threads: Optional[int]) -> str:
     profile, _, note = framework_profile(fw)
     if name in BY_PROFILE:
         profile, note = name, "chosen by name"
-    rel, _, what, _ = FRAMEWORKS[fw][profile]
+    rels = releases(FRAMEWORKS[fw][profile])
+    what = FRAMEWORKS[fw][profile][2]
+    rel = rels[0] if len(rels) == 1 else f"{rels[0]} to {rels[-1]}"
     return (f"{fw} {rel} on x86-64 CPUs, bit for bit ({profile}: {note}): {what}, applied to the "
             f"same float32 operations; the same bits on any machine"
             + (" but pow's, which are this machine's NumPy's" if fw == "numpy" else ""))

@@ -16,7 +16,8 @@
 
 typedef struct {
     const sinpe_path_ops *path; /* the built-in kernels' code path */
-    int trig, lanes;            /* SLEEF: u10 (0) or u35 (1) sin/cos, 4 or 8 lanes */
+    int trig, lanes;            /* SLEEF: u10 (0) or u35 (1) sin/cos, 4 or 8 lanes; a
+                                   framework's profile variant in trig (frameworks.c) */
     int torch_threads;          /* SLEEF and pow: torch's thread count */
     int pow_lanes;              /* x86-64 torch's float32 vector width for pow (0: DEFAULT) */
     int64_t tensor_len;         /* elements of the tensor torch evaluates in one call */

@@ -14,9 +14,10 @@
  *     subnormal results flushed; sinf keeps a subnormal argument).  pow: Eigen's float pow
  *     (elem/fw_eigen_pow.c) under FTZ/DAZ, its last n % 8 elements glibc's powf under
  *     FTZ/DAZ, flushed.
- *   jax (0.10): XLA's exp (FTZ/DAZ), but an exp of 3, 5 to 7, 11 or 13 to 15 elements
+ *   jax (0.9, 0.10): XLA's exp (FTZ/DAZ), but an exp of 3, 5 to 7, 11 or 13 to 15 elements
  *     leaves its last n % 8 to glibc; sin, cos: glibc's sinf/cosf; pow: glibc's powf under
- *     FTZ/DAZ.
+ *     FTZ/DAZ.  The profile of JAX 0.5 to 0.8 (ctx->trig = 1): no such tail, every element
+ *     XLA's.
  *   onnxruntime (1.32): MLAS exp for every element; sin, cos: Eigen without FTZ, the last
  *     n % 4 elements through glibc; pow: glibc's powf.
  *   mlx (0.32, its CPU build): MLX's own exp, sin and cos for every element (its vector
@@ -179,7 +180,7 @@ static float xla_exp(float x, int flag)
 static void jax_exp(const sinpe_bctx *ctx, int64_t e0, const float *in, float *out, size_t n)
 {
     int64_t len = ctx->exp_len;
-    int64_t t = ctx->exp_ndim <= 1 && len < 16 && len % 8 >= 3 && len % 8 != 4
+    int64_t t = ctx->exp_ndim <= 1 && len < 16 && len % 8 >= 3 && len % 8 != 4 && !ctx->trig
                     ? tail_start(len, 8) : len;
     for (size_t i = 0; i < n; i++)
         out[i] = e0 + (int64_t)i < t ? xla_exp(in[i], 0)
