@@ -171,14 +171,20 @@ def torch_unmeasured() -> Optional[Tuple[Any, str]]:
 #: The frameworks' measured releases (docs/backends.md; tests/data/frameworks.json): profile ->
 #: (the releases measured to give its bits, newest last: the profile is named after it; the
 #: distributions whose version says which release is installed; what it runs; its variant,
-#: the core's backend option 'trig' for a framework: 1 = JAX before 0.9, whose exp of a short
-#: vector has no glibc tail).  The newest profile of a framework is its last.
+#: the core's backend option 'trig' for a framework: 1 = JAX 0.8, whose exp of a short
+#: vector has no glibc tail; TensorFlow 2.15 to 2.19, whose Eigen pow is older).  The newest profile of a framework is its last.
 FRAMEWORKS: Dict[str, Dict[str, Tuple[str, str, str, int]]] = {
     "numpy": {"numpy-2.4": ("2.1 2.2 2.3 2.4", "numpy", "NumPy's float32 exp/sin/cos SIMD loops "
                             "(AVX2 or AVX-512: the same bits); pow by the installed NumPy itself "
                             "(np.power: Intel SVML's on AVX-512 CPUs, the C library's powf "
                             "elsewhere)", 0)},
-    "tensorflow": {"tensorflow-2.21": ("2.20 2.21", "tensorflow tensorflow-cpu tensorflow-intel "
+    "tensorflow": {"tensorflow-2.19": ("2.15 2.16 2.17 2.18 2.19", "tensorflow tensorflow-cpu "
+                                       "tensorflow-intel intel-tensorflow tensorflow-macos "
+                                       "tensorflow-rocm tf-nightly tf-nightly-cpu",
+                                       "Eigen's exp/sin/cos under FTZ/DAZ and its pow of "
+                                       "2024 (an older log2 and 2^r), the last n % 8 elements "
+                                       "of each op through glibc (flushed)", 1),
+                   "tensorflow-2.21": ("2.20 2.21", "tensorflow tensorflow-cpu tensorflow-intel "
                                        "intel-tensorflow tensorflow-macos tensorflow-rocm "
                                        "tf-nightly tf-nightly-cpu",
                                        "Eigen's exp/sin/cos/pow under FTZ/DAZ, the last n % 8 "
@@ -203,9 +209,6 @@ DIFFERS: Dict[Tuple[str, str], str] = {
     **{("numpy", r): "measured: its float32 sin and cos differ from NumPy 2.1's and later in "
                      "about 5 of a million values (1 ulp, near +-sqrt(1/2)) and keep a NaN's "
                      "payload" for r in ("1.26", "2.0")},
-    **{("tensorflow", r): "measured: its float32 pow differs from TensorFlow 2.20's in about "
-                          "a quarter of values (1 ulp); exp, sin and cos are the same"
-       for r in ("2.15", "2.16", "2.17", "2.18", "2.19")},
     ("jax", "0.4"): "measured: JAX 0.4.35 gives jax-0.8's bits (backend='jax-0.8'), 0.4.30 "
                     "sends other elements of an exp of a short vector to glibc",
     **{("jax", r): "measured: its exp differs from jax-0.8's in the last elements of a long "

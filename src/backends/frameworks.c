@@ -13,7 +13,8 @@
  *     each op's n are Eigen's scalar path, std::sin/cos/exp (glibc) under FTZ/DAZ (expf's
  *     subnormal results flushed; sinf keeps a subnormal argument).  pow: Eigen's float pow
  *     (elem/fw_eigen_pow.c) under FTZ/DAZ, its last n % 8 elements glibc's powf under
- *     FTZ/DAZ, flushed.
+ *     FTZ/DAZ, flushed.  The profile of TensorFlow 2.15 to 2.19 (ctx->trig = 1): the older
+ *     Eigen's pow (elem/fw_eigen219_pow.c), the same tail.
  *   jax (0.9, 0.10): XLA's exp (FTZ/DAZ), but an exp of 3, 5 to 7, 11 or 13 to 15 elements
  *     leaves its last n % 8 to glibc; sin, cos: glibc's sinf/cosf; pow: glibc's powf under
  *     FTZ/DAZ.  The profile of JAX 0.5 to 0.8 (ctx->trig = 1): no such tail, every element
@@ -156,8 +157,9 @@ static void tf_pow(const sinpe_bctx *ctx, float base, const float *y, float *out
                    int64_t n)
 {
     int64_t t = tail_start(ctx->tensor_len, TF_WIDTH);
+    float (*eigen)(float, float, int) = ctx->trig ? sinpe_eigen219_powf : sinpe_eigen_powf;
     for (int64_t i = 0; i < n; i++)
-        out[i] = e0 + i < t ? sinpe_eigen_powf(base, y[i], 1)
+        out[i] = e0 + i < t ? eigen(base, y[i], 1)
                             : sinpe_flush_subnormal(sinpe_powf_glibc_ftz(base, y[i], FUSED));
 }
 

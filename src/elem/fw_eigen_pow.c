@@ -1,6 +1,7 @@
 /* Eigen's float pow packet (Eigen/src/Core/arch/Default/GenericPacketMathFunctions.h:
- * generic_pow, generic_pow_impl, accurate_log2<float>, generic_exp2) as TensorFlow 2.21 pins
- * it (Eigen commit 3d9051ea), in its AVX build without FMA: each pmadd is a multiply, then
+ * generic_pow, generic_pow_impl, accurate_log2<float>, generic_exp2) as TensorFlow 2.20 and
+ * 2.21 pin it (the algorithm of Eigen 1ea61a5d2, 2024-11-26, "Improve pow(x,y)"; TensorFlow
+ * 2.15 to 2.19's older one is elem/fw_eigen219_pow.c), in its AVX build without FMA: each pmadd is a multiply, then
  * an add, and the double-word products are Dekker's with Veltkamp's split (4097 x).  Every
  * lane is independent of the others, so one element is one call.
  *

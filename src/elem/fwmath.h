@@ -1,5 +1,6 @@
 /* The frameworks' float32 element functions on x86-64 (element layer, pure C):
- * elem/fw_numpy.c, elem/fw_eigen.c, elem/fw_mlas.c, elem/fw_xla.c, elem/fw_mlx.c.  Each computes one
+ * elem/fw_numpy.c, elem/fw_eigen.c, elem/fw_eigen_pow.c, elem/fw_eigen219_pow.c,
+ * elem/fw_mlas.c, elem/fw_xla.c, elem/fw_mlx.c.  Each computes one
  * element exactly as that framework's vector kernel does (every lane independent of the
  * others); which elements of a tensor a framework sends to its C library instead (its
  * scalar tail) is the backend's rule, not the element function's. */
@@ -20,6 +21,8 @@ float sinpe_eigen_expf(float x, int ftz);
 /* Eigen's generic_pow for float packets without FMA (TensorFlow's AVX build):
  * elem/fw_eigen_pow.c. */
 float sinpe_eigen_powf(float x, float y, int ftz);
+/* The same for TensorFlow 2.15 to 2.19's Eigen (an older log2 and 2^r): elem/fw_eigen219_pow.c. */
+float sinpe_eigen219_powf(float x, float y, int ftz);
 
 /* ONNX Runtime's MLAS exp (MlasComputeExpVector); `fused` on FMA3 CPUs. */
 float sinpe_mlas_expf(float x, int fused);
