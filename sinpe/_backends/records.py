@@ -171,8 +171,9 @@ def torch_unmeasured() -> Optional[Tuple[Any, str]]:
 #: The frameworks' measured releases (docs/backends.md; tests/data/frameworks.json): profile ->
 #: (the releases measured to give its bits, newest last: the profile is named after it; the
 #: distributions whose version says which release is installed; what it runs; its variant,
-#: the core's backend option 'trig' for a framework: 1 = JAX 0.8, whose exp of a short
-#: vector has no glibc tail; TensorFlow 2.15 to 2.19, whose Eigen pow is older).  The newest profile of a framework is its last.
+#: the core's backend option 'trig' for a framework: JAX 0.8 1 (no glibc tail in a short
+#: exp), 0.5 to 0.7 2 (two glibc elements in some long rows); TensorFlow 2.15 to 2.19 1 (the
+#: older Eigen pow).  The newest profile of a framework is its last.
 FRAMEWORKS: Dict[str, Dict[str, Tuple[str, str, str, int]]] = {
     "numpy": {"numpy-2.4": ("2.1 2.2 2.3 2.4", "numpy", "NumPy's float32 exp/sin/cos SIMD loops "
                             "(AVX2 or AVX-512: the same bits); pow by the installed NumPy itself "
@@ -189,7 +190,10 @@ FRAMEWORKS: Dict[str, Dict[str, Tuple[str, str, str, int]]] = {
                                        "tf-nightly tf-nightly-cpu",
                                        "Eigen's exp/sin/cos/pow under FTZ/DAZ, the last n % 8 "
                                        "elements of each op through glibc (flushed)", 0)},
-    "jax": {"jax-0.8": ("0.8", "jaxlib jax", "XLA's exp (FTZ/DAZ) for every "
+    "jax": {"jax-0.7": ("0.5 0.6 0.7", "jaxlib jax", "XLA's exp (FTZ/DAZ) but two elements "
+                        "of each row of m >= 66 elements with m % 32 = 2 or 3 through glibc, "
+                        "glibc's sinf/cosf, glibc's powf under FTZ/DAZ", 2),
+            "jax-0.8": ("0.8", "jaxlib jax", "XLA's exp (FTZ/DAZ) for every "
                         "element, glibc's sinf/cosf, glibc's powf under FTZ/DAZ", 1),
             "jax-0.10": ("0.9 0.10", "jaxlib jax", "XLA's exp (FTZ/DAZ), glibc's sinf/cosf, "
                          "glibc's powf under FTZ/DAZ", 0)},
@@ -211,9 +215,6 @@ DIFFERS: Dict[Tuple[str, str], str] = {
                      "payload" for r in ("1.26", "2.0")},
     ("jax", "0.4"): "measured: JAX 0.4.35 gives jax-0.8's bits (backend='jax-0.8'), 0.4.30 "
                     "sends other elements of an exp of a short vector to glibc",
-    **{("jax", r): "measured: its exp differs from jax-0.8's in the last elements of a long "
-                   "vector (1 of 273,929 values of a sweep of lengths); sin, cos and pow the "
-                   "same" for r in ("0.5", "0.6", "0.7")},
 }
 
 

@@ -24,6 +24,7 @@ typedef struct {
     int64_t exp_len;            /* elements of the tensor exp is evaluated over in one call */
     int exp_ndim;               /* that tensor's rank (XLA leaves a short exp's tail to the C
                                    library for vectors only) */
+    int64_t exp_last;           /* that tensor's last axis: its rows' length (JAX 0.5-0.7) */
     float (*argument)(const void *src, int64_t element); /* that tensor's element */
     const void *src;
 } sinpe_bctx;

@@ -17,8 +17,8 @@
  *     Eigen's pow (elem/fw_eigen219_pow.c), the same tail.
  *   jax (0.9, 0.10): XLA's exp (FTZ/DAZ), but an exp of 3, 5 to 7, 11 or 13 to 15 elements
  *     leaves its last n % 8 to glibc; sin, cos: glibc's sinf/cosf; pow: glibc's powf under
- *     FTZ/DAZ.  The profile of JAX 0.5 to 0.8 (ctx->trig = 1): no such tail, every element
- *     XLA's.
+ *     FTZ/DAZ.  The profile of JAX 0.8 (ctx->trig = 1): no such tail, every element XLA's;
+ *     of JAX 0.5 to 0.7 (ctx->trig = 2): two elements of some long rows (jax07_glibc).
  *   onnxruntime (1.32): MLAS exp for every element; sin, cos: Eigen without FTZ, the last
  *     n % 4 elements through glibc; pow: glibc's powf.
  *   mlx (0.32, its CPU build): MLX's own exp, sin and cos for every element (its vector
@@ -179,14 +179,25 @@ static float xla_exp(float x, int flag)
  * 80 and at 127 to 4097: from 16 elements on, and for 1, 2 or 4 left over, every element is
  * XLA's: 4 is one 4-lane vector of XLA's polynomial).  An array of rank 2 or more has no
  * such tail (shapes (1, 3), (3, 5), (1, 11): every element XLA's). */
+/* JAX 0.5 to 0.7 (variant 2): in each row of m elements along the last axis, with m >= 66
+ * and m % 32 = 2 or 3, the two elements from m - m % 32 on are glibc's (measured with jax
+ * 0.5.3, 0.6.2 and 0.7.2 at every length to 5000 and 882 shapes of rank 2 and 3). */
+static int jax07_glibc(int64_t m, int64_t e)
+{
+    int64_t r = m % 32, k = e % m - (m - r);
+    return m >= 66 && (r == 2 || r == 3) && (k == 0 || k == 1);
+}
+
 static void jax_exp(const sinpe_bctx *ctx, int64_t e0, const float *in, float *out, size_t n)
 {
     int64_t len = ctx->exp_len;
     int64_t t = ctx->exp_ndim <= 1 && len < 16 && len % 8 >= 3 && len % 8 != 4 && !ctx->trig
                     ? tail_start(len, 8) : len;
-    for (size_t i = 0; i < n; i++)
-        out[i] = e0 + (int64_t)i < t ? xla_exp(in[i], 0)
-                                     : sinpe_flush_subnormal(sinpe_glibc_expf(in[i], FUSED));
+    for (size_t i = 0; i < n; i++) {
+        int64_t e = e0 + (int64_t)i;
+        int lib = ctx->trig == 2 ? jax07_glibc(ctx->exp_last, e) : e >= t;
+        out[i] = lib ? sinpe_flush_subnormal(sinpe_glibc_expf(in[i], FUSED)) : xla_exp(in[i], 0);
+    }
 }
 
 static void jax_sincos(const sinpe_bctx *ctx, int64_t e0, const float *a, float *s, float *c,

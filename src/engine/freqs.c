@@ -48,6 +48,7 @@ void sinpe_freq_layout(sinpe_plan *p)
     p->count = p->j.rows;
     p->ctx.tensor_len = p->ctx.exp_len = p->count;
     p->ctx.exp_ndim = 1;
+    p->ctx.exp_last = p->count;
     p->nslots = p->o.threads;
 }
 

@@ -51,6 +51,7 @@ void sinpe_map_layout(sinpe_plan *p)
     p->count = sinpe_elements(p->j.dst.ndim, p->j.dst.shape);
     p->ctx.tensor_len = p->ctx.exp_len = p->count;
     p->ctx.exp_ndim = p->j.dst.ndim;
+    p->ctx.exp_last = p->j.dst.ndim > 0 ? p->j.dst.shape[p->j.dst.ndim - 1] : 1;
     p->ctx.argument = map_argument;
     p->ctx.src = p;
     p->nslots = p->o.threads;

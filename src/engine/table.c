@@ -577,6 +577,7 @@ static void torch_tensor(sinpe_plan *p)
     p->ctx.tensor_len = trows * p->pairs;
     p->ctx.exp_len = p->pairs; /* exp over the divisors: one vector of d/2 */
     p->ctx.exp_ndim = 1;
+    p->ctx.exp_last = p->pairs;
 }
 
 static void table_geometry(sinpe_plan *p)
