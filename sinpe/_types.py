@@ -8,9 +8,9 @@ import numpy.typing as npt
 Name = Literal["auto", "builtin", "mkl", "torch", "sleef", "torch-aarch64-2.13",
                "torch-aarch64-2.13-sve256", "torch-aarch64-2.14", "torch-aarch64-2.14-sve256",
                "torch-aarch64-2.15", "torch-aarch64-2.15-sve256", "numpy", "tensorflow", "jax",
-               "onnxruntime", "mlx", "numpy-2.4", "tensorflow-2.19", "tensorflow-2.21", "jax-0.7",
-               "jax-0.8", "jax-0.10",
-               "onnxruntime-1.32", "mlx-0.32"]
+               "onnxruntime", "mlx", "numpy-2.0", "numpy-2.4", "tensorflow-2.19",
+               "tensorflow-2.21", "jax-0.7", "jax-0.8", "jax-0.10", "onnxruntime-1.32",
+               "mlx-0.32"]
 Backend = Optional[Name]
 Kernel = Literal["scalar", "avx2", "avx512", "neon"]
 DType = Union[None, str, npt.DTypeLike, Any]

@@ -171,11 +171,15 @@ def torch_unmeasured() -> Optional[Tuple[Any, str]]:
 #: The frameworks' measured releases (docs/backends.md; tests/data/frameworks.json): profile ->
 #: (the releases measured to give its bits, newest last: the profile is named after it; the
 #: distributions whose version says which release is installed; what it runs; its variant,
-#: the core's backend option 'trig' for a framework: JAX 0.8 1 (no glibc tail in a short
+#: the core's backend option 'trig' for a framework: NumPy 1.26/2.0 1 (their older sin and
+#: cos); JAX 0.8 1 (no glibc tail in a short
 #: exp), 0.5 to 0.7 2 (two glibc elements in some long rows); TensorFlow 2.15 to 2.19 1 (the
 #: older Eigen pow).  The newest profile of a framework is its last.
 FRAMEWORKS: Dict[str, Dict[str, Tuple[str, str, str, int]]] = {
-    "numpy": {"numpy-2.4": ("2.1 2.2 2.3 2.4", "numpy", "NumPy's float32 exp/sin/cos SIMD loops "
+    "numpy": {"numpy-2.0": ("1.26 2.0", "numpy", "NumPy 1.26/2.0's float32 exp/sin/cos SIMD "
+                            "loops (sin/cos: the quadrant in two roundings, a NaN through "
+                            "glibc); pow by the installed NumPy itself", 1),
+              "numpy-2.4": ("2.1 2.2 2.3 2.4", "numpy", "NumPy's float32 exp/sin/cos SIMD loops "
                             "(AVX2 or AVX-512: the same bits); pow by the installed NumPy itself "
                             "(np.power: Intel SVML's on AVX-512 CPUs, the C library's powf "
                             "elsewhere)", 0)},
@@ -210,9 +214,6 @@ FRAMEWORKS: Dict[str, Dict[str, Tuple[str, str, str, int]]] = {
 #: Releases measured to differ from every profile, and how (said with the warning that names
 #: the profile used instead): (framework, major.minor) -> the difference.
 DIFFERS: Dict[Tuple[str, str], str] = {
-    **{("numpy", r): "measured: its float32 sin and cos differ from NumPy 2.1's and later in "
-                     "about 5 of a million values (1 ulp, near +-sqrt(1/2)) and keep a NaN's "
-                     "payload" for r in ("1.26", "2.0")},
     ("jax", "0.4"): "measured: JAX 0.4.35 gives jax-0.8's bits (backend='jax-0.8'), 0.4.30 "
                     "sends other elements of an exp of a short vector to glibc",
 }

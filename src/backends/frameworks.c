@@ -4,7 +4,8 @@
  * file adds is each framework's rule for which elements of an op's output take its C
  * library instead of its vector kernel (a scalar tail at the end of the tensor):
  *
- *   numpy (NumPy 2.4): exp, sin, cos are NumPy's own SIMD loops (masked loads: no tail;
+ *   numpy (NumPy 2.1 to 2.4; 1.26 and 2.0 with ctx->trig = 1: their older sin/cos): exp,
+ *     sin, cos are NumPy's own SIMD loops (masked loads: no tail;
  *     their large and infinite lanes call glibc, inside the model); pow here is glibc's
  *     powf (NumPy on AVX2), but NumPy picks Intel SVML's on AVX-512, so the package
  *     computes the 'numpy' backend's pow step with the installed NumPy itself
@@ -131,9 +132,11 @@ static void numpy_exp(const sinpe_bctx *ctx, int64_t e0, const float *in, float 
 static void numpy_sincos(const sinpe_bctx *ctx, int64_t e0, const float *a, float *s, float *c,
                          size_t n)
 {
-    (void)ctx;
     (void)e0;
-    lib_sincos(sinpe_numpy_sinf, sinpe_numpy_cosf, a, s, c, n);
+    if (ctx->trig) /* NumPy 1.26 and 2.0 */
+        lib_sincos(sinpe_numpy20_sinf, sinpe_numpy20_cosf, a, s, c, n);
+    else
+        lib_sincos(sinpe_numpy_sinf, sinpe_numpy_cosf, a, s, c, n);
 }
 
 const sinpe_backend_ops sinpe_backend_numpy = FW_BACKEND(1, numpy_exp, numpy_sincos, glibc_pow);

@@ -12,6 +12,9 @@
 float sinpe_numpy_sinf(float x, int fused);
 float sinpe_numpy_cosf(float x, int fused);
 float sinpe_numpy_expf(float x);
+/* NumPy 1.26 and 2.0's sin and cos (elem/fw_numpy.c). */
+float sinpe_numpy20_sinf(float x, int fused);
+float sinpe_numpy20_cosf(float x, int fused);
 
 /* Eigen's psin/pcos/pexp for float packets without FMA (TensorFlow's AVX build, ONNX
  * Runtime's SSE build), `ftz`: flush-to-zero and denormals-are-zero (TensorFlow). */
