@@ -26,12 +26,35 @@ F32 = np.float32
 _SIN_FN, _COS_FN, _LOG = 1, 2, 3  # the MAP job's functions (sinpe.h: sinpe_func)
 
 
+def mlx_args(args: Optional[Mapping[str, Any]], rot: int) -> Optional[np.ndarray]:
+    """engine_args for MLX: {'freqs': its freqs= argument (rot / 2 positive finite values,
+    rounded to float32 as an MLX array of them is)}, or None."""
+    if args is None:
+        return None
+    if not isinstance(args, Mapping):
+        raise TypeError(f"engine_args must be a mapping, got {type(args).__name__}")
+    extra = sorted(set(args) - {"freqs"})
+    if extra:
+        raise ValueError(f"engine_args: MLX takes ['freqs'], got {extra[0]!r}")
+    f = np.asarray(args["freqs"], np.float32)
+    if f.ndim != 1 or f.size != rot // 2:
+        raise ValueError(f"engine_args['freqs'] must hold rot_dim / 2 = {rot // 2} values, got "
+                         f"shape {f.shape}")
+    if not (np.isfinite(f).all() and (f > 0).all()):
+        raise ValueError("engine_args['freqs'] must be positive and finite")
+    return f
+
+
 def mlx_tables(opts: PresetOpts, pos: np.ndarray, rot: int, theta: float, layout: str,
-               empty: bool) -> Tuple[np.ndarray, np.ndarray]:
+               empty: bool, freqs: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
     """MLX's cos and sin for float32 positions pos (tables, seq), opts with the 'mlx'
-    backend; empty: x has no elements (the checks only)."""
+    backend; freqs: its freqs= (the inverse frequencies are then 1 / freqs in float32);
+    empty: x has no elements (the checks only)."""
     h = rot // 2
-    inv = _freqs("exp_log", h, opts, start=0, step=-1, b=float(h), base=theta)
+    if freqs is not None:
+        inv = np.float32(1) / freqs
+    else:
+        inv = _freqs("exp_log", h, opts, start=0, step=-1, b=float(h), base=theta)
     t = np.arange(rot)
     freq = np.ascontiguousarray(inv[t // 2] if layout == "pairs" else inv[t % h], np.float32)
     both = np.empty((2,) + pos.shape + (rot,), np.float32)

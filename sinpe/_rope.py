@@ -55,9 +55,10 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
        integer positions, float32 and float16).  The other engines' tables are transformers'
        (computed, or given: read as the cache an exporter writes).  A dtype or layout the
        engine does not run is refused naming it.
-    engine_args: llama.cpp's rope parameters as it reads them from a GGUF (a mapping of
-       freq_scale, ext_factor, attn_factor, beta_fast, beta_slow, n_ctx_orig, freq_factors;
-       YaRN when ext_factor != 0), with producer='llama.cpp' only.
+    engine_args: the rope parameters of an engine that computes its own tables: llama.cpp's
+       as it reads them from a GGUF (a mapping of freq_scale, ext_factor, attn_factor,
+       beta_fast, beta_slow, n_ctx_orig, freq_factors; YaRN when ext_factor != 0); MLX's
+       {'freqs': mx.fast.rope's freqs= (rot_dim / 2 values; base is then not read)}.
     base: theta (rope_theta). backend, threads, torch_threads: as for the tables.  The cos/sin
        rows are kept in the cache for the next call (sinpe.set_cache_size).
     """
@@ -76,9 +77,10 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
     seq, d = shape[sd], shape[-1]
     name = _dtype_name(x)
     made = _producers.producer(producer, name, layout, _rot_of(cos, rot_dim, d), d)
-    if engine_args is not None and (made is None or made.p.angles != "llama.cpp"):
-        raise ValueError("engine_args are llama.cpp's rope parameters: give them with "
-                         f"producer='llama.cpp', not {producer!r}")
+    if engine_args is not None and (made is None or not made.p.angles or cos is not None):
+        raise ValueError("engine_args are the rope parameters of an engine that computes its "
+                         "own tables (producer='llama.cpp' or 'mlx', without cos/sin), not "
+                         f"{producer!r}'s")
     mlx = made is not None and made.p.angles == "mlx"
     opts = _opts(None, None, backend, threads, torch_threads)  # checked, whoever computes
     if mlx:  # MLX's own functions make its tables
@@ -155,7 +157,8 @@ def _own_tables(opts: PresetOpts, engine: str, shape: Tuple[int, ...], sd: int, 
         pos = _positions(positions, off, shape, sd, seq)
     if engine == "mlx":
         return _angles.mlx_tables(opts, np.asarray(pos, np.float32) if positions is not None
-                                  else pos, rot, theta, layout, 0 in shape)
+                                  else pos, rot, theta, layout, 0 in shape,
+                                  _angles.mlx_args(engine_args, rot))
     if positions is not None and (pos.dtype.kind not in "iu" or (
             pos.size and (pos.min() < -(1 << 31) or pos.max() >= 1 << 31))):
         raise ValueError("positions for producer='llama.cpp' must be integers that fit in "

@@ -217,17 +217,20 @@ def openvino(x, cos, sin, layout, bf16=False):
     return np.ascontiguousarray(out.transpose(0, 2, 1, 3)) if layout == "half" else out
 
 
-def mlx(x, rot, base, layout, offset=0):
+def mlx(x, rot, base, layout, offset=0, freqs=None):
     """MLX's ``mx.fast.rope`` on the CPU stream: q (batch, seq, heads, head_dim) as MLX takes
-    it, (batch, heads, seq, head_dim); dims = rot, traditional for the pairs."""
+    it, (batch, heads, seq, head_dim); dims = rot, traditional for the pairs; freqs: its
+    freqs= (base then None)."""
     import mlx.core as mx
     dt = {np.dtype(np.float32): mx.float32, np.dtype(np.float16): mx.float16,
           np.dtype(ml_dtypes.bfloat16): mx.bfloat16}[x.dtype]
     xt = np.ascontiguousarray(np.asarray(x, np.float32).transpose(0, 2, 1, 3))
     a = mx.array(xt).astype(dt)
     with mx.stream(mx.cpu):
-        y = mx.fast.rope(a, rot, traditional=layout == "pairs", base=float(base), scale=1.0,
-                         offset=int(offset))
+        y = mx.fast.rope(a, rot, traditional=layout == "pairs",
+                         base=None if freqs is not None else float(base), scale=1.0,
+                         offset=int(offset),
+                         freqs=None if freqs is None else mx.array(np.asarray(freqs, np.float32)))
         y = np.array(y.astype(mx.float32))
     return y.astype(x.dtype).transpose(0, 2, 1, 3)
 

@@ -134,3 +134,23 @@ def test_openvino(dt, layout, bf16):
 def test_mlx(dt, layout):
     """MLX's mx.fast.rope on the CPU: its own frequencies and sin/cos from an offset."""
     _check(E.mlx, "mlx", dt, layout, 6, tables=False)
+
+
+@pytest.mark.parametrize("layout", E.LAYOUTS)
+@pytest.mark.parametrize("dt", ["float32", "float16", "bfloat16"])
+def test_mlx_freqs(dt, layout):
+    """mx.fast.rope with freqs= (engine_args={'freqs': ...}): the inverse frequencies 1 / freqs."""
+    rng = np.random.default_rng([SEED, zlib.crc32(f"mlx freqs {dt} {layout}".encode())])
+    total = 0
+    for b, s, h, d, rot in _shapes(rng, 4):
+        freqs = (rng.random(rot // 2) * 1e4 + 1).astype(np.float32)
+        x = _x(rng, (b, s, h, d), dt)
+        offset = int(rng.integers(0, 100000))
+        want = E.mlx(x, rot, None, layout, offset, freqs=freqs)
+        got = x.copy()
+        sinpe.apply_rope(got, offset=offset, rot_dim=rot, layout=layout, seq_dim=1,
+                         producer="mlx", engine_args={"freqs": freqs})
+        bad = E.differ(got, want, "mlx")
+        assert bad == 0, ("mlx freqs", dt, layout, (b, s, h, d, rot), bad, "seed", SEED)
+        total += x.size
+    print(f"mlx freqs= {dt} {layout}: {total} values, 0 differ (seed {SEED})")

@@ -69,7 +69,9 @@ def test_the_record_is_not_transformers_bits():
 
 def test_engine_args_are_llama_cpps_and_checked():
     x = np.ones((3, 1, 8), np.float32)
-    with pytest.raises(ValueError, match="engine_args are llama.cpp's"):
+    with pytest.raises(ValueError, match="engine_args are the rope parameters"):
+        sinpe.apply_rope(x, seq_dim=0, producer="onnxruntime", engine_args={"freq_scale": 0.5})
+    with pytest.raises(ValueError, match="MLX takes"):
         sinpe.apply_rope(x, seq_dim=0, producer="mlx", engine_args={"freq_scale": 0.5})
     with pytest.raises(ValueError, match="takes .*got 'scale'"):
         sinpe.apply_rope(x, seq_dim=0, producer="llama.cpp", engine_args={"scale": 0.5})
