@@ -34,15 +34,9 @@ def mlx_args(args: Optional[Mapping[str, Any]], rot: int) -> Optional[np.ndarray
     if not isinstance(args, Mapping):
         raise TypeError(f"engine_args must be a mapping, got {type(args).__name__}")
     extra = sorted(set(args) - {"freqs"})
-    if extra:
-        raise ValueError(f"engine_args: MLX takes ['freqs'], got {extra[0]!r}")
-    f = np.asarray(args["freqs"], np.float32)
-    if f.ndim != 1 or f.size != rot // 2:
-        raise ValueError(f"engine_args['freqs'] must hold rot_dim / 2 = {rot // 2} values, got "
-                         f"shape {f.shape}")
-    if not (np.isfinite(f).all() and (f > 0).all()):
-        raise ValueError("engine_args['freqs'] must be positive and finite")
-    return f
+    if extra or "freqs" not in args:
+        raise ValueError(f"engine_args: MLX takes ['freqs'], got {sorted(args)}")
+    return _f32_vector("freqs", args["freqs"], rot // 2)
 
 
 def mlx_tables(opts: PresetOpts, pos: np.ndarray, rot: int, theta: float, layout: str,
@@ -75,8 +69,42 @@ LLAMA_ARGS: Dict[str, Any] = {"freq_scale": 1.0, "ext_factor": 0.0, "attn_factor
                               "freq_factors": None}
 
 
-def llama_args(args: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
-    """engine_args for llama.cpp, checked: known names, finite numbers."""
+def _f32(key: str, v: Any, positive: bool = False) -> float:
+    """A real engine_args number as the engine's float32: finite there (and > 0, normal, when
+    positive), else ValueError naming it; not a real number: TypeError."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TypeError(f"engine_args[{key!r}] must be a real number, got {v!r}")
+    try:
+        d = float(v)
+    except OverflowError:  # an int beyond float64
+        d = float("inf")
+    with np.errstate(all="ignore"):
+        f = F32(d) if abs(d) < 1e39 else F32(np.inf)
+    if not np.isfinite(f) or (positive and not f >= np.finfo(F32).tiny):
+        raise ValueError(f"engine_args[{key!r}] must be a {'positive ' if positive else ''}"
+                         f"finite float32 number, got {v!r}")
+    return float(f)
+
+
+def _f32_vector(key: str, v: Any, n: int) -> np.ndarray:
+    """n positive finite float32 values (a 1-D array-like of real numbers)."""
+    a = np.asarray(v)
+    if a.dtype.kind not in "iuf":
+        raise TypeError(f"engine_args[{key!r}] must hold real numbers, got {a.dtype}")
+    with np.errstate(all="ignore"):
+        f = a.astype(F32)
+    if f.ndim != 1 or f.size != n:
+        raise ValueError(f"engine_args[{key!r}] must hold rot_dim / 2 = {n} values, got "
+                         f"shape {f.shape}")
+    if not (np.isfinite(f).all() and (f >= np.finfo(F32).tiny).all()):
+        raise ValueError(f"engine_args[{key!r}] must be positive finite float32 values")
+    return f
+
+
+def llama_args(args: Optional[Mapping[str, Any]], rot: int) -> Dict[str, Any]:
+    """engine_args for llama.cpp, checked (known names; float32 numbers finite there,
+    freq_scale and attn_factor positive; n_ctx_orig an int32 >= 0; freq_factors rot / 2
+    positive values), before anything is computed."""
     out = dict(LLAMA_ARGS)
     if args is None:
         return out
@@ -86,15 +114,27 @@ def llama_args(args: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
         if k not in LLAMA_ARGS:
             raise ValueError(f"engine_args: llama.cpp takes {sorted(LLAMA_ARGS)}, got {k!r}")
         if k == "freq_factors":
-            out[k] = None if v is None else np.asarray(v, np.float32)
-            continue
-        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
-                or not np.isfinite(float(v)):
-            raise ValueError(f"engine_args[{k!r}] must be a finite number, got {v!r}")
-        out[k] = int(v) if k == "n_ctx_orig" else float(v)
-    if out["freq_scale"] == 0:
-        raise ValueError("engine_args['freq_scale'] must not be 0")
+            out[k] = None if v is None else _f32_vector(k, v, rot // 2)
+        elif k == "n_ctx_orig":
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"engine_args['n_ctx_orig'] must be an int, got {v!r}")
+            if not 0 <= int(v) < 1 << 31:
+                raise ValueError(f"engine_args['n_ctx_orig'] must be in 0 .. 2^31 - 1 "
+                                 f"(ggml's int32), got {v!r}")
+            out[k] = int(v)
+        else:
+            out[k] = _f32(k, v, positive=k in ("freq_scale", "attn_factor"))
     return out
+
+
+def int32_positions(pos: np.ndarray, engine: str) -> np.ndarray:
+    """Integer positions that fit in the engine's int32 (ggml's positions, MLX's offsets)."""
+    if pos.dtype.kind not in "iu" or (pos.size and (int(pos.min()) < -(1 << 31)
+                                                    or int(pos.max()) >= 1 << 31)):
+        raise ValueError(f"positions for producer={engine!r} must be integers that fit in "
+                         f"its int32 positions, got {pos.dtype}"
+                         + (f" from {pos.min()} to {pos.max()}" if pos.size else ""))
+    return pos
 
 
 def _fma(a: Any, b: Any, c: Any) -> np.ndarray:
@@ -197,9 +237,15 @@ def config_args(engine: str, c: Any, opts: PresetOpts) -> Tuple[Optional[Dict[st
     if kind == "default" and not scaled:
         return {}, ""
     if engine == "llama.cpp":
+        if kind in ("linear", "yarn"):
+            factor = F32(c.num("factor"))
+            if not (np.isfinite(factor) and factor >= 1e-30 and F32(1) / factor > 0):
+                raise ValueError(f"config.rope_parameters['factor'] must be positive and "
+                                 f"finite in float32 for llama.cpp, got {p['factor']!r}")
         if kind == "linear":
-            return {"engine_args": {"freq_scale": float(F32(1) / F32(p["factor"]))}}, ""
+            return {"engine_args": {"freq_scale": float(F32(1) / factor)}}, ""
         if kind == "yarn":
+            c.num("original_max_position_embeddings")
             return {"engine_args": _yarn_args(p, opts)}, ""
         if kind == "llama3":
             return {"engine_args": {"freq_factors": _llama3_factors(c, opts)}}, ""
@@ -239,9 +285,15 @@ def _llama3_factors(c: Any, opts: PresetOpts) -> np.ndarray:
     p = c.p
     dim = c.head(True)
     inv = _jobs._rope_inv_freq(dim, float(p["rope_theta"]), opts)
-    factor = float(p.get("factor", 8.0))
-    low, high = float(p.get("low_freq_factor", 1.0)), float(p.get("high_freq_factor", 4.0))
-    omp = float(p.get("original_max_position_embeddings", 8192))
+    factor = float(c.num("factor", p.get("factor", 8.0)))
+    low = float(c.num("low_freq_factor", p.get("low_freq_factor", 1.0)))
+    high = float(c.num("high_freq_factor", p.get("high_freq_factor", 4.0)))
+    omp = float(c.num("original_max_position_embeddings",
+                      p.get("original_max_position_embeddings") or 8192))
+    if not (factor > 0 and high != low and omp > 0):
+        raise ValueError("config.rope_parameters: llama3 needs factor > 0, "
+                         "original_max_position_embeddings > 0 and high_freq_factor != "
+                         "low_freq_factor")
     low_wl, high_wl = omp / low, omp / high
     out = np.empty(inv.size, F32)
     with np.errstate(all="ignore"):

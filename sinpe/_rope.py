@@ -155,15 +155,14 @@ def _own_tables(opts: PresetOpts, engine: str, shape: Tuple[int, ...], sd: int, 
             else np.arange(off, off + seq, dtype=np.int64)[None]
     else:
         pos = _positions(positions, off, shape, sd, seq)
+    if positions is not None:  # integers, as the engine's own positions and offsets are
+        pos = _angles.int32_positions(pos, engine)
     if engine == "mlx":
         return _angles.mlx_tables(opts, np.asarray(pos, np.float32) if positions is not None
                                   else pos, rot, theta, layout, 0 in shape,
                                   _angles.mlx_args(engine_args, rot))
-    if positions is not None and (pos.dtype.kind not in "iu" or (
-            pos.size and (pos.min() < -(1 << 31) or pos.max() >= 1 << 31))):
-        raise ValueError("positions for producer='llama.cpp' must be integers that fit in "
-                         "its int32 positions")
-    c, s_ = _angles.llama_tables(opts, pos, rot, theta, layout, _angles.llama_args(engine_args))
+    c, s_ = _angles.llama_tables(opts, pos, rot, theta, layout,
+                                 _angles.llama_args(engine_args, rot))
     if 0 in shape:
         return np.zeros((1, 0, rot), np.float32), np.zeros((1, 0, rot), np.float32)
     return c, s_

@@ -36,7 +36,10 @@ def load_config(path: Any) -> Dict[str, Any]:
     if os.path.isdir(p):
         p = os.path.join(p, "config.json")
     with open(p, encoding="utf-8") as f:
-        cfg = json.load(f)
+        try:
+            cfg = json.load(f)
+        except ValueError as exc:
+            raise ValueError(f"{p}: not a JSON config ({exc})") from None
     if not isinstance(cfg, dict):
         raise ValueError(f"{p}: a config.json holds a JSON object, got {type(cfg).__name__}")
     return cfg
@@ -81,10 +84,14 @@ def rope_check(config: Any, *, positions: int = 512, dtype: str = "float32",
         raise ValueError(f"heads must be an int in 1..256, got {heads!r}")
     names: List[str] = [n for n in _producers.PRODUCERS if n != "transformers"] \
         if producers is None else list(producers)
-    for name in names:  # an unknown name is the caller's error, not a refusal
+    if not names:
+        raise ValueError("producers: name at least one producer")
+    for name in names:  # an unknown name (or serving CPU) is the caller's error, not a refusal
         if not isinstance(name, str) or name.partition(":")[0] not in _producers.PRODUCERS:
             raise ValueError(f"producer must be one of {sorted(_producers.PRODUCERS)}, got "
                              f"{name!r}")
+        if ":" in name:
+            _producers.producer(name, "float32", "half", 2, 4)
     cfg = _config.read(config, layer_type)
     opts = call_opts(None, None, None, None, None)
     from . import presets
@@ -92,6 +99,10 @@ def rope_check(config: Any, *, positions: int = 512, dtype: str = "float32",
     # the tables the rotary module returns, in q's dtype: what an exported graph holds
     cos, sin = presets.hf_rope(config, np.arange(positions)[None], layer_type=layer_type,
                                dtype=q.dtype)
+    if not (np.isfinite(np.asarray(cos, np.float32)).all()
+            and np.isfinite(np.asarray(sin, np.float32)).all()):
+        raise ValueError("the config's rotary tables are not finite (transformers' own tables "
+                         "for it hold NaN or infinity): nothing to compare")
     head = cfg.head(True)
     if cfg.model_type in _HALF_WIDTH:
         cos, sin = np.concatenate((cos, cos), -1), np.concatenate((sin, sin), -1)

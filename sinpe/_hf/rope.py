@@ -267,9 +267,10 @@ def _engine_tables(engine: str, c: Cfg, position_ids: Any, opts: PresetOpts,
         raise NotImplementedError(f"producer={engine!r}: {why}")
     pos, shape = _positions(position_ids)
     p = np.arange(shape[1])[None] if pos is None else np.asarray(pos)
-    if p.ndim != 2 or p.dtype.kind not in "iu":
+    if p.ndim != 2:
         raise ValueError(f"position_ids for producer={engine!r} must be (batch, seq) integers, "
                          f"got {p.dtype} of shape {p.shape}")
+    p = _angles.int32_positions(p, engine)
     rot = c.dim()
     theta = float(c.p["rope_theta"])
     layout = "pairs" if c.model_type in INTERLEAVED else "half"
@@ -278,7 +279,7 @@ def _engine_tables(engine: str, c: Cfg, position_ids: Any, opts: PresetOpts,
                                       p.astype(F32), rot, theta, layout, False)
         return _round_to(cos, dtype), _round_to(sin, dtype)
     return _angles.llama_tables(opts, p, rot, theta, layout,
-                                _angles.llama_args(kw.get("engine_args")))
+                                _angles.llama_args(kw.get("engine_args"), rot))
 
 
 def _scaling(v: Any) -> float:

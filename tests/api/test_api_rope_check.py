@@ -103,3 +103,23 @@ def test_cli_errors(folders, tmp_path, capsys):
     assert cli.main(["rope-check", str(folders / "llama"), "--producers", "ort"]) == 2
     with pytest.raises(SystemExit):
         cli.main(["rope-check"])
+
+
+def test_cli_refuses_what_it_cannot_compare(tmp_path, capsys):
+    """A hostile probe's findings: a config whose own tables are NaN reported "0 differ", an
+    unknown serving CPU a "refused" row with exit 0, an empty --producers an empty table, a
+    malformed file an error without its name: each is exit 2 with the reason."""
+    nan = tmp_path / "nan.json"
+    nan.write_text(json.dumps(dict(FAMILIES["llama"], rope_scaling={"rope_type": "linear",
+                                                                    "factor": 0})))
+    with pytest.warns(RuntimeWarning):
+        assert cli.main(["rope-check", str(nan), "--positions", "8"]) == 2
+    assert "not finite" in capsys.readouterr().err
+    ok = tmp_path / "ok.json"
+    ok.write_text(json.dumps(FAMILIES["llama"]))
+    assert cli.main(["rope-check", str(ok), "--producers", "openvino:sse"]) == 2
+    assert cli.main(["rope-check", str(ok), "--producers", ","]) == 2
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    assert cli.main(["rope-check", str(bad)]) == 2
+    assert str(bad) in capsys.readouterr().err

@@ -75,7 +75,7 @@ def test_engine_args_are_llama_cpps_and_checked():
         sinpe.apply_rope(x, seq_dim=0, producer="mlx", engine_args={"freq_scale": 0.5})
     with pytest.raises(ValueError, match="takes .*got 'scale'"):
         sinpe.apply_rope(x, seq_dim=0, producer="llama.cpp", engine_args={"scale": 0.5})
-    with pytest.raises(ValueError, match="finite number"):
+    with pytest.raises(ValueError, match="finite float32 number"):
         sinpe.apply_rope(x, seq_dim=0, producer="llama.cpp", engine_args={"ext_factor": np.nan})
     with pytest.raises(ValueError, match="rot_dim / 2 = 4 values"):
         sinpe.apply_rope(x, seq_dim=0, producer="llama.cpp", engine_args={"freq_factors": [1.0]})
@@ -161,3 +161,36 @@ def test_hf_rope_producer_gives_the_engines_tables():
         sinpe.presets.hf_rope(LLAMA3, 8, producer="mlx")
     with pytest.raises(ValueError, match="producer must be one of"):
         sinpe.presets.hf_rope(LLAMA3, 8, producer="ggml")
+
+
+def test_engine_args_and_positions_are_checked_before_anything():
+    """A hostile probe's findings: engine_args finite in float64 but not in float32 gave NaN
+    rotations, freq_factors of zeros or text were taken, n_ctx_orig was truncated, MLX's
+    engine_args without 'freqs' raised KeyError, NaN or 2^40 positions were taken by 'mlx',
+    and hf_rope's llama.cpp tables wrapped positions past 2^31: each is refused naming it."""
+    x = np.ones((1, 2, 8, 16), np.float32)
+    bad = [({"freq_scale": 1e300}, ValueError), ({"ext_factor": 1e300}, ValueError),
+           ({"attn_factor": 1e300}, ValueError), ({"freq_scale": 1e-300}, ValueError),
+           ({"freq_scale": 10 ** 400}, ValueError), ({"freq_scale": True}, TypeError),
+           ({"n_ctx_orig": 1.7}, TypeError), ({"n_ctx_orig": 10 ** 30}, ValueError),
+           ({"freq_factors": [0.0] * 8}, ValueError), ({"freq_factors": [np.nan] * 8}, ValueError),
+           ({"freq_factors": [1e40] * 8}, ValueError), ({"freq_factors": ["1"] * 8}, TypeError)]
+    for args, err in bad:
+        with pytest.raises(err, match="engine_args"):
+            sinpe.apply_rope(x, producer="llama.cpp", engine_args=args)
+    for args in ({}, {"freqs": [1e-40] * 8}):
+        with pytest.raises(ValueError, match="engine_args"):
+            sinpe.apply_rope(x, producer="mlx", engine_args=args)
+    for pos in (np.full(8, np.nan), np.full(8, 2 ** 40, np.uint64)):
+        with pytest.raises(ValueError, match="positions for producer='mlx'"):
+            sinpe.apply_rope(x, pos, producer="mlx")
+    assert np.all(x == 1)
+    cfg = dict(LLAMA3, rope_scaling=None)
+    with pytest.raises(ValueError, match="int32"):
+        sinpe.presets.hf_rope(cfg, np.array([[2 ** 31 + 5]]), producer="llama.cpp")
+    with pytest.raises(ValueError, match="needs 'factor'"):
+        sinpe.presets.hf_rope(dict(cfg, rope_scaling={"rope_type": "linear"}), 4,
+                              producer="llama.cpp")
+    with pytest.raises(ValueError, match="positive and finite"):
+        sinpe.presets.hf_rope(dict(cfg, rope_scaling={"rope_type": "linear", "factor": 0}), 4,
+                              producer="llama.cpp")
