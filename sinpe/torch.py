@@ -87,6 +87,24 @@ def apply_rotary_pos_emb(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, si
     return out
 
 
+def _engine(q: Any, k: Any, cos: Any, sin: Any, unsqueeze_dim: Any, producer: Any,
+            layout: str) -> Optional[_Pair]:
+    """A family's form as producer computes it (its layout: transformers' halves, or the
+    interleaved pairs with their repeated tables), or None: transformers' own."""
+    if producer is None:
+        return None
+    made: Optional[_Pair] = _produced(q, k, cos, sin, unsqueeze_dim, producer, layout)
+    return made
+
+
+def _glm_tables(cos: Any, sin: Any, producer: Any) -> Tuple[Any, Any]:
+    """GLM's tables as its rotation reads them: the first half repeated pairwise."""
+    if producer is None or not isinstance(cos, torch.Tensor) or not isinstance(sin, torch.Tensor):
+        return cos, sin
+    h = cos.shape[-1] // 2 if cos.dim() else 0
+    return (cos[..., :h].repeat_interleave(2, dim=-1), sin[..., :h].repeat_interleave(2, dim=-1))
+
+
 def apply_rotary_pos_emb_interleave(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
                                     sin: torch.Tensor, position_ids: Any = None,
                                     unsqueeze_dim: int = 1) -> "_Pair":
@@ -103,88 +121,147 @@ def apply_rotary_pos_emb_interleave(q: torch.Tensor, k: torch.Tensor, cos: torch
 
 
 def apply_rotary_pos_emb_olmo(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
-                              sin: torch.Tensor, unsqueeze_dim: int = 1) -> "_Pair":
+                              sin: torch.Tensor, unsqueeze_dim: int = 1, *,
+                              producer: Optional[str] = None) -> "_Pair":
     """apply_rotary_pos_emb_olmo(q, k, cos, sin, unsqueeze_dim=1) -> (q_embed, k_embed)
 
     transformers OLMo's ``apply_rotary_pos_emb`` (OLMo, OLMo 2, OLMo 3, FlexOlmo): its
     rotary module returns float32 cos/sin whatever q's dtype, so the products are promoted
     (q widened exactly), and the results are cast back: ``q_embed.to(q.dtype)``.  New tensors,
     bit for bit at float32, float16 and bfloat16; gradients are those of OLMo's graph (each
-    branch's gradient rounded to q's dtype before their sum)."""
+    branch's gradient rounded to q's dtype before their sum).
+
+    producer: an engine's bits from the same tensors and tables (docs/engines.md),
+    as for apply_rotary_pos_emb (forward only, plain CPU tensors).
+    """
+    made = _engine(q, k, cos, sin, unsqueeze_dim, producer, "half")
+    if made is not None:
+        return made
     out: _Pair = _call(_F["apply_rotary_pos_emb_olmo"], (q, k, cos, sin, unsqueeze_dim), {})
     return out
 
 
 def apply_rotary_pos_emb_glm(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
-                             sin: torch.Tensor, unsqueeze_dim: int = 1) -> "_Pair":
+                             sin: torch.Tensor, unsqueeze_dim: int = 1, *,
+                             producer: Optional[str] = None) -> "_Pair":
     """apply_rotary_pos_emb_glm(q, k, cos, sin, unsqueeze_dim=1) -> (q_embed, k_embed)
 
     transformers GLM's ``apply_rotary_pos_emb`` (models/glm, glm4, helium): ``cos = cos[...,
     :d // 2].repeat_interleave(2)`` (d = cos.shape[-1]), the first d channels rotated in
     interleaved pairs (``rotate_half`` = ``stack(-x[1::2], x[0::2]).flatten``), the rest
     passed through; every op in q's dtype.  Bit for bit at float32, float16 and bfloat16,
-    gradients included."""
+    gradients included.
+
+    producer: an engine's bits from the same tensors and tables (docs/engines.md),
+    as for apply_rotary_pos_emb (forward only, plain CPU tensors).
+    """
+    made = _engine(q, k, *_glm_tables(cos, sin, producer), unsqueeze_dim, producer, "pairs")
+    if made is not None:
+        return made
     out: _Pair = _call(_F["apply_rotary_pos_emb_glm"], (q, k, cos, sin, unsqueeze_dim), {})
     return out
 
 
 def apply_rotary_pos_emb_cohere(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
-                                sin: torch.Tensor, unsqueeze_dim: int = 1) -> "_Pair":
+                                sin: torch.Tensor, unsqueeze_dim: int = 1, *,
+                                producer: Optional[str] = None) -> "_Pair":
     """apply_rotary_pos_emb_cohere(q, k, cos, sin, unsqueeze_dim=1) -> (q_embed, k_embed)
 
     transformers Cohere's ``apply_rotary_pos_emb`` (cohere, cohere2): q and k upcast to
     float32, rotated in interleaved pairs with cos/sin as given (``CohereRotaryEmbedding``'s
     repeat_interleave layout), ``(q * cos) + (rotate_half(q) * sin)`` in float32, then
     rounded once to q's dtype.  Bit for bit at float32, float16 and bfloat16, gradients
-    included."""
+    included.
+
+    producer: an engine's bits from the same tensors and tables (docs/engines.md),
+    as for apply_rotary_pos_emb (forward only, plain CPU tensors).
+    """
+    made = _engine(q, k, cos, sin, unsqueeze_dim, producer, "pairs")
+    if made is not None:
+        return made
     out: _Pair = _call(_F["apply_rotary_pos_emb_cohere"], (q, k, cos, sin, unsqueeze_dim), {})
     return out
 
 
 def apply_rotary_pos_emb_half(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
-                              sin: torch.Tensor, unsqueeze_dim: int = 1) -> "_Pair":
+                              sin: torch.Tensor, unsqueeze_dim: int = 1, *,
+                              producer: Optional[str] = None) -> "_Pair":
     """apply_rotary_pos_emb_half(q, k, cos, sin, unsqueeze_dim=1) -> (q_embed, k_embed)
 
     transformers GPT-OSS's ``apply_rotary_pos_emb`` (gpt_oss, openai_privacy_filter): cos/sin
     are half-width (the rotary returns ``emb = freqs``), x's halves ``x1, x2`` become
     ``cat(x1 * cos - x2 * sin, x2 * cos + x1 * sin)``.  Equal, bit for bit, to the standard form
-    with the tables repeated (``a + (-b)`` is ``a - b`` exactly); gradients are GPT-OSS's."""
+    with the tables repeated (``a + (-b)`` is ``a - b`` exactly); gradients are GPT-OSS's.
+
+    producer: an engine's bits from the same tensors and tables (docs/engines.md),
+    as for apply_rotary_pos_emb (forward only, plain CPU tensors).
+    """
+    if producer is not None and isinstance(cos, torch.Tensor) and isinstance(sin, torch.Tensor):
+        made = _engine(q, k, torch.cat((cos, cos), -1), torch.cat((sin, sin), -1),
+                       unsqueeze_dim, producer, "half")
+        if made is not None:
+            return made
     out: _Pair = _call(_F["apply_rotary_pos_emb_half"], (q, k, cos, sin, unsqueeze_dim), {})
     return out
 
 
 def apply_rotary_pos_emb_float32(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
-                                 sin: torch.Tensor, unsqueeze_dim: int = 1) -> "_Pair":
+                                 sin: torch.Tensor, unsqueeze_dim: int = 1, *,
+                                 producer: Optional[str] = None) -> "_Pair":
     """apply_rotary_pos_emb_float32(q, k, cos, sin, unsqueeze_dim=1) -> (q_embed, k_embed)
 
     transformers ModernBERT's ``apply_rotary_pos_emb`` (modernbert, modernbert_decoder, esm,
     evolla): q and k widened to float32 (exact), rotated in halves with cos/sin (widened by
     the products' promotion, exact), then rounded once to q's dtype; gradients are
-    ModernBERT's (each ``q.float()`` branch's gradient rounded to q's dtype before the sum)."""
+    ModernBERT's (each ``q.float()`` branch's gradient rounded to q's dtype before the sum).
+
+    producer: an engine's bits from the same tensors and tables (docs/engines.md),
+    as for apply_rotary_pos_emb (forward only, plain CPU tensors).
+    """
+    made = _engine(q, k, cos, sin, unsqueeze_dim, producer, "half")
+    if made is not None:
+        return made
     out: _Pair = _call(_F["apply_rotary_pos_emb_float32"],
                              (q, k, cos, sin, unsqueeze_dim), {})
     return out
 
 
 def apply_rotary_pos_emb_glm_float32(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
-                                     sin: torch.Tensor, unsqueeze_dim: int = 1) -> "_Pair":
+                                     sin: torch.Tensor, unsqueeze_dim: int = 1, *,
+                                     producer: Optional[str] = None) -> "_Pair":
     """apply_rotary_pos_emb_glm_float32(q, k, cos, sin, unsqueeze_dim=1) -> (q_embed, k_embed)
 
     transformers ERNIE 4.5's ``apply_rotary_pos_emb`` (ernie4_5, ernie4_5_moe, hy_v4_vl):
     GLM's interleaved pairs (the first half of cos/sin repeated pairwise) computed in float32
     (``rotate_half(q).float()``: a negation, exact in q's dtype), rounded once to q's dtype;
-    gradients are ERNIE's."""
+    gradients are ERNIE's.
+
+    producer: an engine's bits from the same tensors and tables (docs/engines.md),
+    as for apply_rotary_pos_emb (forward only, plain CPU tensors).
+    """
+    made = _engine(q, k, *_glm_tables(cos, sin, producer), unsqueeze_dim, producer, "pairs")
+    if made is not None:
+        return made
     out: _Pair = _call(_F["apply_rotary_pos_emb_glm_float32"],
                              (q, k, cos, sin, unsqueeze_dim), {})
     return out
 
 
 def apply_rotary_pos_emb_single(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
-                                unsqueeze_dim: int = 1) -> torch.Tensor:
+                                unsqueeze_dim: int = 1, *,
+                                producer: Optional[str] = None) -> torch.Tensor:
     """apply_rotary_pos_emb_single(x, cos, sin, unsqueeze_dim=1) -> x_embed
 
     transformers Gemma 3n's ``apply_rotary_pos_emb(x, cos, sin, unsqueeze_dim=1)`` (one
-    tensor: gemma3n, gemma4, diffusion_gemma...): ``x * cos + rotate_half(x) * sin``."""
+    tensor: gemma3n, gemma4, diffusion_gemma...): ``x * cos + rotate_half(x) * sin``.
+
+    producer: an engine's bits from the same tensors and tables (docs/engines.md),
+    as for apply_rotary_pos_emb (forward only, plain CPU tensors).
+    """
+    made = _engine(x, None, cos, sin, unsqueeze_dim, producer, "half")
+    if made is not None:
+        x_embed: torch.Tensor = made[0]
+        return x_embed
     out: torch.Tensor = _call(_F["apply_rotary_pos_emb_single"],
                                     (x, cos, sin, unsqueeze_dim), {})
     return out

@@ -226,33 +226,38 @@ def _rotate_into(q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor,
     return qe, ke
 
 
-def produced(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
-             unsqueeze_dim: Any, producer: Any) -> Optional[_Pair]:
-    """transformers' apply_rotary_pos_emb as producer computes it (sinpe._producers: an
-    engine's arithmetic), or None for transformers' own (the form's usual call).  An
-    engine's forward has no gradient here, runs on plain CPU tensors, and takes the layouts
-    the core rotates: anything else is refused, naming it."""
-    ts = {"q": q, "k": k, "cos": cos, "sin": sin}
+def produced(q: torch.Tensor, k: Optional[torch.Tensor], cos: torch.Tensor, sin: torch.Tensor,
+             unsqueeze_dim: Any, producer: Any, layout: str = "half") -> Optional[_Pair]:
+    """transformers' apply_rotary_pos_emb (or a family's form, by its layout: 'half', or
+    'pairs' with the pairs' repeated tables; k None: one tensor, the single form's x) as
+    producer computes it (sinpe._producers: an engine's arithmetic on the tables an exporter
+    writes), or None for transformers' own (the form's usual call).  An engine's forward has
+    no gradient here, runs on plain CPU tensors, and takes the layouts the core rotates:
+    anything else is refused, naming it."""
+    ts = {"q" if k is not None else "x": q, "k": k, "cos": cos, "sin": sin}
+    if k is None:
+        del ts["k"]
     for name, t in ts.items():
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
     d = q.shape[-1] if q.dim() else 0
-    p = _producers.producer(producer, str(q.dtype).replace("torch.", ""), "half",
+    p = _producers.producer(producer, str(q.dtype).replace("torch.", ""), layout,
                             cos.shape[-1] if cos.dim() else d, d)
     if p is None or (q.dtype == torch.float64 and p.form == _producers.ONE):
         return None  # (float64 in one rounding: transformers' own bits, its usual route)
     for name, t in ts.items():
         _tensors.check(torch, t, name)
-    if torch.is_grad_enabled() and any(t.requires_grad for t in ts.values()):
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in ts.values()):
         raise ValueError(f"producer={producer!r} gives {p.p.engine}'s forward bits, which have "
                          "no gradient here: call it under torch.no_grad() or on tensors that "
                          "do not require grad")
-    if q.dtype not in _FAST or k.dtype != q.dtype or cos.dtype not in _FAST \
+    kd = q.dtype if k is None else k.dtype
+    if q.dtype not in _FAST or kd != q.dtype or cos.dtype not in _FAST \
             or sin.dtype != cos.dtype or cos.shape != sin.shape \
             or (p.form == _producers.ONE and cos.dtype != q.dtype):
         raise ValueError(f"producer={producer!r}: q and k must share a float dtype and cos "
                          f"and sin a float dtype and shape ({p.p.engine}: transformers' "
-                         f"tables, of q's dtype), got q {q.dtype}, k {k.dtype}, cos {cos.dtype} "
+                         f"tables, of q's dtype), got q {q.dtype}, k {kd}, cos {cos.dtype} "
                          f"{tuple(cos.shape)}, sin {sin.dtype} {tuple(sin.shape)}")
     if isinstance(unsqueeze_dim, bool):
         raise TypeError(f"unsqueeze_dim must be an integer, got {unsqueeze_dim!r}")
@@ -263,11 +268,13 @@ def produced(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Ten
     if ud is None:
         raise IndexError(f"unsqueeze_dim={unsqueeze_dim!r} is out of range for cos of "
                          f"{cos.dim()} axes")
-    out = None if not cos.dim() else _rotate_into(q, k, cos, sin, ud, False, form=p.form)
+    out = None if not cos.dim() else _rotate_into(q, k, cos, sin, ud, layout == "pairs",
+                                                   one="x" if k is None else "q", form=p.form)
     if out is None:
         raise ValueError(f"producer={producer!r}: cos {tuple(cos.shape)} unsqueezed at "
-                         f"{unsqueeze_dim!r} is not a table of q {tuple(q.shape)} and k "
-                         f"{tuple(k.shape)} that an engine's rotation takes")
+                         f"{unsqueeze_dim!r} is not a table of q {tuple(q.shape)}"
+                         + ("" if k is None else f" and k {tuple(k.shape)}")
+                         + " that an engine's rotation takes")
     return out
 
 

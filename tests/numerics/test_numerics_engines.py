@@ -271,3 +271,47 @@ def test_openvino_reads_rot_dim_as_the_call_does():
             sinpe.apply_rope(x.copy(), seq_dim=1, layout="pairs", rot_dim=bad, producer="openvino")
     with pytest.raises(ValueError, match="backend"):  # checked though MLX's functions compute
         sinpe.apply_rope(x.copy(), seq_dim=1, producer="mlx", backend="bogus")
+
+
+@pytest.mark.needs_torch
+@pytest.mark.parametrize("producer", ["onnxruntime", "openvino", "inductor", "llama.cpp", "mlx"])
+def test_the_family_forms_take_producer(producer):
+    """producer= on the family forms: each is the engine's rotation of the same tensors with
+    the family's layout and the tables its rotation reads (GPT-OSS's half-width tables
+    repeated; Cohere's and GLM's interleaved pairs, GLM's first half repeated pairwise; Gemma
+    3n's one tensor), equal to apply_rope's bits for them."""
+    import sinpe.torch as st
+    g = torch.Generator().manual_seed(11)
+    q, k = torch.randn(2, 4, 6, 32, generator=g), torch.randn(2, 2, 6, 32, generator=g)
+    pos = np.arange(6)[None].repeat(2, 0) + np.array([[0], [40]])
+    ch, sh = E.transformers_tables(pos, 32, layout="half")
+    cp, sp = E.transformers_tables(pos, 32, layout="pairs")
+
+    def arrays(x, c, s, layout):
+        want = x.numpy().transpose(0, 2, 1, 3).copy()
+        sinpe.apply_rope(want, cos=c, sin=s, seq_dim=1, layout=layout, producer=producer)
+        return E.uint_view(want.transpose(0, 2, 1, 3))
+
+    tc, ts = torch.from_numpy(ch), torch.from_numpy(sh)
+    for fn, c, s, layout in ((st.apply_rotary_pos_emb_half, tc[..., :16], ts[..., :16], "half"),
+                             (st.apply_rotary_pos_emb_float32, tc, ts, "half"),
+                             (st.apply_rotary_pos_emb_olmo, tc, ts, "half"),
+                             (st.apply_rotary_pos_emb_cohere, torch.from_numpy(cp),
+                              torch.from_numpy(sp), "pairs"),
+                             (st.apply_rotary_pos_emb_glm, tc, ts, "pairs"),
+                             (st.apply_rotary_pos_emb_glm_float32, tc, ts, "pairs")):
+        qe, ke = fn(q, k, c, s, producer=producer)
+        if fn in (st.apply_rotary_pos_emb_glm, st.apply_rotary_pos_emb_glm_float32):
+            c, s = (t[..., :16].repeat_interleave(2, dim=-1) for t in (c, s))
+        if fn is st.apply_rotary_pos_emb_half:
+            c, s = torch.cat((c, c), -1), torch.cat((s, s), -1)
+        for x, y in ((q, qe), (k, ke)):
+            assert np.array_equal(arrays(x, c.numpy(), s.numpy(), layout), E.uint_view(y.numpy())), fn
+    xe = st.apply_rotary_pos_emb_single(q, tc, ts, producer=producer)
+    assert np.array_equal(arrays(q, ch, sh, "half"), E.uint_view(xe.numpy()))
+    # and not transformers' own bits where the engine's float32 arithmetic differs (the
+    # producer is in the loop; torch.compile's and MLX's float32 rotation of given tables
+    # are transformers' own)
+    if producer not in ("inductor", "mlx"):
+        own = st.apply_rotary_pos_emb_single(q, tc, ts)
+        assert not torch.equal(own, xe)
