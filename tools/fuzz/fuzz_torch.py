@@ -949,8 +949,9 @@ def _measured(fw, version):
         return None
     if str(v) != version:
         return None
-    rel = tuple(int(x) for x in list(records.FRAMEWORKS[fw].values())[-1][0].split("."))
-    return v.epoch == 0 and not v.is_prerelease and tuple((v.release + (0, 0))[:2]) == rel
+    rels = {tuple(int(x) for x in r.split(".")) for p in records.FRAMEWORKS[fw].values()
+            for r in records.releases(p)}  # every profile's measured releases
+    return v.epoch == 0 and not v.is_prerelease and tuple((v.release + (0, 0))[:2]) in rels
 
 
 @contextlib.contextmanager
