@@ -335,8 +335,9 @@ typedef enum {
                                   OpenVINO's conversion, below), each result rounded to a
                                   bfloat16 value, then stored in x's type */
     SINPE_ROPE_OV_TABLES = 64, /* OpenVINO's reading of the tables: as they are (float32 tables
-                                  of a float16 x too: its conversion is fused into the node),
-                                  float32 tables of a bfloat16 x cast by its conversion
+                                  of a float16 x too: its conversion is fused into the node;
+                                  llama.cpp's float32 cache likewise), float32 tables of a
+                                  bfloat16 x cast by its conversion
                                   ((bits + ((bits & 0x10000) >> 1)) >> 16) */
     SINPE_ROPE_OV_STORE = 128, /* bfloat16 results by that conversion (OpenVINO's C++ loop),
                                   not to nearest even */
