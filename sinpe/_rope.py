@@ -48,8 +48,9 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
        and float16), 'openvino' / 'openvino-bf16' (its fused RoPE node at hint f32 / at its
        default bfloat16 precision; ':avx512' or ':avx2' names the serving CPU, else this
        machine's), 'mlx' (mx.fast.rope on the CPU: its own tables from positions, computed
-       whatever backend=, and every op in x's dtype; positions are rounded to float32 once,
-       where MLX adds float(t) + float(offset): the same below 2^24, past it pass offset=;
+       whatever backend=, and every op in x's dtype; given positions are int32 integers,
+       each rounded to float32 once, where MLX adds float(t) + float(offset): the same below
+       2^24, past it pass offset=;
        with cos/sin given, MLX's per-op rotation of those tables), 'llama.cpp' (ggml's
        ggml_rope_ext on x86-64, NEOX for the halves, NORMAL for the pairs: its own angles from
        integer positions, float32 and float16).  The other engines' tables are transformers'
@@ -76,7 +77,8 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
                          f"(x has shape {shape})")
     seq, d = shape[sd], shape[-1]
     name = _dtype_name(x)
-    made = _producers.producer(producer, name, layout, _rot_of(cos, rot_dim, d), d)
+    rot = _rot_of(cos, rot_dim, d)
+    made = _producers.producer(producer, name, layout, rot, d)
     if engine_args is not None and (made is None or not made.p.angles or cos is not None):
         raise ValueError("engine_args are the rope parameters of an engine that computes its "
                          "own tables (producer='llama.cpp' or 'mlx', without cos/sin), not "
@@ -89,8 +91,8 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
         c, s_ = _given_tables(cos, sin, shape, sd, layout, positions, offset, rot_dim,
                               name != "float32")
     elif made is not None and made.p.angles:
-        c, s_ = _own_tables(opts, made.p.angles, shape, sd, seq, d, positions, base, layout,
-                            offset, rot_dim, engine_args)
+        c, s_ = _own_tables(opts, made.p.angles, shape, sd, seq, positions, base, layout,
+                            offset, rot, engine_args)
     else:
         half = name if layout == "half" and name in ("float16", "bfloat16") else None
         # transformers' module casts its tables to x's dtype: an engine reads them so
@@ -136,15 +138,12 @@ def _rot_of(cos: Any, rot_dim: Any, d: int) -> int:
 
 
 def _own_tables(opts: PresetOpts, engine: str, shape: Tuple[int, ...], sd: int, seq: int,
-                d: int, positions: Any, base: Any, layout: str, offset: Any, rot_dim: Any,
+                positions: Any, base: Any, layout: str, offset: Any, rot: int,
                 engine_args: Any) -> Tuple[Any, Any]:
-    """An engine's own cos and sin tables (tables, seq, rot), float32 (sinpe._angles): MLX's
-    from positions float(t) + float(offset) (MLX's int32 offset) or the given ones rounded
-    to float32; llama.cpp's from integer positions (ggml's int32).  Not kept: a call
-    computes its own."""
-    rot = d if rot_dim is None else _int(rot_dim, "rot_dim")
-    if rot % 2 or rot > d or rot < 2:
-        raise ValueError(f"rot_dim must be even, >= 2 and <= head_dim = {d}, got {rot}")
+    """An engine's own cos and sin tables (tables, seq, rot), float32 (sinpe._angles), rot
+    as _rot_of checked it: MLX's from positions float(t) + float(offset) (MLX's int32
+    offset) or the given integer ones; llama.cpp's from integer positions (ggml's int32).
+    Not kept: a call computes its own."""
     theta = _positive(base, "base")
     off = _int(offset, "offset")
     if positions is None:
