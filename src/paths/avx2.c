@@ -148,6 +148,10 @@ X86_ORDERED_OPS(avx2, __m256, "x")
 #define PATH_OADD avx2_oadd
 #define PATH_OMUL avx2_omul
 #define PATH_SNEG(v) _mm256_xor_ps((v), _mm256_set1_ps(-0.0f))
+/* [a0 b0 a1 b1 ..] -> [-b0 a0 -b1 a1 ..]: pairs swapped, the even lanes' signs flipped */
+#define PATH_SWAPNEG(v)                                                                     \
+    _mm256_xor_ps(_mm256_permute_ps((v), 0xB1),                                             \
+                  _mm256_castsi256_ps(_mm256_set1_epi64x(0x80000000LL)))
 #define PATH_H2F(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p)))
 #define PATH_F2H(p, v)                                                                      \
     _mm_storeu_si128((__m128i *)(void *)(p), _mm256_cvtps_ph((v), _MM_FROUND_TO_NEAREST_INT))

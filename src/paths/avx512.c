@@ -138,6 +138,10 @@ X86_ORDERED_OPS(avx512, __m512, "v")
 #define PATH_OMUL avx512_omul
 #define PATH_SNEG(v) _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v),                \
                                                           _mm512_set1_epi32((int)0x80000000u)))
+/* [a0 b0 a1 b1 ..] -> [-b0 a0 -b1 a1 ..]: pairs swapped, the even lanes' signs flipped */
+#define PATH_SWAPNEG(v)                                                                     \
+    _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(_mm512_permute_ps((v), 0xB1)), \
+                                         _mm512_set1_epi64(0x80000000LL)))
 #define PATH_H2F(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p)))
 #define PATH_F2H(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), _mm512_cvtps_ph((v), AVX512_RNE))
 #define PATH_RH(v) _mm512_cvtph_ps(_mm512_cvtps_ph((v), AVX512_RNE))

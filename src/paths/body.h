@@ -259,10 +259,85 @@ PATH_TARGET static void FN(rope_half)(void *v, const void *c, const void *s, siz
     else
         FN(rope_body)(v, c, s, h, SINPE_HALF_F32, SINPE_HALF_F32);
 }
+
+/* A pairs row's vector at element i: float32 values, or the kind's own widened */
+PATH_INLINE PATH_SF FN(prow)(const char *t, size_t i, int tkind)
+{
+    if (tkind == SINPE_HALF_F32)
+        return PATH_SLOAD((const float *)(const void *)t + i);
+    return FN(load)(t + 2 * i, tkind);
+}
+
+/* rope_pairs (paths/path.h) a vector of PATH_SW elements at a time: x * c + swap(x) * s, swap
+ * putting -b where a was and a where b was (PATH_SWAPNEG), in float32 by the ordered ops. */
+PATH_INLINE void FN(pairs_body)(char *v, const char *c, const char *s, size_t n, int kind,
+                                int tkind)
+{
+    size_t w = kind == SINPE_HALF_F32 ? 4 : 2, tw = tkind == SINPE_HALF_F32 ? 4 : 2, i = 0;
+    for (; i + PATH_SW <= 2 * n; i += PATH_SW) {
+        PATH_SF x = FN(load)(v + i * w, kind);
+        PATH_SF y = PATH_OADD(PATH_OMUL(x, FN(prow)(c, i, tkind)),
+                              PATH_OMUL(PATH_SWAPNEG(x), FN(prow)(s, i, tkind)));
+        FN(store)(v + i * w, y, kind);
+    }
+    if (i < 2 * n)
+        sinpe_rope_pairs_scalar(v + i * w, c + i * tw, s + i * tw, n - i / 2, kind, tkind);
+}
+
+PATH_TARGET static void FN(rope_pairs)(void *v, const void *c, const void *s, size_t n, int kind,
+                                       int tkind)
+{
+    if (tkind != SINPE_HALF_F32 && tkind != kind)
+        sinpe_rope_pairs_scalar(v, c, s, n, kind, tkind);
+    else if (kind == SINPE_HALF_F32)
+        FN(pairs_body)(v, c, s, n, SINPE_HALF_F32, SINPE_HALF_F32);
+    else if (kind == SINPE_HALF_F16)
+        tkind == SINPE_HALF_F32 ? FN(pairs_body)(v, c, s, n, SINPE_HALF_F16, SINPE_HALF_F32)
+                                : FN(pairs_body)(v, c, s, n, SINPE_HALF_F16, SINPE_HALF_F16);
+    else
+        tkind == SINPE_HALF_F32 ? FN(pairs_body)(v, c, s, n, SINPE_HALF_BF16, SINPE_HALF_F32)
+                                : FN(pairs_body)(v, c, s, n, SINPE_HALF_BF16, SINPE_HALF_BF16);
+}
+
+/* r's rows with the kinds and the layout as constants (rope_rows dispatches once) */
+PATH_INLINE void FN(rows_body)(const sinpe_rope_rows *r, int pairs, int kind, int tkind)
+{
+    for (size_t k = 0; k < r->rows; k++) {
+        char *v = r->v + (ptrdiff_t)k * r->vstep;
+        const char *c = r->c + (ptrdiff_t)k * r->cstep, *s = r->s + (ptrdiff_t)k * r->sstep;
+        if (pairs)
+            FN(pairs_body)(v, c, s, r->n, kind, tkind);
+        else
+            FN(rope_body)(v, c, s, r->n, kind, tkind);
+    }
+}
+
+PATH_TARGET static void FN(rope_rows)(const sinpe_rope_rows *r)
+{
+    int k = r->kind, t = r->tkind, F32 = SINPE_HALF_F32;
+    if (t != F32 && t != k)
+        sinpe_rope_rows_scalar(r);
+    else if (r->pairs && k == F32)
+        FN(rows_body)(r, 1, F32, F32);
+    else if (r->pairs)
+        t == F32 ? (k == SINPE_HALF_F16 ? FN(rows_body)(r, 1, SINPE_HALF_F16, F32)
+                                        : FN(rows_body)(r, 1, SINPE_HALF_BF16, F32))
+                 : (k == SINPE_HALF_F16 ? FN(rows_body)(r, 1, SINPE_HALF_F16, SINPE_HALF_F16)
+                                        : FN(rows_body)(r, 1, SINPE_HALF_BF16, SINPE_HALF_BF16));
+    else if (k == F32)
+        FN(rows_body)(r, 0, F32, F32);
+    else
+        t == F32 ? (k == SINPE_HALF_F16 ? FN(rows_body)(r, 0, SINPE_HALF_F16, F32)
+                                        : FN(rows_body)(r, 0, SINPE_HALF_BF16, F32))
+                 : (k == SINPE_HALF_F16 ? FN(rows_body)(r, 0, SINPE_HALF_F16, SINPE_HALF_F16)
+                                        : FN(rows_body)(r, 0, SINPE_HALF_BF16, SINPE_HALF_BF16));
+}
 #undef PATH_INLINE
-#define PATH_HALF_OPS .half = FN(half), .rope_half = FN(rope_half)
+#define PATH_HALF_OPS .half = FN(half), .rope_half = FN(rope_half), .rope_pairs = FN(rope_pairs), \
+                      .rope_rows = FN(rope_rows)
 #else
-#define PATH_HALF_OPS .half = sinpe_half_scalar, .rope_half = sinpe_rope_half_scalar
+#define PATH_HALF_OPS .half = sinpe_half_scalar, .rope_half = sinpe_rope_half_scalar,            \
+                      .rope_pairs = sinpe_rope_pairs_scalar, .rope_rows = sinpe_rope_rows_scalar
 #endif
 
 const sinpe_path_ops PATH_OPS = {

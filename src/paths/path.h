@@ -28,6 +28,17 @@ typedef struct {
     const char *command;
 } sinpe_verification;
 
+/* Rows of one rotation for rope_rows: row r of x at v + r * vstep, its cos/sin rows at
+ * c + r * cstep and s + r * sstep (bytes; 0: one row for all), each as rope_half (n = h
+ * pairs of halves) or rope_pairs (n interleaved pairs) reads it. */
+typedef struct {
+    char *v;
+    const char *c, *s;
+    ptrdiff_t vstep, cstep, sstep;
+    size_t rows, n;
+    int kind, tkind, pairs;
+} sinpe_rope_rows;
+
 typedef struct {
     /* 1 when this CPU (and OS) can run the path; called once, by the registry */
     int (*supported)(void);
@@ -56,6 +67,16 @@ typedef struct {
      * of the kind itself (tkind == kind: widened exactly, their r is the identity); other
      * pairs are the caller's to widen. */
     void (*rope_half)(void *v, const void *c, const void *s, size_t h, int kind, int tkind);
+    /* rotary-embedding-torch's pairs on one contiguous vector of kind SINPE_HALF_F32, F16 or
+     * BF16: n pairs a = v[2i], b = v[2i+1] become
+     *   r(a * c[2i] + (-b) * s[2i]) and r(b * c[2i+1] + a * s[2i+1])
+     * in float32 (torch's NaN rule: each step keeps its second operand's NaN), rounded once
+     * to the kind by r.  The rows c and s: float32 (tkind SINPE_HALF_F32) or the kind's own
+     * values (tkind == kind), not rounded. */
+    void (*rope_pairs)(void *v, const void *c, const void *s, size_t n, int kind, int tkind);
+    /* rope_half or rope_pairs on r->rows rows at once (one call and one dispatch for a run of
+     * x's vectors: the heads of a position, or a head's positions) */
+    void (*rope_rows)(const sinpe_rope_rows *r);
 } sinpe_path_ops;
 
 /* The code paths by index, fastest last among those a CPU has: the one list of their names
@@ -86,6 +107,12 @@ enum { SINPE_HALF_F32 = 0, SINPE_HALF_F16 = 1, SINPE_HALF_BF16 = 2 };
 void sinpe_sincos_scalar(const float *a, float *s, float *c, size_t n);
 void sinpe_half_scalar(void *dst, const float *pe, size_t n, int kind, int add);
 void sinpe_rope_half_scalar(void *v, const void *c, const void *s, size_t h, int kind, int tkind);
+void sinpe_rope_pairs_scalar(void *v, const void *c, const void *s, size_t n, int kind, int tkind);
+void sinpe_rope_rows_scalar(const sinpe_rope_rows *r);
+/* rope_pairs on n pairs of a vector whose element k is at x + k * step (bytes), with float32
+ * rows c and s */
+void sinpe_rope_pairs_span(char *x, ptrdiff_t step, const float *c, const float *s, size_t n,
+                           int kind);
 void sinpe_rope_span_scalar(char *x0, char *x1, const float *c0, const float *c1,
                             const float *s0, const float *s1, size_t n, int kind);
 void sinpe_rope_span_typed(char *x0, char *x1, const char *c0, const char *c1, const char *s0,

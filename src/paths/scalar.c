@@ -189,6 +189,53 @@ void sinpe_rope_half_scalar(void *v, const void *c, const void *s, size_t h, int
     sinpe_rope_span_typed(x0, x1, cb, cb + 2 * h, sb, sb + 2 * h, h, kind, tkind);
 }
 
+void sinpe_rope_pairs_span(char *x, ptrdiff_t step, const float *c, const float *s, size_t n,
+                           int kind)
+{
+    for (size_t i = 0; i < n; i++) {
+        char *p0 = x + (ptrdiff_t)(2 * i) * step, *p1 = p0 + step;
+        float a = load_kind(p0, kind), b = load_kind(p1, kind);
+        float y0 = add2(mul2(a, c[2 * i], SINPE_HALF_F32), mul2(neg(b), s[2 * i], SINPE_HALF_F32));
+        float y1 = add2(mul2(b, c[2 * i + 1], SINPE_HALF_F32),
+                        mul2(a, s[2 * i + 1], SINPE_HALF_F32));
+        store_kind(p0, y0, kind);
+        store_kind(p1, y1, kind);
+    }
+}
+
+/* n pairs, the rows widened a chunk at a time when they hold the kind's values. */
+void sinpe_rope_pairs_scalar(void *v, const void *c, const void *s, size_t n, int kind, int tkind)
+{
+    ptrdiff_t w = kind == SINPE_HALF_F32 ? 4 : 2;
+    if (tkind == SINPE_HALF_F32) {
+        sinpe_rope_pairs_span(v, w, c, s, n, kind);
+        return;
+    }
+    enum { CHUNK = 64 };
+    float wc[2 * CHUNK], ws[2 * CHUNK];
+    const char *cb = c, *sb = s;
+    for (size_t i = 0; i < n; i += CHUNK) {
+        size_t m = n - i < CHUNK ? n - i : CHUNK;
+        for (size_t k = 0; k < 2 * m; k++) {
+            wc[k] = load_kind(cb + 2 * (2 * i + k), tkind);
+            ws[k] = load_kind(sb + 2 * (2 * i + k), tkind);
+        }
+        sinpe_rope_pairs_span((char *)v + (ptrdiff_t)(2 * i) * w, w, wc, ws, m, kind);
+    }
+}
+
+void sinpe_rope_rows_scalar(const sinpe_rope_rows *r)
+{
+    for (size_t k = 0; k < r->rows; k++) {
+        char *v = r->v + (ptrdiff_t)k * r->vstep;
+        const char *c = r->c + (ptrdiff_t)k * r->cstep, *s = r->s + (ptrdiff_t)k * r->sstep;
+        if (r->pairs)
+            sinpe_rope_pairs_scalar(v, c, s, r->n, r->kind, r->tkind);
+        else
+            sinpe_rope_half_scalar(v, c, s, r->n, r->kind, r->tkind);
+    }
+}
+
 const sinpe_path_ops sinpe_path_scalar = {
     .supported = scalar_supported,
     .rows = scalar_rows,
@@ -198,4 +245,6 @@ const sinpe_path_ops sinpe_path_scalar = {
     .scale = scalar_scale,
     .half = sinpe_half_scalar,
     .rope_half = sinpe_rope_half_scalar,
+    .rope_pairs = sinpe_rope_pairs_scalar,
+    .rope_rows = sinpe_rope_rows_scalar,
 };
