@@ -370,7 +370,7 @@ static PyObject *rope_call(PyObject *self, const rope_args *a)
         return NULL;
     PyObject *o_opts = a->p.opts, *x = a->p.x, *cos = a->p.cos, *sin = a->p.sin;
     call c;
-    sinpe_job *j = job_call(&c, self, SINPE_JOB_ROPE, "x", "seq_len", "head_dim");
+    sinpe_job *j = job_call(&c, self, SINPE_JOB_ROPE, nm[0], "seq_len", "head_dim");
     c.noun = "rotating an array";
     j->rope.seq_axis = seq_axis;
     j->rope.batch_axis = batch_axis;

@@ -46,8 +46,11 @@
  * start-up costs more than it saves (Zen 5, 2 threads: 64 x 64 x 256 took 113 us against 85
  * on one thread, 1 x 2048 x 1024 227 against 189; 64 x 128 x 768 698 against 879). */
 #define SINPE_KEPT_SHARE 24
-/* A value rotated by apply_rope, likewise (engine/rope.c). */
-#define SINPE_ROPE_SHARE 32
+/* A value rotated by apply_rope, likewise (engine/rope.c): since the rows of a run go to the
+ * path in one call (issue 38) a second thread pays from about 1 million values (Zen 4, 2
+ * threads, median of 40: 1 x 512 x 32 x 128 float32 310 -> 200 us, float16 563 -> 374;
+ * at 524 k values, 1 x 128 x 32 x 128, it gained nothing). */
+#define SINPE_ROPE_SHARE 8
 /* ... from this many values on an adopted OpenMP runtime (engine/rope.c) */
 #define SINPE_ROPE_OPENMP_VALUES (2 * SINPE_MIN_THREAD_WORK)
 /* Rows per position-copy item; arguments per backend call; vectors per rope item. */
