@@ -33,7 +33,7 @@ except ImportError:  # a message for a common mistake
 from . import _cache
 from ._api import add_pe, elementwise, positional_encoding
 from . import presets
-from ._rope import apply_rope, shift_matrix
+from ._rope import apply_rope, apply_rope_qk, shift_matrix
 from ._cache import cache_info, clear_cache, get_cache_size, set_cache_size
 from ._backends import policy as _policy
 from ._backends import runtime as _runtime
@@ -73,6 +73,7 @@ __all__ = [
     "reproduces",
     "presets",
     "apply_rope",
+    "apply_rope_qk",
     "shift_matrix",
     "set_cache_size",
     "get_cache_size",

@@ -79,7 +79,7 @@ class RopeKey(NamedTuple):
 
 
 #: An entry's key: a table's (_key, by what its bits depend on) or a result's (rope_key).
-Key = Union[TableKey, CoupledKey, RopeKey]
+Key = Union[TableKey, CoupledKey, RopeKey, "RowsKey"]
 
 
 class _Entry:
@@ -469,3 +469,117 @@ def memo_put(key: Optional[Key], value: np.ndarray) -> None:
         if _STATS["used"] + value.nbytes <= _STATS["budget"]:
             _ENTRIES[key] = _Entry(value, 0, 0, 0)
             _STATS["used"] += value.nbytes
+
+
+# ---- apply_rope's cos/sin rows by position (a decode step reads the rows it has seen) ------
+
+class RowsKey(NamedTuple):
+    """apply_rope's cos/sin rows of one frequency vector, by position: everything a row's
+    bits depend on but the position (backends whose rows do not couple only)."""
+    backend: int
+    path: int
+    trig: int
+    lanes: int
+    torch_threads: Any
+    pow_lanes: int
+    rot: int
+    theta: float
+    layout: str
+    rounded: Optional[str] = None  # the rows rounded to a half type (apply_rope's halves)
+
+
+#: the rows past a call's last that a fill computes with it: a decode step computes the next
+#: ROPE_STEP rows once, then reads them (a core call per ROPE_STEP steps)
+ROPE_STEP = 64
+#: positions past this are not kept by position (float32 holds every integer below it)
+ROPE_TOP = 1 << 24
+_ROPE_FILL = threading.RLock()  # one filler at a time; a rounded fill reads the float32 rows
+
+
+def rows_key(core: Opts, rot: int, theta: float, layout: str,
+             rounded: Optional[str] = None) -> Optional[RowsKey]:
+    """The key of apply_rope's rows by position; None when rows couple (SLEEF's lanes: a
+    row's bits depend on the tensor it was computed in) or the cache is off."""
+    if not records.INDEPENDENT[core.backend] or _STATS["budget"] <= 0:
+        return None
+    return RowsKey(core.backend, core.path, core.trig, core.lanes, core.torch_threads,
+                   core.pow_lanes, rot, theta, layout, rounded)
+
+
+def rope_rows(key: Optional[RowsKey], lo: int, hi: int, itemsize: int,
+              fill: Callable[[np.ndarray, int], None]) -> Optional[Tuple[np.ndarray, int]]:
+    """(rows, first): a kept array (2, n, rot) whose row r holds position first + r
+    (cos, then sin), positions lo .. hi - 1 among them; the missing ones computed by
+    fill(out, start) (out: a (2, m, rot) view for positions start .. start + m - 1).  None:
+    not kept (the window would pass a quarter of the budget, or positions past ROPE_TOP).
+    The rows of a window are written once, before they are published, and never again:
+    a reader holds its view whatever a later call grows or evicts."""
+    if key is None or lo < 0 or hi > ROPE_TOP or hi <= lo or _STATS["budget"] <= 0:
+        return None
+    e = _ENTRIES.get(key)
+    if e is not None:
+        rows, first, _, filled = e.hit[:4]
+        if first <= lo and hi <= filled:
+            try:  # marked used: one C-level step under the GIL (the lock is for fills)
+                _ENTRIES.move_to_end(key)
+            except KeyError:  # evicted meanwhile: the rows stay valid for this call
+                pass
+            _STATS["hits"] += 1
+            return rows, first
+    row_bytes = 2 * key.rot * itemsize
+    most = _STATS["budget"] // 4 // row_bytes
+    if hi - lo > most:
+        return None
+    with _ROPE_FILL:
+        return _grow(key, lo, hi, most, fill)
+
+
+def _grow(key: RowsKey, lo: int, hi: int, most: int,
+          fill: Callable[[np.ndarray, int], None]) -> Tuple[np.ndarray, int]:
+    """rope_rows' miss, under _ROPE_FILL: the entry's window extended (in its buffer, or a
+    buffer twice as long with its rows copied) or started again at lo, filled to hi and
+    ROPE_STEP rows past it."""
+    e = _ENTRIES.get(key)
+    if e is not None:
+        rows, first, _, filled = e.hit[:4]
+        if first <= lo and hi <= filled:
+            return rows, first
+    _STATS["misses"] += 1
+    end = min(hi + ROPE_STEP, ROPE_TOP)
+    if e is not None and first <= lo and end - first <= most:
+        cap = rows.shape[1]
+        if end - first > cap:  # a longer buffer (rows never move inside one)
+            grown = np.empty((2, min(max(2 * cap, end - first), most), key.rot), rows.dtype)
+            grown[:, :filled - first] = rows[:, :filled - first]
+            rows = grown
+        start = filled
+    else:  # a new window at lo
+        first = start = lo
+        rows = np.empty((2, min(max(end - lo, 2 * ROPE_STEP), most), key.rot),
+                        np.float32 if key.rounded is None else key.rounded)
+    end = min(end, first + rows.shape[1])
+    fill(rows[:, start - first:end - first], start)
+    _publish(key, e, rows, first, end)
+    return rows, first
+
+
+def _publish(key: RowsKey, old: Optional[_Entry], rows: np.ndarray, first: int,
+             end: int) -> None:
+    """The window's rows first .. end - 1 readable: its entry updated in place when its buffer
+    is the same, else replaced (the budget counts the new buffer)."""
+    with _LOCK:
+        cur = _ENTRIES.get(key)
+        if cur is not None and cur.rows is rows:
+            cur.hi = end
+            cur.hit = (rows, first, first, end, first, first)
+            _ENTRIES.move_to_end(key)
+            return
+        if cur is not None:
+            _STATS["used"] -= cur.rows.nbytes
+            del _ENTRIES[key]
+            _forgotten()
+        _evict(rows.nbytes)
+        if _STATS["used"] + rows.nbytes <= _STATS["budget"]:
+            e = _Entry(rows, first, first, end)
+            _ENTRIES[key] = e
+            _STATS["used"] += rows.nbytes

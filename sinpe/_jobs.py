@@ -75,8 +75,7 @@ def rope_job(core: Opts, x: Any, cos: Any, sin: Any, seq_axis: int, batch_axis: 
     """A rotation (the ROPE job): x (and x2) rotated by the tables cos and sin, from src
     (and src2) or in place, in torch's eager ops or an engine's form (sinpe._producers);
     the job checks core's options itself (one call)."""
-    _sinpe.rope(opts=core, x=x, cos=cos, sin=sin, seq_axis=seq_axis, batch_axis=batch_axis,
-                pairs=pairs, src=src, x2=x2, src2=src2, names=names, form=form)
+    _sinpe.rope(core, x, cos, sin, seq_axis, batch_axis, pairs, src, x2, src2, names, form)
 
 
 def map_job(core: Opts, func: int, x: Any) -> Any:

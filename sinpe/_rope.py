@@ -6,14 +6,16 @@ in one pass; shift_matrix is plain NumPy (float64), for inspection.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Tuple
+from typing import Any, NamedTuple, Optional, Tuple
 
 import numpy as np
 
 from . import _angles, _cache, _jobs, _producers, _tensors
 from ._jobs import (rope_job, COS, SIN, _admit, _freqs, _int, _positive, _rope_inv_freq, _round,
                     _table)
+from ._backends import policy as _policy
 from ._backends.policy import call_opts as _opts
+from ._memo import Memo
 from ._types import PresetOpts
 
 
@@ -61,11 +63,176 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
        beta_fast, beta_slow, n_ctx_orig, freq_factors; YaRN when ext_factor != 0); MLX's
        {'freqs': mx.fast.rope's freqs= (rot_dim / 2 values; base is then not read)}.
     base: theta (rope_theta). backend, threads, torch_threads: as for the tables.  The cos/sin
-       rows are kept in the cache for the next call (sinpe.set_cache_size).
+       rows are kept in the cache for the next call (sinpe.set_cache_size), by position:
+       a decode step computes only rows no call has computed (docs/speed.md).  q and k in
+       one call: :func:`apply_rope_qk`.
     """
-    tensor = _tensors.writable(x, "x")  # a nested, vmapped or inference tensor: named
+    _apply(x, None, positions, base, layout, offset, seq_dim, rot_dim, cos, sin, producer,
+           engine_args, backend, threads, torch_threads)
+    return x
+
+
+def apply_rope_qk(q: Any, k: Any, positions: Any = None, *, base: float = 10000.0,
+                  layout: str = "half", offset: int = 0, seq_dim: int = -2,
+                  rot_dim: Optional[int] = None, cos: Any = None, sin: Any = None,
+                  producer: Optional[str] = None, engine_args: Any = None,
+                  backend: Optional[str] = None, threads: Optional[int] = None,
+                  torch_threads: Optional[int] = None) -> Tuple[Any, Any]:
+    """Rotate q and k in place by the same tables in one call and return (q, k), as
+    transformers' ``apply_rotary_pos_emb(q, k, cos, sin)`` and the engines' kernels do: the
+    tables are made (or read) once and one pass of the core's threads rotates both.
+
+    q, k: one dtype and head_dim, the same seq on seq_dim and the same batch when the tables
+    have one per batch (positions (batch, seq)); their heads may differ (grouped-query
+    attention).  Every other argument as :func:`apply_rope`'s, applied to both; the bits are
+    apply_rope(q, ...) and apply_rope(k, ...)'s.
+    """
+    _apply(q, k, positions, base, layout, offset, seq_dim, rot_dim, cos, sin, producer,
+           engine_args, backend, threads, torch_threads)
+    return q, k
+
+
+class _Rows(NamedTuple):
+    """How one frequency vector's rows are kept by position: their key, itemsize and fill."""
+    key: Any
+    itemsize: int
+    fill: Any
+
+
+class _Plan(NamedTuple):
+    """What apply_rope made of a call's arguments but x's values and the positions: kept by
+    them (_plan_key) once a call succeeded, so that the next (a decode step) only reads its
+    rows and rotates."""
+    opts: PresetOpts
+    shape: Tuple[int, ...]
+    sd: int
+    seq: int
+    layout: str
+    rows: Optional[_Rows]
+    form: int
+    tensor: bool
+    given: bool = False  # the tables are given (NumPy arrays read as they are)
+
+
+_PLANS: Memo[Any, _Plan] = Memo(256)
+#: given tables' dtypes the core reads as they are (widened exactly, as the copies would be)
+_READ_AS_THEY_ARE = frozenset({"float32", "float16", "bfloat16"})
+_SCALARS = (int, type(None))
+
+
+def _plan_key(x: Any, k: Any, cos: Any, sin: Any, layout: Any, seq_dim: Any, rot_dim: Any,
+              base: Any, producer: Any, backend: Any, threads: Any, torch_threads: Any) -> Any:
+    """The key of a call's plan, or None: arguments of types whose equal values could mean
+    different things (bools, subclasses, objects) are never keys."""
+    if type(seq_dim) is not int or type(rot_dim) not in _SCALARS or type(threads) not in _SCALARS \
+            or type(torch_threads) not in _SCALARS or type(base) not in (float, int) \
+            or type(layout) is not str or type(producer) not in (str, type(None)) \
+            or type(backend) not in (str, type(None)):
+        return None
+    try:
+        xk = (type(x), x.dtype, tuple(x.shape))
+        kk = None if k is None else (type(k), k.dtype, tuple(k.shape))
+        tk = None if cos is None else (type(cos), cos.dtype, tuple(cos.shape), type(sin),
+                                       sin.dtype, tuple(sin.shape))
+        key = (xk, kk, tk, layout, seq_dim, rot_dim, base, producer, backend, threads, torch_threads,
+               _policy.token())
+        hash(key)
+    except Exception:  # noqa: BLE001 - a nested tensor's shape raises: no key, the checks name it
+        return None
+    return key
+
+
+def _apply(x: Any, k: Any, positions: Any, base: Any, layout: Any, offset: Any, seq_dim: Any,
+           rot_dim: Any, cos: Any, sin: Any, producer: Any, engine_args: Any, backend: Any,
+           threads: Any, torch_threads: Any) -> None:
+    """apply_rope's (and apply_rope_qk's) rotation of x (and k)."""
+    key = None
+    if (cos is None) == (sin is None) and engine_args is None:
+        key = _plan_key(x, k, cos, sin, layout, seq_dim, rot_dim, base, producer, backend,
+                        threads, torch_threads)
+        plan = None if key is None else _PLANS.get(key)
+        if plan is not None and _run(plan, x, k, positions, offset, cos, sin):
+            return
+    plan = _checked(x, k, positions, base, layout, offset, seq_dim, rot_dim, cos, sin, producer,
+                    engine_args, backend, threads, torch_threads)
+    if key is not None and plan is not None and _policy.settled(backend):
+        _PLANS[key] = plan
+
+
+def _run(plan: _Plan, x: Any, k: Any, positions: Any, offset: Any, cos: Any, sin: Any) -> bool:
+    """A call by its kept plan: True when done; False when its rows are not kept by position
+    (or its offset and positions are not plain, or its given tables may share x's memory):
+    the full route then runs (and names what is wrong, or copies the tables)."""
+    if type(offset) is not int or (positions is not None and offset != 0):
+        return False
+    if plan.given:
+        if positions is not None or offset != 0 or any(
+                np.may_share_memory(a, t) for a in (x, k) if a is not None for t in (cos, sin)):
+            return False
+        _rotate(plan, x, k, cos if cos.ndim == 3 else cos[None],
+                sin if sin.ndim == 3 else sin[None], False)
+        return True
+    tensor = plan.tensor and _tensors.writable(x, "x")
+    if k is not None and tensor:
+        _tensors.writable(k, "k")
+    pos = None
+    if positions is not None:
+        pos = _positions(_tensors.values(positions, "positions"), 0, plan.shape, plan.sd,
+                         plan.seq)
+    tables = _by_position(plan.rows, plan.seq, offset, pos)
+    if tables is None:
+        return False
+    _rotate(plan, x, k, tables[0], tables[1], tensor)
+    return True
+
+
+def _rotate(plan: _Plan, x: Any, k: Any, c: Any, s_: Any, tensor: bool) -> None:
+    """The core's one call: x (and k) rotated by the tables c, s_."""
+    if tensor:  # before the write: no signal's handler runs between the write and the move
+        _jobs.bump_version(x)
+        if k is not None:
+            _jobs.bump_version(k)
+    rope_job(plan.opts.core, x, c, s_, plan.sd, 0 if c.shape[0] > 1 else -1,
+             plan.layout == "pairs", x2=k, names=None if k is None else _QK_NAMES,
+             form=plan.form)
+
+
+def _qk_check(q: Any, k: Any, qs: Tuple[int, ...]) -> None:
+    """apply_rope_qk's q and k: both tensors or both not, one dtype, rank and head_dim (the
+    rest the core checks against the tables, naming k)."""
+    if (_tensors.torch_of(q) is None) != (_tensors.torch_of(k) is None):
+        raise TypeError(f"q and k must both be torch tensors or both be arrays, got "
+                        f"{type(q).__name__} and {type(k).__name__}")
+    if _tensors.torch_of(k) is None:  # the core refuses it too, naming the first array
+        try:
+            readonly = memoryview(k).readonly
+        except (TypeError, ValueError):
+            readonly = False
+        if readonly:
+            raise ValueError("k is read-only")
+    _tensors.writable(k, "k")
+    ks = _shape_of(k)
+    qn, kn = _dtype_name(q), _dtype_name(k)
+    if qn != kn or len(qs) != len(ks) or qs[-1:] != ks[-1:]:
+        raise ValueError(f"q and k must have one dtype, rank and head_dim, got {qn} {qs} and "
+                         f"{kn} {ks}")
+
+
+#: the rope call's arrays (x, cos, sin, src, x2, src2) by apply_rope_qk's names
+_QK_NAMES = ("q", "cos", "sin", "q", "k", "k")
+
+
+def _checked(x: Any, k: Any, positions: Any, base: Any, layout: Any, offset: Any, seq_dim: Any,
+             rot_dim: Any, cos: Any, sin: Any, producer: Any, engine_args: Any, backend: Any,
+             threads: Any, torch_threads: Any) -> Optional[_Plan]:
+    """The call with every check: the plan of a call with transformers' tables (None: the
+    tables were given or an engine's own)."""
+    tensor = _tensors.writable(x, "x" if k is None else "q")  # nested, vmapped, inference: named
     positions = _tensors.values(positions, "positions")
     shape = _shape_of(x)
+    if k is not None:
+        _qk_check(x, k, shape)
+    plan = None
     if len(shape) < 2:
         raise ValueError(f"x must have shape (..., seq, head_dim), got shape {shape}")
     if layout not in ("half", "pairs"):
@@ -76,6 +243,9 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
         raise ValueError(f"seq_dim={sdim} is not an axis of x before the last "
                          f"(x has shape {shape})")
     seq, d = shape[sd], shape[-1]
+    if k is not None and _shape_of(k)[sd] != seq:
+        raise ValueError(f"k must have q's seq on seq_dim={sdim} ({seq}), got shape "
+                         f"{_shape_of(k)}")
     name = _dtype_name(x)
     rot = _rot_of(cos, rot_dim, d)
     made = _producers.producer(producer, name, layout, rot, d)
@@ -90,6 +260,11 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
     if cos is not None or sin is not None:
         c, s_ = _given_tables(cos, sin, shape, sd, layout, positions, offset, rot_dim,
                               name != "float32")
+        if type(x) is np.ndarray and (k is None or type(k) is np.ndarray) \
+                and type(cos) is np.ndarray and type(sin) is np.ndarray \
+                and {cos.dtype.name, sin.dtype.name} <= _READ_AS_THEY_ARE:
+            plan = _Plan(opts, shape, sd, seq, layout, None, 0 if made is None else made.form,
+                         False, True)
     elif made is not None and made.p.angles:
         c, s_ = _own_tables(opts, made.p.angles, shape, sd, seq, positions, base, layout,
                             offset, rot, engine_args)
@@ -97,15 +272,18 @@ def apply_rope(x: Any, positions: Any = None, *, base: float = 10000.0, layout: 
         half = name if layout == "half" and name in ("float16", "bfloat16") else None
         # transformers' module casts its tables to x's dtype: an engine reads them so
         own = made is not None and made.form & _producers.OV_TABLES
+        half = half if half is not None and (own or math.prod(shape) >= 2 * seq * d) else None
         c, s_ = _rope_tables(opts, shape, sd, seq, d, positions, base, layout, offset, rot_dim,
-                             half if half is not None and (
-                                 own or math.prod(shape) >= 2 * seq * d) else None)
+                             half)
+        plan = _Plan(opts, shape, sd, seq, layout,
+                     _rows_of(opts, rot, _positive(base, "base"), layout, half),
+                     0 if made is None else made.form, tensor)
     form = 0 if made is None else made.form
-    if tensor:  # before the write: no signal's handler runs between the write and the move
-        _jobs.bump_version(x)
-    rope_job(opts.core, x, c, s_, sd, 0 if c.shape[0] > 1 else -1, layout == "pairs",
-             form=form)
-    return x
+    if k is not None and tensor:
+        _tensors.writable(k, "k")
+    done = _Plan(opts, shape, sd, seq, layout, None, form, tensor)
+    _rotate(done, x, k, c, s_, tensor)
+    return plan
 
 
 def _positions(positions: Any, off: int, shape: Tuple[int, ...], sd: int, seq: int) -> np.ndarray:
@@ -195,11 +373,17 @@ def _rope_tables(opts: PresetOpts, shape: Tuple[int, ...], sd: int, seq: int, d:
     (kept too): the code path reads them as they are, where it would round each float32 value
     again for every vector that uses its row (in place, 2 threads, Zen 4: 1 x 32 x 512 x 128
     float16 352 -> 290 us, bfloat16 555 -> 422 us)."""
+    rot, theta, off, pos = _rope_args(opts, shape, sd, seq, d, positions, base, offset, rot_dim)
+    if 0 in shape:  # nothing to rotate: tables of no rows (the core takes them for an empty
+        _check_rows(opts, rot, theta, layout, seq, off, pos)  # x) after the same checks
+        none = np.zeros((1, 0, rot), np.float32)
+        return none, none
+    by_row = _by_position(_rows_of(opts, rot, theta, layout, half), seq, off, pos)
+    if by_row is not None:
+        return by_row
     if half is not None:
         c, s_ = _rope_tables(opts, shape, sd, seq, d, positions, base, layout, offset, rot_dim)
-        key = _cache.rope_key(opts.core, c.shape[-1], _positive(base, "base"), layout, seq,
-                              _int(offset, "offset"), None if positions is None
-                              else np.asarray(positions))
+        key = _cache.rope_key(opts.core, rot, theta, layout, seq, off, pos)
         key = None if key is None else key._replace(rounded=half)
         kept = _cache.memo_get(key)
         if kept is None:
@@ -207,29 +391,11 @@ def _rope_tables(opts: PresetOpts, shape: Tuple[int, ...], sd: int, seq: int, d:
             kept = _round(both.ravel(), half).reshape(both.shape)
             _cache.memo_put(key, kept)
         return kept[0], kept[1]
-    rot = d if rot_dim is None else _int(rot_dim, "rot_dim")
-    if rot % 2 or rot > d or rot < 2:
-        raise ValueError(f"rot_dim must be even, >= 2 and <= head_dim = {d}, got {rot}")
-    theta = _positive(base, "base")
-    with np.errstate(over="ignore"):
-        if np.isinf(np.float32(theta)):
-            raise ValueError(f"base must be at most the largest float32 (3.4028235e+38): the "
-                             f"frequencies are theta ** (2i / rot_dim) in float32 as torch computes "
-                             f"them, where {base!r} is inf; got {base!r}")
-    off = _int(offset, "offset")
-    if positions is None:
-        pos, tables = None, 1
-    else:
-        pos = _positions(positions, off, shape, sd, seq)
-        tables = pos.shape[0]
-    if 0 in shape:  # nothing to rotate: tables of no rows (the core takes them for an empty
-        _check_rows(opts, rot, theta, layout, seq, off, pos)  # x) after the same checks
-        none = np.zeros((1, 0, rot), np.float32)
-        return none, none
     key = _cache.rope_key(opts.core, rot, theta, layout, seq, off, pos)
     kept = _cache.memo_get(key)
     if kept is not None:
         return kept[0], kept[1]
+    tables = 1 if pos is None else pos.shape[0]
     _admit((2, tables, seq, rot), opts._replace(dtype=np.float32), "its cos and sin tables",
            np.float32)
     freq = _rope_freq(opts, rot, theta, layout)
@@ -242,6 +408,103 @@ def _rope_tables(opts: PresetOpts, shape: Tuple[int, ...], sd: int, seq: int, d:
             _table(pos, freq, col, opts._replace(out=both[i]))
     _cache.memo_put(key, both)
     return both[0], both[1]
+
+
+def _rope_args(opts: PresetOpts, shape: Tuple[int, ...], sd: int, seq: int, d: int,
+               positions: Any, base: Any, offset: Any,
+               rot_dim: Any) -> Tuple[int, float, int, Optional[np.ndarray]]:
+    """(rot, theta, offset, positions as (1 or batch, seq) or None), checked."""
+    rot = d if rot_dim is None else _int(rot_dim, "rot_dim")
+    if rot % 2 or rot > d or rot < 2:
+        raise ValueError(f"rot_dim must be even, >= 2 and <= head_dim = {d}, got {rot}")
+    theta = _positive(base, "base")
+    with np.errstate(over="ignore"):
+        if np.isinf(np.float32(theta)):
+            raise ValueError(f"base must be at most the largest float32 (3.4028235e+38): the "
+                             f"frequencies are theta ** (2i / rot_dim) in float32 as torch computes "
+                             f"them, where {base!r} is inf; got {base!r}")
+    off = _int(offset, "offset")
+    pos = None if positions is None else _positions(positions, off, shape, sd, seq)
+    return rot, theta, off, pos
+
+
+#: positions of a call read from the rows kept by position when there are at most these
+#: (a decode step's; a prefill's longer positions are kept whole, by their bytes, and read
+#: without a gather)
+GATHER = 4096
+
+
+def _rows_of(opts: PresetOpts, rot: int, theta: float, layout: str,
+             half: Optional[str]) -> Optional[_Rows]:
+    """The rows by position of a call's tables; None when they are never kept so (rows that
+    couple, the cache off)."""
+    key = _cache.rows_key(opts.core, rot, theta, layout, half)
+    if key is None:
+        return None
+    fill = _fill(opts, rot, theta, layout) if half is None \
+        else _fill_rounded(opts, rot, theta, layout, half)
+    return _Rows(key, 4 if half is None else 2, fill)
+
+
+def _by_position(rows_of: Optional[_Rows], seq: int, off: int,
+                 pos: Optional[np.ndarray]) -> Optional[Tuple[Any, Any]]:
+    """The call's cos and sin (tables, seq, rot) from the rows kept by position (sinpe._cache:
+    rope_rows), computing only the rows no call has computed: views for consecutive positions
+    (by offset, or one row of positions), else gathered (integer positions, at most GATHER);
+    None: not kept (rows that couple, the cache off, positions past 2^24 or not integers).
+    A row's bits are its position's whatever the call that computed it (backends whose rows
+    do not couple), as the per-call tables' are."""
+    if rows_of is None:
+        return None
+    take = None
+    if pos is None:
+        lo, hi = off, off + seq
+    elif pos.size == 1 and pos.dtype.kind in "iu":  # a decode step's
+        lo = int(pos[0, 0])
+        hi = lo + 1
+    elif pos.dtype.kind in "iu" and pos.size <= GATHER:
+        pos = pos.copy()  # the values read once: another thread may write the caller's
+        lo, hi = int(pos.min()), int(pos.max()) + 1
+        if not (pos.shape[0] == 1 and hi - lo == seq
+                and (seq == 1 or (np.diff(pos[0]) == 1).all())):
+            take = pos
+    else:
+        return None
+    got = _cache.rope_rows(rows_of.key, lo, hi, rows_of.itemsize, rows_of.fill)
+    if got is None:
+        return None
+    rows, first = got
+    if take is None:
+        v = rows[:, None, lo - first:hi - first]
+    else:
+        v = rows[:, take - first]
+    return v[0], v[1]
+
+
+def _fill(opts: PresetOpts, rot: int, theta: float, layout: str) -> Any:
+    """The float32 rows of positions start .. start + m - 1 into out (2, m, rot): cos, sin, by
+    the core (as the per-call tables by offset)."""
+    def fill(out: np.ndarray, start: int) -> None:
+        freq = _rope_freq(opts, rot, theta, layout)
+        for i, kind in enumerate((COS, SIN)):
+            _table(out.shape[1], freq, [4 * k + kind for k in range(rot)],
+                   opts._replace(out=out[i]), offset=start, own=True)
+    return fill
+
+
+def _fill_rounded(opts: PresetOpts, rot: int, theta: float, layout: str, half: str) -> Any:
+    """The rows rounded to half, from the float32 rows of the same positions (kept too)."""
+    def fill(out: np.ndarray, start: int) -> None:
+        m = out.shape[1]
+        got = _cache.rope_rows(_cache.rows_key(opts.core, rot, theta, layout), start,
+                               start + m, 4, _fill(opts, rot, theta, layout))
+        if got is None:
+            f32 = np.empty((2, m, rot), np.float32)
+            _fill(opts, rot, theta, layout)(f32, start)
+        else:
+            f32 = got[0][:, start - got[1]:start - got[1] + m]
+        out[...] = _round(np.ascontiguousarray(f32).ravel(), half).reshape(out.shape)
+    return fill
 
 
 def _rope_freq(opts: PresetOpts, rot: int, theta: float, layout: str) -> np.ndarray:

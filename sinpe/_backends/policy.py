@@ -161,6 +161,29 @@ def opts(backend: Any = None, threads: Any = None, torch_threads: Any = None) ->
                 lanes, default_tt if torch_threads is None else torch_threads, pow_lanes)
 
 
+def token() -> Tuple[Any, ...]:
+    """What a call's options depend on besides its own arguments: the defaults, the
+    imported torch (on Arm its threads), ATEN_CPU_CAPABILITY.  Equal tokens and arguments give
+    equal options once their resolution is kept (settled): a caller may keep what it made of
+    them (apply_rope's plans)."""
+    torch = sys.modules.get("torch")
+    return (_STATE["backend"], _STATE["path"], _STATE["threads"], id(torch),
+            torch.get_num_threads() if ARM64 and torch is not None else 0,
+            os.environ.get("ATEN_CPU_CAPABILITY"))
+
+
+def settled(backend: Any) -> bool:
+    """The resolution of backend (None: the default) is kept: it no longer changes for the
+    same token."""
+    name = _STATE["backend"] if backend is None else backend
+    torch = sys.modules.get("torch")
+    key = (name, id(torch), torch.get_num_threads() if ARM64 and torch is not None else 0)
+    try:
+        return key in _OPTS_CACHE
+    except TypeError:
+        return False
+
+
 def call_opts(dtype: Any, out: Any, backend: Any, threads: Any, torch_threads: Any, *,
               check: bool = True) -> PresetOpts:
     """A call's options, resolved once (the package's one resolver of a call's options: the

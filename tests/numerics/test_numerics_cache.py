@@ -374,24 +374,32 @@ def test_positions_changed_by_another_thread():
 
 def test_eviction_is_least_recently_used_and_constant_time():
     """Issue 25, 3: entries in use order (a hit moves its entry last); eviction pops the
-    oldest without scanning; apply_rope's one-row decode steps keep nothing."""
+    oldest without scanning.  Issue 38: apply_rope's decode steps keep one window of rows by
+    position, filled ROPE_STEP rows at a time."""
     from sinpe import _cache
     sinpe.set_cache_size(64 << 20)
     sinpe.clear_cache()
     q = RNG.standard_normal((1, 8, 1, 128)).astype(np.float32)
+    before = sinpe.cache_info()  # hits and misses count from import
     for t in range(300):
         sinpe.apply_rope(q, offset=t)
-    assert sinpe.cache_info()["entries"] == 0  # cheaper computed than kept
+    info = sinpe.cache_info()
+    hits, misses = info["hits"] - before["hits"], info["misses"] - before["misses"]
+    assert info["entries"] == 1 and hits >= 300 - 300 // _cache.ROPE_STEP - 1
+    assert misses <= 300 // _cache.ROPE_STEP + 1
     q = RNG.standard_normal((1, 2, 64, 64)).astype(np.float32)
     one = 2 * 64 * 64 * 4
     sinpe.set_cache_size(3 * one)
     sinpe.clear_cache()
+
+    def at(t):  # float positions: the tables are kept whole, by the positions' bytes
+        return np.arange(t, t + 64, dtype=np.float32)
     for t in (0, 1, 2):
-        sinpe.apply_rope(q.copy(), offset=t)
-    sinpe.apply_rope(q.copy(), offset=0)  # a hit: offset 0 is now the most recent
-    sinpe.apply_rope(q.copy(), offset=3)  # evicts offset 1, the least recently used
-    offsets = [k.where[1] for k in _cache._ENTRIES]
-    assert offsets == [2, 0, 3]
+        sinpe.apply_rope(q.copy(), at(t))
+    sinpe.apply_rope(q.copy(), at(0))  # a hit: 0 is now the most recent
+    sinpe.apply_rope(q.copy(), at(3))  # evicts 1, the least recently used
+    firsts = [int(np.frombuffer(k.where[2], np.float32)[0]) for k in _cache._ENTRIES]
+    assert firsts == [2, 0, 3]
 
 
 def test_a_bad_out_allocates_no_kept_buffer(monkeypatch):
