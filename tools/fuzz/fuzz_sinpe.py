@@ -459,6 +459,19 @@ def case_rope(g):
     check_call(lambda: sinpe.apply_rope(xb.obj, **kw), [xb])
 
 
+def case_rope_qk(g):
+    """apply_rope_qk: q and k of any buffer kinds and layouts (k sometimes q itself or a view
+    of it), every argument fuzzed; twice, so that the second call takes the kept plan."""
+    qb = Buffer(g.shape(4, min_dims=1), g.pick(ARRAY_TYPES), g.pick(LAYOUTS), g.bytes)
+    kb = qb if g.pick([False, False, False, True]) else \
+        Buffer(g.shape(4, min_dims=1), g.pick(ARRAY_TYPES), g.pick(LAYOUTS), g.bytes)
+    kw = {"layout": g.pick(["half", "pairs"]), "seq_dim": g.pick([-2, -3, 1]),
+          "offset": g.pick(INTS[:12]), "backend": g.pick(BACKENDS),
+          "producer": g.pick([None, "inductor", "onnxruntime"])}
+    for _ in range(2):
+        check_call(lambda: sinpe.apply_rope_qk(qb.obj, kb.obj, **kw), [qb, kb])
+
+
 def _hf_rope(x, cos, sin):
     """transformers' apply_rotary_pos_emb on one tensor, in torch (the model)."""
     h = x.shape[-1] // 2
@@ -663,7 +676,7 @@ def case_settings(g):
 
 
 CASES = [case_table, case_add, case_elementwise, case_rope, case_preset, case_settings,
-         case_rope_tables, case_cache]
+         case_rope_tables, case_cache, case_rope_qk]
 
 
 class Gen:
@@ -751,7 +764,8 @@ def decode(v):
 
 
 ENTRIES = {"positional_encoding": sinpe.positional_encoding, "add_pe": sinpe.add_pe,
-           "apply_rope": sinpe.apply_rope, "elementwise": sinpe.elementwise,
+           "apply_rope": sinpe.apply_rope, "apply_rope_qk": sinpe.apply_rope_qk,
+           "elementwise": sinpe.elementwise,
            "shift_matrix": sinpe.shift_matrix}
 
 
