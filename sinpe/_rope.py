@@ -464,6 +464,8 @@ def _by_position(rows_of: Optional[_Rows], seq: int, off: int,
         hi = lo + 1
     elif pos.dtype.kind in "iu" and pos.size <= GATHER:
         pos = pos.copy()  # the values read once: another thread may write the caller's
+        if pos.shape[0] > 1 and (pos == pos[:1]).all():  # HF's position_ids, one row expanded
+            pos = pos[:1]
         lo, hi = int(pos.min()), int(pos.max()) + 1
         if not (pos.shape[0] == 1 and hi - lo == seq
                 and (seq == 1 or (np.diff(pos[0]) == 1).all())):
