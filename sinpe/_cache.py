@@ -98,8 +98,9 @@ _LOCK = threading.Lock()
 
 
 def _after_fork() -> None:
-    global _LOCK
+    global _LOCK, _ROPE_FILL
     _LOCK = threading.Lock()
+    _ROPE_FILL = threading.RLock()  # a filler of the parent's other threads is not here
     for e in _ENTRIES.values():
         e.filling = False
 

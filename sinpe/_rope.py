@@ -85,11 +85,32 @@ def apply_rope_qk(q: Any, k: Any, positions: Any = None, *, base: float = 10000.
     q, k: one dtype and head_dim, the same seq on seq_dim and the same batch when the tables
     have one per batch (positions (batch, seq)); their heads may differ (grouped-query
     attention).  Every other argument as :func:`apply_rope`'s, applied to both; the bits are
-    apply_rope(q, ...) and apply_rope(k, ...)'s.
+    apply_rope(q, ...) and apply_rope(k, ...)'s.  q and k that may share memory (views of one
+    fused qkv buffer) are rotated one after the other, q first.
     """
+    if _may_share(q, k):  # views of one buffer (a fused qkv): one after the other
+        for x in (q, k):
+            _apply(x, None, positions, base, layout, offset, seq_dim, rot_dim, cos, sin,
+                   producer, engine_args, backend, threads, torch_threads)
+        return q, k
     _apply(q, k, positions, base, layout, offset, seq_dim, rot_dim, cos, sin, producer,
            engine_args, backend, threads, torch_threads)
     return q, k
+
+
+def _may_share(q: Any, k: Any) -> bool:
+    """q and k may reach the same memory (by their extents, as the core's check of one job's
+    arrays: views of one fused qkv buffer too, which that check refuses)."""
+    torch = _tensors.torch_of(q)
+    if torch is not None and _tensors.torch_of(k) is not None:
+        try:
+            return bool(q.untyped_storage().data_ptr() == k.untyped_storage().data_ptr())
+        except (RuntimeError, NotImplementedError):  # no storage (meta, nested): the checks
+            return False
+    try:
+        return bool(np.may_share_memory(q, k))
+    except Exception:  # noqa: BLE001 - not buffers: the checks name them
+        return False
 
 
 class _Rows(NamedTuple):
@@ -166,15 +187,19 @@ def _run(plan: _Plan, x: Any, k: Any, positions: Any, offset: Any, cos: Any, sin
     if type(offset) is not int or (positions is not None and offset != 0):
         return False
     if plan.given:
-        if positions is not None or offset != 0 or any(
+        if positions is not None or offset != 0 or cos.ctypes.data % cos.itemsize \
+                or sin.ctypes.data % sin.itemsize or any(
                 np.may_share_memory(a, t) for a in (x, k) if a is not None for t in (cos, sin)):
             return False
         _rotate(plan, x, k, cos if cos.ndim == 3 else cos[None],
                 sin if sin.ndim == 3 else sin[None], False)
         return True
-    tensor = plan.tensor and _tensors.writable(x, "x")
-    if k is not None and tensor:
-        _tensors.writable(k, "k")
+    tensor = plan.tensor and _tensors.writable(x, "x" if k is None else "q")
+    if k is not None:
+        if tensor:
+            _tensors.writable(k, "k")
+        elif not k.flags.writeable:  # a NumPy k (the plan's key): named before the core
+            raise ValueError("k is read-only")
     pos = None
     if positions is not None:
         pos = _positions(_tensors.values(positions, "positions"), 0, plan.shape, plan.sd,
@@ -246,6 +271,10 @@ def _checked(x: Any, k: Any, positions: Any, base: Any, layout: Any, offset: Any
     if k is not None and _shape_of(k)[sd] != seq:
         raise ValueError(f"k must have q's seq on seq_dim={sdim} ({seq}), got shape "
                          f"{_shape_of(k)}")
+    if k is not None and positions is not None and np.ndim(positions) == 2 \
+            and np.shape(positions)[0] > 1 and _shape_of(k)[0] != shape[0]:
+        raise ValueError(f"k must have q's batch ({shape[0]}) when positions have one row per "
+                         f"batch element, got k of shape {_shape_of(k)}")
     name = _dtype_name(x)
     rot = _rot_of(cos, rot_dim, d)
     made = _producers.producer(producer, name, layout, rot, d)
@@ -262,7 +291,8 @@ def _checked(x: Any, k: Any, positions: Any, base: Any, layout: Any, offset: Any
                               name != "float32")
         if type(x) is np.ndarray and (k is None or type(k) is np.ndarray) \
                 and type(cos) is np.ndarray and type(sin) is np.ndarray \
-                and {cos.dtype.name, sin.dtype.name} <= _READ_AS_THEY_ARE:
+                and all(t.dtype.isnative and t.dtype.name in _READ_AS_THEY_ARE
+                        and t.ctypes.data % t.itemsize == 0 for t in (cos, sin)):
             plan = _Plan(opts, shape, sd, seq, layout, None, 0 if made is None else made.form,
                          False, True)
     elif made is not None and made.p.angles:

@@ -372,6 +372,7 @@ static PyObject *rope_call(PyObject *self, const rope_args *a)
     call c;
     sinpe_job *j = job_call(&c, self, SINPE_JOB_ROPE, nm[0], "seq_len", "head_dim");
     c.noun = "rotating an array";
+    c.what2 = nm[4];
     j->rope.seq_axis = seq_axis;
     j->rope.batch_axis = batch_axis;
     j->rope.pairs = pairs;

@@ -53,6 +53,7 @@ typedef struct {
     sinpe_opts opts;
     long long threads, torch_threads; /* as given, for the messages */
     const char *what;                 /* the destination's name: "out" or "x" */
+    const char *what2;                /* a rotation's second array's name (k), or NULL */
     const char *noun;                 /* what the memory refusal says is made */
     const char *rows_name, *cols_name;
     PyObject *base_obj, *dtype_obj;   /* as given (borrowed; NULL: the default) */

@@ -327,8 +327,28 @@ static const raiser RAISERS[SINPE_STATUS_COUNT] = {
     [SINPE_E_KEPT] = on_kept, /* the cache handed rows that do not suit: a bug, not input */
 };
 
+/* A rotation of two arrays refused for its second (the core's check passes the job without
+ * it): the message names the second array, and its facts are its own. */
+static int second_refused(const call *c)
+{
+    if (c->job.kind != SINPE_JOB_ROPE || !c->job.rope.second || !c->what2)
+        return 0;
+    sinpe_job one = c->job;
+    one.rope.second = 0;
+    return sinpe_job_check(&one, &c->opts) == SINPE_OK;
+}
+
 void raise_status(int st, const call *c)
 {
+    if (second_refused(c)) {
+        call named = *c;
+        named.what = c->what2;
+        named.job.dst = c->job.rope.dst2;
+        named.job.rope.second = 0;
+        named.what2 = NULL;
+        raise_status(st, &named);
+        return;
+    }
     const sinpe_job *j = &c->job;
     facts f;
     f.st = st;

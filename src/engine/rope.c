@@ -393,8 +393,10 @@ static void rotate_d(int pairs, int64_t rot, char *v, int64_t cs, const trow *c,
  * rows, or rows of x's own half type (read as x is, no rounding); -1: widen them first. */
 static int table_kind(const trow *c, const trow *s, int kind)
 {
-    if (c->t != s->t || c->step != sinpe_type_size(c->t) || s->step != c->step)
-        return -1;
+    int64_t size = sinpe_type_size(c->t);
+    if (c->t != s->t || c->step != size || s->step != c->step
+        || (uintptr_t)c->p % (uintptr_t)size || (uintptr_t)s->p % (uintptr_t)size)
+        return -1; /* (the path reads its rows as typed pointers: aligned ones only) */
     if (c->t == SINPE_F32)
         return SINPE_HALF_F32;
     int own = kind == SINPE_HALF_F16 ? SINPE_F16 : kind == SINPE_HALF_BF16 ? SINPE_BF16 : -1;
@@ -513,6 +515,15 @@ static int64_t rope_work(const sinpe_plan *p)
     return SINPE_ROPE_BLOCK * p->j.rope.cos.shape[2];
 }
 
+/* Every row of a table starts aligned to its type (its data and its row and table steps):
+ * a run's rows may be read as typed pointers (table_kind checks one row's). */
+static int rows_aligned(const sinpe_array *t)
+{
+    int64_t size = sinpe_type_size(t->type);
+    return (uintptr_t)t->data % (uintptr_t)size == 0 && t->strides[0] % size == 0
+           && t->strides[1] % size == 0;
+}
+
 /* Vectors begin .. end - 1 of x (read from src when it is another array). */
 static void rope_part(const sinpe_plan *p, const sinpe_array *x, const sinpe_array *src,
                       int64_t begin, int64_t end)
@@ -544,7 +555,8 @@ static void rope_part(const sinpe_plan *p, const sinpe_array *x, const sinpe_arr
         .cstep = (ptrdiff_t)(inner == sa ? C->strides[1] : tables && inner == ba ? C->strides[0] : 0),
         .sstep = (ptrdiff_t)(inner == sa ? S->strides[1] : tables && inner == ba ? S->strides[0] : 0),
         .n = (size_t)(rot / 2), .kind = kind, .pairs = pv,
-        .tkind = (vec || (pv && cs == w)) && !copy ? table_kind(&c, &s, kind) : -1,
+        .tkind = (vec || (pv && cs == w)) && !copy && rows_aligned(C) && rows_aligned(S)
+                     ? table_kind(&c, &s, kind) : -1,
     };
     for (int64_t i = begin; i < end;) {
         char *v = (char *)x->data + wk.o1;
