@@ -119,6 +119,7 @@ def compiled_case(x, c, s, layout):
             return torch.cat((-v[..., h:], v[..., :h]), -1)
         return torch.stack((-v[..., 1::2], v[..., 0::2]), -1).flatten(-2)
 
+    torch._dynamo.reset()  # each case compiled afresh (no recompile limit across cases)
     f = torch.compile(lambda v, cc, ss: v * cc + rot(v) * ss, dynamic=False)
     return lambda: f(xt, ct, st)
 

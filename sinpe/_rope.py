@@ -492,6 +492,11 @@ def _by_position(rows_of: Optional[_Rows], seq: int, off: int,
     elif pos.size == 1 and pos.dtype.kind in "iu":  # a decode step's
         lo = int(pos[0, 0])
         hi = lo + 1
+    elif pos.shape[1] == 1 and pos.size <= 64 and pos.dtype.kind in "iu":  # a batch's step
+        vals = pos.ravel().tolist()  # read once (Python ints: cheaper than NumPy's at this size)
+        lo, hi = min(vals), max(vals) + 1
+        if hi - lo > 1:
+            take = np.array(vals, np.int64).reshape(pos.shape)
     elif pos.dtype.kind in "iu" and pos.size <= GATHER:
         pos = pos.copy()  # the values read once: another thread may write the caller's
         if pos.shape[0] > 1 and (pos == pos[:1]).all():  # HF's position_ids, one row expanded
