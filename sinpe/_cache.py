@@ -476,13 +476,10 @@ def memo_put(key: Optional[Key], value: np.ndarray) -> None:
 
 class RowsKey(NamedTuple):
     """apply_rope's cos/sin rows of one frequency vector, by position: everything a row's
-    bits depend on but the position (backends whose rows do not couple only)."""
-    backend: int
-    path: int
-    trig: int
-    lanes: int
-    torch_threads: Any
-    pow_lanes: int
+    bits depend on but the position (backends whose rows do not couple only): the core's
+    options but its threads (backend, path, trig, lanes, torch_threads, pow_lanes), rot, base,
+    layout and the rounding to a half type."""
+    opts: Tuple[Any, ...]
     rot: int
     theta: float
     layout: str
@@ -503,8 +500,8 @@ def rows_key(core: Opts, rot: int, theta: float, layout: str,
     row's bits depend on the tensor it was computed in) or the cache is off."""
     if not records.INDEPENDENT[core.backend] or _STATS["budget"] <= 0:
         return None
-    return RowsKey(core.backend, core.path, core.trig, core.lanes, core.torch_threads,
-                   core.pow_lanes, rot, theta, layout, rounded)
+    return RowsKey((core.backend, core.path, core.trig, core.lanes, core.torch_threads,
+                    core.pow_lanes), rot, theta, layout, rounded)
 
 
 def rope_rows(key: Optional[RowsKey], lo: int, hi: int, itemsize: int,
