@@ -149,6 +149,7 @@ def _nanny(shape, rng):
     return a
 
 
+@pytest.mark.needs_torch
 @pytest.mark.parametrize("kernel", sinpe.kernels())
 def test_pairs_follow_torchs_nan_rule_on_every_path(kernel):
     """The pairs (rotary-embedding-torch: x * cos + rotate_half(x) * sin in float32, rounded
@@ -156,7 +157,7 @@ def test_pairs_follow_torchs_nan_rule_on_every_path(kernel):
     path, contiguous or strided x, float32 or x's own tables (tensors of 2 * 3 * 4 * D
     elements, D a multiple of 32: whole vectors of torch's loops, whose scalar tails keep
     other NaNs)."""
-    torch = pytest.importorskip("torch")
+    import torch
     sinpe.set_kernel(kernel)
     rng = np.random.default_rng(7)
 
@@ -204,8 +205,6 @@ def test_a_forked_child_fills_rows_while_a_parent_thread_was_filling():
     filler that is not in it (the fill lock is made afresh)."""
     import os
     import time
-    if not hasattr(os, "fork"):
-        pytest.skip("no fork on this platform")  # pragma: no cover - Linux CI has it
     sinpe.set_cache_size(64 << 20)
     stop = threading.Event()
 
