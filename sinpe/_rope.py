@@ -218,8 +218,7 @@ def _rotate(plan: _Plan, x: Any, k: Any, c: Any, s_: Any, tensor: bool) -> None:
         if k is not None:
             _jobs.bump_version(k)
     rope_job(plan.opts.core, x, c, s_, plan.sd, 0 if c.shape[0] > 1 else -1,
-             plan.layout == "pairs", x2=k, names=None if k is None else _QK_NAMES,
-             form=plan.form)
+             plan.layout == "pairs", None, k, None, None if k is None else _QK_NAMES, plan.form)
 
 
 def _qk_check(q: Any, k: Any, qs: Tuple[int, ...]) -> None:

@@ -168,8 +168,19 @@ def token() -> Tuple[Any, ...]:
     them (apply_rope's plans)."""
     torch = sys.modules.get("torch")
     return (_STATE["backend"], _STATE["path"], _STATE["threads"], id(torch),
-            torch.get_num_threads() if ARM64 and torch is not None else 0,
-            os.environ.get("ATEN_CPU_CAPABILITY"))
+            torch.get_num_threads() if ARM64 and torch is not None else 0, _aten_capability())
+
+
+def _aten_capability() -> Any:
+    """ATEN_CPU_CAPABILITY as os.environ holds it (its encoded mapping, read directly: a call's
+    plan reads it every call, where os.environ.get encodes the name each time)."""
+    data = getattr(os.environ, "_data", None)
+    if isinstance(data, dict):
+        return data.get(_ATEN_KEY)
+    return os.environ.get("ATEN_CPU_CAPABILITY")
+
+
+_ATEN_KEY: Any = getattr(os.environ, "encodekey", lambda k: k)("ATEN_CPU_CAPABILITY")
 
 
 def settled(backend: Any) -> bool:
