@@ -3,10 +3,10 @@
     python benchmarks/engines.py [--repeats N] [--quick]
 
 Every row: one shape (batch, seq, heads, head_dim), dtype and layout; each engine installed
-(ONNX Runtime's com.microsoft RotaryEmbedding through IOBinding, torch.compile of
-transformers' rotation), both with 2 threads, and sinpe's ``apply_rope`` with positions
-("pos": it finds or computes its tables) and with the tables given ("cos": as the engine
-gets its cache).  Times are medians of interleaved rounds (each round runs every contestant
+(ONNX Runtime's com.microsoft RotaryEmbedding through IOBinding, MLX's mx.fast.rope on the
+CPU, torch.compile of transformers' rotation; ONNX Runtime and torch with 2 threads), and
+sinpe's ``apply_rope`` with positions ("pos": it finds or computes its tables) and with the
+tables given ("cos": as the engine gets its cache).  Times are medians of interleaved rounds (each round runs every contestant
 once, best of 5 calls); a ratio is the engine's time over sinpe's (> 1: sinpe is faster).
 The floor of a prefill row is the machine's copy of the same bytes (read and write, 2 threads
 through torch's copy_ when torch is installed, else NumPy's one thread): "floor" is that
@@ -124,6 +124,19 @@ def compiled_case(x, c, s, layout):
     return lambda: f(xt, ct, st)
 
 
+def mlx_case(x, start, layout):
+    """MLX's mx.fast.rope on the CPU (its own tables from the offset; evaluated each call)."""
+    try:
+        import mlx.core as mx
+    except ImportError:
+        return None
+    mx.set_default_device(mx.cpu)
+    xm = mx.array(np.ascontiguousarray(x.transpose(0, 2, 1, 3)))  # (b, h, s, d)
+    d = x.shape[-1]
+    return lambda: mx.eval(mx.fast.rope(xm, d, traditional=layout == "pairs", base=10000.0,
+                                        scale=1.0, offset=start))
+
+
 def copy_case(x):
     """The same bytes read and written once (the floor of a rotation in place)."""
     try:
@@ -155,6 +168,9 @@ def row(shape, dtype, layout, decode, repeats):
         if dtype != "bfloat16" else None
     if ort is not None:
         fns["onnxruntime"] = ort
+    mlx = mlx_case(x, start, layout)
+    if mlx is not None:
+        fns["mlx"] = mlx
     comp = compiled_case(x, c, sn, layout)
     if comp is not None:
         fns["torch.compile"] = comp
