@@ -243,23 +243,6 @@ PATH_INLINE void FN(rope_body)(char *v, const char *c, const char *s, size_t h, 
                           s + 2 * (h + i), h - i, kind, tkind);
 }
 
-PATH_TARGET static void FN(rope_half)(void *v, const void *c, const void *s, size_t h, int kind,
-                                      int tkind)
-{
-    if (kind == SINPE_HALF_F16 && tkind == SINPE_HALF_F16)
-        FN(rope_body)(v, c, s, h, SINPE_HALF_F16, SINPE_HALF_F16);
-    else if (kind == SINPE_HALF_BF16 && tkind == SINPE_HALF_BF16)
-        FN(rope_body)(v, c, s, h, SINPE_HALF_BF16, SINPE_HALF_BF16);
-    else if (tkind != SINPE_HALF_F32)
-        sinpe_rope_half_scalar(v, c, s, h, kind, tkind);
-    else if (kind == SINPE_HALF_F16)
-        FN(rope_body)(v, c, s, h, SINPE_HALF_F16, SINPE_HALF_F32);
-    else if (kind == SINPE_HALF_BF16)
-        FN(rope_body)(v, c, s, h, SINPE_HALF_BF16, SINPE_HALF_F32);
-    else
-        FN(rope_body)(v, c, s, h, SINPE_HALF_F32, SINPE_HALF_F32);
-}
-
 /* A pairs row's vector at element i: float32 values, or the kind's own widened */
 PATH_INLINE PATH_SF FN(prow)(const char *t, size_t i, int tkind)
 {
@@ -284,21 +267,6 @@ PATH_INLINE void FN(pairs_body)(char *v, const char *c, const char *s, size_t n,
         sinpe_rope_pairs_scalar(v + i * w, c + i * tw, s + i * tw, n - i / 2, kind, tkind);
 }
 
-PATH_TARGET static void FN(rope_pairs)(void *v, const void *c, const void *s, size_t n, int kind,
-                                       int tkind)
-{
-    if (tkind != SINPE_HALF_F32 && tkind != kind)
-        sinpe_rope_pairs_scalar(v, c, s, n, kind, tkind);
-    else if (kind == SINPE_HALF_F32)
-        FN(pairs_body)(v, c, s, n, SINPE_HALF_F32, SINPE_HALF_F32);
-    else if (kind == SINPE_HALF_F16)
-        tkind == SINPE_HALF_F32 ? FN(pairs_body)(v, c, s, n, SINPE_HALF_F16, SINPE_HALF_F32)
-                                : FN(pairs_body)(v, c, s, n, SINPE_HALF_F16, SINPE_HALF_F16);
-    else
-        tkind == SINPE_HALF_F32 ? FN(pairs_body)(v, c, s, n, SINPE_HALF_BF16, SINPE_HALF_F32)
-                                : FN(pairs_body)(v, c, s, n, SINPE_HALF_BF16, SINPE_HALF_BF16);
-}
-
 /* r's rows with the kinds and the layout as constants (rope_rows dispatches once) */
 PATH_INLINE void FN(rows_body)(const sinpe_rope_rows *r, int pairs, int kind, int tkind)
 {
@@ -312,25 +280,46 @@ PATH_INLINE void FN(rows_body)(const sinpe_rope_rows *r, int pairs, int kind, in
     }
 }
 
+/* r's rows by layout and kinds as constants: x's kind with float32 rows or its own */
+PATH_INLINE void FN(rows_kinds)(const sinpe_rope_rows *r, int pairs)
+{
+    int t = r->tkind;
+    if (r->kind == SINPE_HALF_F32)
+        FN(rows_body)(r, pairs, SINPE_HALF_F32, SINPE_HALF_F32);
+    else if (r->kind == SINPE_HALF_F16)
+        t == SINPE_HALF_F32 ? FN(rows_body)(r, pairs, SINPE_HALF_F16, SINPE_HALF_F32)
+                            : FN(rows_body)(r, pairs, SINPE_HALF_F16, SINPE_HALF_F16);
+    else
+        t == SINPE_HALF_F32 ? FN(rows_body)(r, pairs, SINPE_HALF_BF16, SINPE_HALF_F32)
+                            : FN(rows_body)(r, pairs, SINPE_HALF_BF16, SINPE_HALF_BF16);
+}
+
+/* The one dispatch of the rotations (rope_half and rope_pairs are its one-row calls): rows
+ * of another type than float32 or x's own go to the scalar path, which widens them. */
 PATH_TARGET static void FN(rope_rows)(const sinpe_rope_rows *r)
 {
-    int k = r->kind, t = r->tkind, F32 = SINPE_HALF_F32;
-    if (t != F32 && t != k)
+    if (r->tkind != SINPE_HALF_F32 && r->tkind != r->kind)
         sinpe_rope_rows_scalar(r);
-    else if (r->pairs && k == F32)
-        FN(rows_body)(r, 1, F32, F32);
     else if (r->pairs)
-        t == F32 ? (k == SINPE_HALF_F16 ? FN(rows_body)(r, 1, SINPE_HALF_F16, F32)
-                                        : FN(rows_body)(r, 1, SINPE_HALF_BF16, F32))
-                 : (k == SINPE_HALF_F16 ? FN(rows_body)(r, 1, SINPE_HALF_F16, SINPE_HALF_F16)
-                                        : FN(rows_body)(r, 1, SINPE_HALF_BF16, SINPE_HALF_BF16));
-    else if (k == F32)
-        FN(rows_body)(r, 0, F32, F32);
+        FN(rows_kinds)(r, 1);
     else
-        t == F32 ? (k == SINPE_HALF_F16 ? FN(rows_body)(r, 0, SINPE_HALF_F16, F32)
-                                        : FN(rows_body)(r, 0, SINPE_HALF_BF16, F32))
-                 : (k == SINPE_HALF_F16 ? FN(rows_body)(r, 0, SINPE_HALF_F16, SINPE_HALF_F16)
-                                        : FN(rows_body)(r, 0, SINPE_HALF_BF16, SINPE_HALF_BF16));
+        FN(rows_kinds)(r, 0);
+}
+
+PATH_TARGET static void FN(rope_half)(void *v, const void *c, const void *s, size_t h, int kind,
+                                      int tkind)
+{
+    sinpe_rope_rows r = { .v = v, .c = c, .s = s, .rows = 1, .n = h, .kind = kind,
+                          .tkind = tkind, .pairs = 0 };
+    FN(rope_rows)(&r);
+}
+
+PATH_TARGET static void FN(rope_pairs)(void *v, const void *c, const void *s, size_t n, int kind,
+                                       int tkind)
+{
+    sinpe_rope_rows r = { .v = v, .c = c, .s = s, .rows = 1, .n = n, .kind = kind,
+                          .tkind = tkind, .pairs = 1 };
+    FN(rope_rows)(&r);
 }
 #undef PATH_INLINE
 #define PATH_HALF_OPS .half = FN(half), .rope_half = FN(rope_half), .rope_pairs = FN(rope_pairs), \
