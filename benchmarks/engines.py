@@ -15,6 +15,7 @@ copy's time over sinpe's.  Misses (ratio < 1, floor < 0.85) are listed at the en
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import statistics
 import sys
@@ -23,6 +24,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 from bench import cpu_name  # noqa: E402
 
 import sinpe  # noqa: E402
@@ -62,39 +64,21 @@ def tables(positions, rot, layout, base=10000.0):
 
 def ort_case(x, pos, layout):
     """ONNX Runtime's RotaryEmbedding on x (batch, seq, heads * head_dim) with a cache of
-    CACHE_ROWS positions, bound once (IOBinding): the call is run_with_iobinding."""
-    try:
-        import onnxruntime as ort
-        from onnx import TensorProto, helper
-    except ImportError:
+    CACHE_ROWS positions (the suite's session, tests/engine_oracles.py, at THREADS threads),
+    bound once (IOBinding): the call is run_with_iobinding."""
+    if importlib.util.find_spec("onnxruntime") is None:
+        return None
+    from engine_oracles import onnxruntime_session
+    if x.dtype not in (np.float32, np.float16):
         return None
     b, s, h, d = x.shape
-    et = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16}.get(
-        x.dtype)
-    if et is None:
-        return None
     c, sn = tables(np.arange(CACHE_ROWS), d, layout)
     half = (slice(None), slice(0, d // 2)) if layout == "half" else (slice(None), slice(0, d, 2))
     cc, ss = (np.ascontiguousarray(t[half]).astype(x.dtype) for t in (c, sn))
-    node = helper.make_node("RotaryEmbedding", ["x", "pos", "cos", "sin"], ["y"],
-                            domain="com.microsoft", interleaved=int(layout == "pairs"),
-                            num_heads=h)
-    shape3 = (b, s, h * d)
-    g = helper.make_graph(
-        [node], "rope",
-        [helper.make_tensor_value_info("x", et, shape3),
-         helper.make_tensor_value_info("pos", TensorProto.INT64, pos.shape),
-         helper.make_tensor_value_info("cos", et, cc.shape),
-         helper.make_tensor_value_info("sin", et, ss.shape)],
-        [helper.make_tensor_value_info("y", et, shape3)])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
-                                            helper.make_opsetid("com.microsoft", 1)])
-    m.ir_version = 10
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = THREADS
-    sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    sess = onnxruntime_session(x.shape, x.dtype, CACHE_ROWS, pos.shape, d, layout,
+                               threads=THREADS)
     io = sess.io_binding()
-    x3 = np.ascontiguousarray(x).reshape(shape3)
+    x3 = np.ascontiguousarray(x).reshape(b, s, h * d)
     y = np.empty_like(x3)
     for name, a in (("x", x3), ("pos", pos), ("cos", cc), ("sin", ss)):
         io.bind_cpu_input(name, a)

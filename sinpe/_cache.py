@@ -557,12 +557,11 @@ def _grow(key: RowsKey, lo: int, hi: int, most: int,
                         np.float32 if key.rounded is None else key.rounded)
     end = min(end, first + rows.shape[1])
     fill(rows[:, start - first:end - first], start)
-    _publish(key, e, rows, first, end)
+    _publish(key, rows, first, end)
     return rows, first
 
 
-def _publish(key: RowsKey, old: Optional[_Entry], rows: np.ndarray, first: int,
-             end: int) -> None:
+def _publish(key: RowsKey, rows: np.ndarray, first: int, end: int) -> None:
     """The window's rows first .. end - 1 readable: its entry updated in place when its buffer
     is the same, else replaced (the budget counts the new buffer)."""
     with _LOCK:

@@ -281,6 +281,7 @@ def _checked(x: Any, k: Any, positions: Any, base: Any, layout: Any, offset: Any
         raise ValueError("engine_args are the rope parameters of an engine that computes its "
                          "own tables (producer='llama.cpp' or 'mlx', without cos/sin), not "
                          f"{producer!r}'s")
+    form = 0 if made is None else made.form
     mlx = made is not None and made.p.angles == "mlx"
     opts = _opts(None, None, backend, threads, torch_threads)  # checked, whoever computes
     if mlx:  # MLX's own functions make its tables
@@ -292,8 +293,7 @@ def _checked(x: Any, k: Any, positions: Any, base: Any, layout: Any, offset: Any
                 and type(cos) is np.ndarray and type(sin) is np.ndarray \
                 and all(t.dtype.isnative and t.dtype.name in _READ_AS_THEY_ARE
                         and t.ctypes.data % t.itemsize == 0 for t in (cos, sin)):
-            plan = _Plan(opts, shape, sd, seq, layout, None, 0 if made is None else made.form,
-                         False, True)
+            plan = _Plan(opts, shape, sd, seq, layout, None, form, tensor, True)
     elif made is not None and made.p.angles:
         c, s_ = _own_tables(opts, made.p.angles, shape, sd, seq, positions, base, layout,
                             offset, rot, engine_args)
@@ -305,13 +305,9 @@ def _checked(x: Any, k: Any, positions: Any, base: Any, layout: Any, offset: Any
         c, s_ = _rope_tables(opts, shape, sd, seq, d, positions, base, layout, offset, rot_dim,
                              half)
         plan = _Plan(opts, shape, sd, seq, layout,
-                     _rows_of(opts, rot, _positive(base, "base"), layout, half),
-                     0 if made is None else made.form, tensor)
-    form = 0 if made is None else made.form
-    if k is not None and tensor:
-        _tensors.writable(k, "k")
-    done = _Plan(opts, shape, sd, seq, layout, None, form, tensor)
-    _rotate(done, x, k, c, s_, tensor)
+                     _rows_of(opts, rot, _positive(base, "base"), layout, half), form, tensor)
+    _rotate(plan or _Plan(opts, shape, sd, seq, layout, None, form, tensor), x, k, c, s_,
+            tensor)
     return plan
 
 
@@ -443,9 +439,7 @@ def _rope_args(opts: PresetOpts, shape: Tuple[int, ...], sd: int, seq: int, d: i
                positions: Any, base: Any, offset: Any,
                rot_dim: Any) -> Tuple[int, float, int, Optional[np.ndarray]]:
     """(rot, theta, offset, positions as (1 or batch, seq) or None), checked."""
-    rot = d if rot_dim is None else _int(rot_dim, "rot_dim")
-    if rot % 2 or rot > d or rot < 2:
-        raise ValueError(f"rot_dim must be even, >= 2 and <= head_dim = {d}, got {rot}")
+    rot = _rot_of(None, rot_dim, d)
     theta = _positive(base, "base")
     with np.errstate(over="ignore"):
         if np.isinf(np.float32(theta)):
@@ -488,10 +482,7 @@ def _by_position(rows_of: Optional[_Rows], seq: int, off: int,
     take = None
     if pos is None:
         lo, hi = off, off + seq
-    elif pos.size == 1 and pos.dtype.kind in "iu":  # a decode step's
-        lo = int(pos[0, 0])
-        hi = lo + 1
-    elif pos.shape[1] == 1 and pos.size <= 64 and pos.dtype.kind in "iu":  # a batch's step
+    elif pos.shape[1] == 1 and pos.size <= 64 and pos.dtype.kind in "iu":  # a decode step
         vals = pos.ravel().tolist()  # read once (Python ints: cheaper than NumPy's at this size)
         lo, hi = min(vals), max(vals) + 1
         if hi - lo > 1:

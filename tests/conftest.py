@@ -11,6 +11,7 @@ docs/testing.md.  Any other test that touched torch would fail there.
 The tests live in one folder per subject (api/, numerics/, robustness/, build/, c/); this
 file, the oracles (reference.py, crmath.py, preset_oracles.py) and the helpers below are
 shared by all of them (pytest puts tests/ on sys.path when it loads this file)."""
+import contextlib
 import functools
 import math
 import os
@@ -123,6 +124,27 @@ def to_np(a):
             return a.view(torch.int16).numpy().view(BF16)
         return a.numpy()
     return np.asarray(a)
+
+
+@contextlib.contextmanager
+def positions_written_by_a_thread(pos, top):
+    """A thread writing pos[k % len(pos)] = (k * 37) % top, k = 0, 1, ..., until the block
+    ends: calls inside it race the writes (the cache's tests: whatever values a call reads,
+    its rows are some position's)."""
+    stop = threading.Event()
+
+    def writer():
+        k = 0
+        while not stop.is_set():
+            pos[k % len(pos)] = (k * 37) % top
+            k += 1
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join()
 
 
 def same(a, b):

@@ -30,15 +30,16 @@ def positional_cache(cos, sin, layout, dtype):
     return cc, ss, pos
 
 
-def onnxruntime(x, cos, sin, layout, opset23=False):
-    """ONNX Runtime 1.32's RotaryEmbedding on the CPU provider, one intra-op thread: the
-    contrib com.microsoft op (x as (batch, seq, heads * head_dim)) or ONNX's opset-23 op."""
+def onnxruntime_session(shape, dtype, cache_rows, pos_shape, rot, layout, opset23=False,
+                        threads=1):
+    """An ONNX Runtime 1.32 session of one RotaryEmbedding on the CPU provider: the contrib
+    com.microsoft op (x as (batch, seq, heads * head_dim)) or ONNX's opset-23 op; inputs x,
+    pos (int64, pos_shape), cos and sin (cache_rows x rot / 2, x's dtype)."""
     import onnxruntime as ort
     from onnx import TensorProto, helper
-    b, s, h, d = x.shape
-    rot = cos.shape[-1]
-    et = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16}[x.dtype]
-    cc, ss, pos = positional_cache(cos, sin, layout, x.dtype)
+    b, s, h, d = shape
+    et = {np.dtype(np.float32): TensorProto.FLOAT,
+          np.dtype(np.float16): TensorProto.FLOAT16}[np.dtype(dtype)]
     inter = int(layout == "pairs")
     if opset23:
         node = helper.make_node("RotaryEmbedding", ["x", "cos", "sin", "pos"], ["y"],
@@ -50,20 +51,30 @@ def onnxruntime(x, cos, sin, layout, opset23=False):
                                 rotary_embedding_dim=rot)
         ops = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
     shape3 = (b, s, h * d)
+    cache = (cache_rows, rot // 2)
     g = helper.make_graph(
         [node], "rope",
         [helper.make_tensor_value_info("x", et, shape3),
-         helper.make_tensor_value_info("pos", TensorProto.INT64, pos.shape),
-         helper.make_tensor_value_info("cos", et, cc.shape),
-         helper.make_tensor_value_info("sin", et, ss.shape)],
+         helper.make_tensor_value_info("pos", TensorProto.INT64, pos_shape),
+         helper.make_tensor_value_info("cos", et, cache),
+         helper.make_tensor_value_info("sin", et, cache)],
         [helper.make_tensor_value_info("y", et, shape3)])
     m = helper.make_model(g, opset_imports=ops)
     m.ir_version = 10
     so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    y = sess.run(None, {"x": np.ascontiguousarray(x).reshape(shape3), "pos": pos, "cos": cc,
-                        "sin": ss})[0]
+    so.intra_op_num_threads = threads
+    return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+def onnxruntime(x, cos, sin, layout, opset23=False):
+    """ONNX Runtime 1.32's RotaryEmbedding on the CPU provider, one intra-op thread: the
+    contrib com.microsoft op (x as (batch, seq, heads * head_dim)) or ONNX's opset-23 op."""
+    b, s, h, d = x.shape
+    cc, ss, pos = positional_cache(cos, sin, layout, x.dtype)
+    sess = onnxruntime_session(x.shape, x.dtype, cc.shape[0], pos.shape, cos.shape[-1], layout,
+                               opset23)
+    y = sess.run(None, {"x": np.ascontiguousarray(x).reshape(b, s, h * d), "pos": pos,
+                        "cos": cc, "sin": ss})[0]
     return y.reshape(x.shape)
 
 

@@ -146,7 +146,7 @@ def opts(backend: Any = None, threads: Any = None, torch_threads: Any = None) ->
     torch = sys.modules.get("torch")
     if torch is not None and torch is not _RT["torch"]:  # whose threads: once per torch
         runtime.follow()
-    key = (name, id(torch), torch.get_num_threads() if ARM64 and torch is not None else 0)
+    key = (name,) + _torch_key()
     try:
         hit = _OPTS_CACHE.get(key)
     except TypeError:  # an unhashable name: resolve says what is wrong with it
@@ -166,9 +166,15 @@ def token() -> Tuple[Any, ...]:
     imported torch (on Arm its threads), ATEN_CPU_CAPABILITY.  Equal tokens and arguments give
     equal options once their resolution is kept (settled): a caller may keep what it made of
     them (apply_rope's plans)."""
+    return (_STATE["backend"], _STATE["path"], _STATE["threads"]) + _torch_key() \
+        + (_aten_capability(),)
+
+
+def _torch_key() -> Tuple[int, int]:
+    """What a resolution depends on of torch: the module imported (its id), on Arm its
+    threads (the SLEEF profiles' lanes follow them)."""
     torch = sys.modules.get("torch")
-    return (_STATE["backend"], _STATE["path"], _STATE["threads"], id(torch),
-            torch.get_num_threads() if ARM64 and torch is not None else 0, _aten_capability())
+    return id(torch), torch.get_num_threads() if ARM64 and torch is not None else 0
 
 
 def _aten_capability() -> Any:
@@ -187,10 +193,8 @@ def settled(backend: Any) -> bool:
     """The resolution of backend (None: the default) is kept: it no longer changes for the
     same token."""
     name = _STATE["backend"] if backend is None else backend
-    torch = sys.modules.get("torch")
-    key = (name, id(torch), torch.get_num_threads() if ARM64 and torch is not None else 0)
     try:
-        return key in _OPTS_CACHE
+        return (name,) + _torch_key() in _OPTS_CACHE
     except TypeError:
         return False
 

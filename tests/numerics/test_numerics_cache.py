@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import sinpe
-from conftest import BF16, same
+from conftest import BF16, positions_written_by_a_thread, same
 
 RNG = np.random.default_rng(18)
 BACKENDS = [b for b, ok in sinpe.backends().items() if ok]
@@ -349,16 +349,7 @@ def test_positions_changed_by_another_thread():
     sinpe.set_cache_size(64 << 20)
     sinpe.clear_cache()
     pos = np.zeros(64, np.int64)
-    stop = threading.Event()
-
-    def writer():
-        k = 0
-        while not stop.is_set():
-            pos[k % 64] = (k * 37) % 4096
-            k += 1
-    t = threading.Thread(target=writer)
-    t.start()
-    try:
+    with positions_written_by_a_thread(pos, 4096):
         for i in range(300):
             sinpe.positional_encoding(i % 50 + 1, 32)
             r = sinpe.positional_encoding(d_model=32, positions=pos)
@@ -367,9 +358,6 @@ def test_positions_changed_by_another_thread():
             for row in got:
                 hits = np.nonzero((table.view(np.uint32) == row.view(np.uint32)).all(1))[0]
                 assert hits.size > 0
-    finally:
-        stop.set()
-        t.join()
 
 
 def test_eviction_is_least_recently_used_and_constant_time():
